@@ -1,0 +1,177 @@
+//! Advanced receive and transmit descriptors, shared by the 82599 (ixgbe)
+//! and the 82576 (igb): both use the same 16-byte formats.
+//!
+//! 82599 datasheet §7.1.6 (advanced receive descriptors) and §7.2.3.2.4
+//! (advanced transmit data descriptor); 82576 datasheet §7.1.5 and §7.2.2.3.
+//! Descriptors are little-endian; we read and write them as volatile u64 /
+//! u32 because the NIC writes them concurrently.
+
+use std::ptr;
+use std::sync::atomic::{fence, Ordering};
+
+/// Size of one advanced descriptor in bytes.
+pub const DESCRIPTOR_SIZE: usize = 16;
+
+// Receive write-back format, §7.1.6.2: dword 2 is the extended status
+// (bits 19:0) and extended error (31:20); dword 3 is the packet length
+// (15:0) and VLAN tag (31:16).
+/// Descriptor done: the NIC has written this descriptor back.
+pub const RX_STATUS_DD: u32 = 1 << 0;
+/// End of packet: last descriptor of a frame.
+pub const RX_STATUS_EOP: u32 = 1 << 1;
+
+// Transmit data descriptor, §7.2.3.2.4: dword 2 holds DTALEN (15:0),
+// DTYP (23:20) and DCMD (31:24); dword 3 holds STA (3:0) and PAYLEN (31:14).
+/// DTYP = 0011b: advanced data descriptor.
+pub const TX_DTYP_DATA: u32 = 0b0011 << 20;
+/// DCMD.EOP: end of packet.
+pub const TX_DCMD_EOP: u32 = 1 << 24;
+/// DCMD.IFCS: insert the Ethernet FCS (CRC).
+pub const TX_DCMD_IFCS: u32 = 1 << 25;
+/// DCMD.RS: report status — write DD back when done.
+pub const TX_DCMD_RS: u32 = 1 << 27;
+/// DCMD.DEXT: descriptor extension (advanced format).
+pub const TX_DCMD_DEXT: u32 = 1 << 29;
+/// STA.DD in the write-back (bit 0 of dword 3).
+pub const TX_STATUS_DD: u32 = 1 << 0;
+/// PAYLEN starts at bit 14 of dword 3.
+pub const TX_PAYLEN_SHIFT: u32 = 14;
+
+/// A pointer to one descriptor in a ring in DMA memory.
+#[derive(Clone, Copy)]
+pub struct DescriptorPtr(*mut u8);
+
+impl DescriptorPtr {
+    /// # Safety
+    /// `ptr` must point to 16 bytes of live DMA memory, aligned to 16.
+    #[inline]
+    pub unsafe fn new(ptr: *mut u8) -> DescriptorPtr {
+        DescriptorPtr(ptr)
+    }
+
+    #[inline]
+    fn dword(self, i: usize) -> *mut u32 {
+        // SAFETY (for callers): i < 4 keeps us inside the descriptor.
+        unsafe { (self.0 as *mut u32).add(i) }
+    }
+
+    #[inline]
+    fn qword(self, i: usize) -> *mut u64 {
+        // SAFETY: i < 2 keeps us inside the descriptor.
+        unsafe { (self.0 as *mut u64).add(i) }
+    }
+
+    /// Hands a receive buffer to the NIC (read format, §7.1.6.1): packet
+    /// buffer address, header buffer address 0 (no header split). Writing
+    /// the second quadword also clears DD of the previous write-back.
+    #[inline]
+    pub fn rx_arm(self, buffer_iova: u64) {
+        // SAFETY: the descriptor is ours until RDT hands it to the NIC.
+        unsafe {
+            ptr::write_volatile(self.qword(0), buffer_iova.to_le());
+            ptr::write_volatile(self.qword(1), 0);
+        }
+    }
+
+    /// Extended status of a receive write-back.
+    #[inline]
+    pub fn rx_status(self) -> u32 {
+        // SAFETY: aligned read inside the descriptor; the NIC may write it.
+        u32::from_le(unsafe { ptr::read_volatile(self.dword(2)) })
+    }
+
+    /// Packet length (PKT_LEN) of a receive write-back.
+    #[inline]
+    pub fn rx_length(self) -> u16 {
+        // SAFETY: as above; only meaningful after DD was seen (acquire fence).
+        (u32::from_le(unsafe { ptr::read_volatile(self.dword(3)) }) & 0xFFFF) as u16
+    }
+
+    /// RSS hash of a receive write-back (dword 1).
+    #[inline]
+    pub fn rx_rss_hash(self) -> u32 {
+        // SAFETY: as above.
+        u32::from_le(unsafe { ptr::read_volatile(self.dword(1)) })
+    }
+
+    /// Writes a transmit data descriptor for one single-buffer packet.
+    #[inline]
+    pub fn tx_data(self, buffer_iova: u64, len: u16, cmd: u32) {
+        let dword2 = TX_DTYP_DATA | TX_DCMD_DEXT | cmd | len as u32;
+        let dword3 = (len as u32) << TX_PAYLEN_SHIFT;
+        // SAFETY: the descriptor is ours until TDT hands it to the NIC.
+        unsafe {
+            ptr::write_volatile(self.qword(0), buffer_iova.to_le());
+            ptr::write_volatile(
+                self.qword(1),
+                ((dword2 as u64) | ((dword3 as u64) << 32)).to_le(),
+            );
+        }
+    }
+
+    /// STA of a transmit write-back (§7.2.3.2.4: DD in bit 0 of dword 3).
+    #[inline]
+    pub fn tx_status(self) -> u32 {
+        // SAFETY: aligned read inside the descriptor; the NIC may write it.
+        u32::from_le(unsafe { ptr::read_volatile(self.dword(3)) })
+    }
+}
+
+/// After seeing DD set, order the reads of the rest of the descriptor (and
+/// the packet data) after it: the NIC writes the data before the status.
+#[inline]
+pub fn acquire_after_status() {
+    fence(Ordering::Acquire);
+}
+
+/// Before writing RDT/TDT, make the descriptor writes visible to the device
+/// (on x86 stores are not reordered with stores; the fence stops the
+/// compiler from sinking the descriptor writes below the tail write).
+#[inline]
+pub fn release_before_tail() {
+    fence(Ordering::Release);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[repr(align(16))]
+    struct Raw([u8; 16]);
+
+    #[test]
+    fn tx_data_descriptor_encoding() {
+        let mut raw = Raw([0; 16]);
+        let d = unsafe { DescriptorPtr::new(raw.0.as_mut_ptr()) };
+        d.tx_data(
+            0x1122_3344_5566_7788,
+            60,
+            TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS,
+        );
+        assert_eq!(&raw.0[0..8], &0x1122_3344_5566_7788u64.to_le_bytes());
+        let dword2 = u32::from_le_bytes(raw.0[8..12].try_into().unwrap());
+        let dword3 = u32::from_le_bytes(raw.0[12..16].try_into().unwrap());
+        assert_eq!(dword2 & 0xFFFF, 60, "DTALEN");
+        assert_eq!((dword2 >> 20) & 0xF, 0b0011, "DTYP advanced data");
+        assert_eq!(dword2 >> 24, 0b0010_1011, "DCMD = DEXT | RS | IFCS | EOP");
+        assert_eq!(dword3 >> 14, 60, "PAYLEN");
+        assert_eq!(d.tx_status() & TX_STATUS_DD, 0);
+    }
+
+    #[test]
+    fn rx_read_format_and_write_back() {
+        let mut raw = Raw([0xFF; 16]);
+        let d = unsafe { DescriptorPtr::new(raw.0.as_mut_ptr()) };
+        d.rx_arm(0xABCD_0000);
+        assert_eq!(&raw.0[0..8], &0xABCD_0000u64.to_le_bytes());
+        assert_eq!(&raw.0[8..16], &[0; 8], "header address 0 and DD cleared");
+        assert_eq!(d.rx_status() & RX_STATUS_DD, 0);
+        // A write-back as the NIC does it (§7.1.6.2).
+        raw.0[4..8].copy_from_slice(&0xCAFEu32.to_le_bytes());
+        raw.0[8..12].copy_from_slice(&(RX_STATUS_DD | RX_STATUS_EOP).to_le_bytes());
+        raw.0[12..16].copy_from_slice(&((7u32 << 16) | 1514).to_le_bytes());
+        assert_eq!(d.rx_status(), RX_STATUS_DD | RX_STATUS_EOP);
+        assert_eq!(d.rx_length(), 1514);
+        assert_eq!(d.rx_rss_hash(), 0xCAFE);
+    }
+}

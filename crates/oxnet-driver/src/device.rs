@@ -1,0 +1,193 @@
+//! The `Device` trait every driver implements, its `Config`, and statistics.
+
+use crate::error::{Error, Result};
+use crate::memory::MemoryKind;
+use crate::mempool::Mempool;
+use crate::packet::PacketBatch;
+
+/// Smallest and largest descriptor ring (82599 datasheet §7.1.9 / §7.2.3.3:
+/// RDLEN/TDLEN are multiples of 128 bytes, i.e. 8 descriptors; we keep ring
+/// sizes powers of two so that index wrap-around is a mask).
+pub const MIN_RING_SIZE: usize = 64;
+/// Largest descriptor ring we accept (the 82599 allows up to 8192; 4096 is
+/// DPDK's and ixgbe's limit for ring sizes that are powers of two too).
+pub const MAX_RING_SIZE: usize = 4096;
+
+/// Configuration for opening a device.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// RX queues (each gets its own ring and mempool).
+    pub rx_queues: u16,
+    /// TX queues.
+    pub tx_queues: u16,
+    /// RX descriptors per ring: a power of two, 64..=4096.
+    pub rx_ring_size: usize,
+    /// TX descriptors per ring: a power of two, 64..=4096.
+    pub tx_ring_size: usize,
+    /// Packets per `rx_batch`/`tx_batch` call the application intends to use
+    /// (used to size TX cleaning batches).
+    pub batch_size: usize,
+    /// Receive every frame, whatever its destination MAC.
+    pub promiscuous: bool,
+    /// IEEE 802.3x flow control: the NIC sends PAUSE when its receive buffer
+    /// fills, and honours PAUSE from its link partner.
+    pub flow_control: bool,
+    /// Buffers per RX mempool (0: chosen from the ring size).
+    pub pool_size: usize,
+    /// Which memory to use; `None`: the device's natural choice (huge pages
+    /// for real PCI devices, plain memory for models).
+    pub memory: Option<MemoryKind>,
+    /// How long to wait for the link to come up at start-up.
+    pub link_timeout: std::time::Duration,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            rx_queues: 1,
+            tx_queues: 1,
+            rx_ring_size: 512,
+            tx_ring_size: 512,
+            batch_size: 32,
+            promiscuous: true,
+            flow_control: false,
+            pool_size: 0,
+            memory: None,
+            link_timeout: std::time::Duration::from_secs(10),
+        }
+    }
+}
+
+impl Config {
+    /// Checks every value and says which one is wrong and why.
+    pub fn validate(&self) -> Result<()> {
+        for (what, size) in [
+            ("rx ring size", self.rx_ring_size),
+            ("tx ring size", self.tx_ring_size),
+        ] {
+            if !size.is_power_of_two() || !(MIN_RING_SIZE..=MAX_RING_SIZE).contains(&size) {
+                return Err(Error::Config(format!(
+                    "{what} {size} is not a power of two between {MIN_RING_SIZE} and {MAX_RING_SIZE}"
+                )));
+            }
+        }
+        if self.rx_queues == 0 || self.tx_queues == 0 {
+            return Err(Error::Config(
+                "a device needs at least one rx and one tx queue".into(),
+            ));
+        }
+        if self.batch_size == 0 || self.batch_size > self.rx_ring_size.min(self.tx_ring_size) {
+            return Err(Error::Config(format!(
+                "batch size {} must be between 1 and the ring size ({})",
+                self.batch_size,
+                self.rx_ring_size.min(self.tx_ring_size)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Buffers per RX pool: enough for a full RX ring, a full TX ring (a
+    /// forwarder parks received buffers there) and batches in flight.
+    pub fn effective_pool_size(&self) -> usize {
+        if self.pool_size != 0 {
+            self.pool_size
+        } else {
+            (self.rx_ring_size + self.tx_ring_size + 2 * self.batch_size).max(2048)
+        }
+    }
+}
+
+/// Packet and byte counters of a device, accumulated since it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceStats {
+    /// Good packets received (hardware counter where the device has one).
+    pub rx_packets: u64,
+    /// Good packets transmitted.
+    pub tx_packets: u64,
+    /// Octets of the good packets received (the 82599 counts the CRC too).
+    pub rx_bytes: u64,
+    /// Octets of the good packets transmitted.
+    pub tx_bytes: u64,
+    /// Packets the device dropped because no receive descriptor was free
+    /// (82599: MPC, "missed packets").
+    pub rx_missed: u64,
+    /// Frames received with a bad CRC.
+    pub rx_crc_errors: u64,
+    /// Receive attempts that found the mempool empty (software).
+    pub rx_pool_empty: u64,
+    /// Transmit attempts that found the ring full (software): packets that
+    /// stayed with the caller.
+    pub tx_ring_full: u64,
+    /// Packets refused because they cannot be sent (empty or too long);
+    /// they are dropped (software).
+    pub tx_invalid: u64,
+}
+
+impl DeviceStats {
+    /// Adds `other` to `self` field by field.
+    pub fn add(&mut self, other: &DeviceStats) {
+        self.rx_packets += other.rx_packets;
+        self.tx_packets += other.tx_packets;
+        self.rx_bytes += other.rx_bytes;
+        self.tx_bytes += other.tx_bytes;
+        self.rx_missed += other.rx_missed;
+        self.rx_crc_errors += other.rx_crc_errors;
+        self.rx_pool_empty += other.rx_pool_empty;
+        self.tx_ring_full += other.tx_ring_full;
+        self.tx_invalid += other.tx_invalid;
+    }
+}
+
+/// Link state as reported by the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Link {
+    /// Link is up.
+    pub up: bool,
+    /// Speed in Mbit/s (0 when down).
+    pub speed_mbps: u32,
+}
+
+/// Hardware features a device offers (switches arrive with later issues).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Features {
+    /// The device strips/appends the Ethernet CRC itself.
+    pub crc_offload: bool,
+    /// The device counts packets in hardware registers.
+    pub hardware_stats: bool,
+    /// 802.3x flow control.
+    pub flow_control: bool,
+}
+
+/// A network device: batched receive and transmit on numbered queues.
+///
+/// One queue is used by one thread at a time (`&mut self`); packets received
+/// on one device may be transmitted on another and are freed back to their
+/// own pool wherever they are dropped.
+pub trait Device: Send {
+    /// Name of the driver ("ixgbe", ...).
+    fn driver_name(&self) -> &'static str;
+    /// The spec string the device was opened with.
+    fn spec(&self) -> &str;
+    /// Receives up to `max` packets from `queue`, appending them to `batch`.
+    /// Returns how many were received.
+    fn rx_batch(&mut self, queue: u16, batch: &mut PacketBatch, max: usize) -> usize;
+    /// Transmits packets from the front of `batch` on `queue`; returns how
+    /// many were taken. Packets that did not fit (ring full) stay in
+    /// `batch`, in order, and remain the caller's.
+    fn tx_batch(&mut self, queue: u16, batch: &mut PacketBatch) -> usize;
+    /// Counters since the device was opened (reads the hardware counters).
+    fn stats(&mut self) -> DeviceStats;
+    /// Link state.
+    fn link(&self) -> Link;
+    /// The device's MAC address.
+    fn mac(&self) -> [u8; 6];
+    /// Turns promiscuous mode on or off.
+    fn set_promisc(&mut self, on: bool) -> Result<()>;
+    /// The hardware features this device has.
+    fn features(&self) -> Features;
+    /// The mempool that backs receive queue `queue`; applications that
+    /// build packets for this device (a packet generator) allocate from it.
+    fn mempool(&self, queue: u16) -> Mempool;
+    /// Number of RX and TX queues.
+    fn queues(&self) -> (u16, u16);
+}

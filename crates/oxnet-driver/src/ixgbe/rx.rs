@@ -1,0 +1,190 @@
+//! One 82599 receive queue: ring set-up (§4.6.7) and the receive path
+//! (§7.1).
+
+use super::regs::*;
+use crate::advanced::{
+    acquire_after_status, release_before_tail, DescriptorPtr, DESCRIPTOR_SIZE, RX_STATUS_DD,
+    RX_STATUS_EOP,
+};
+use crate::device::Config;
+use crate::error::{Error, Result};
+use crate::memory::{DmaMemory, MemoryKind};
+use crate::mempool::Mempool;
+use crate::packet::{Packet, PacketBatch};
+use crate::regs::RegisterAccess;
+use crate::ring::RingIndex;
+
+/// A receive ring, the packet buffer behind each of its descriptors, and
+/// the pool that refills it.
+pub struct RxQueue {
+    id: u32,
+    ring: DmaMemory,
+    index: RingIndex,
+    /// Next descriptor to look at for DD.
+    rx_index: u16,
+    /// The buffer armed in each descriptor.
+    buffers: Vec<Option<Packet>>,
+    /// Fresh buffers, allocated a batch at a time.
+    spare: PacketBatch,
+    pool: Mempool,
+    pool_empty: u64,
+}
+
+impl RxQueue {
+    /// Allocates the ring and the pool and programs the queue's registers
+    /// (§4.6.7: SRRCTL, RDBAL/RDBAH/RDLEN, RDH/RDT, DCA_RXCTRL). The queue
+    /// is enabled later by the caller.
+    pub(super) fn new<R: RegisterAccess>(
+        regs: &R,
+        id: u16,
+        config: &Config,
+        memory: MemoryKind,
+        spec: &str,
+    ) -> Result<RxQueue> {
+        let size = config.rx_ring_size;
+        let ring = DmaMemory::allocate(size * DESCRIPTOR_SIZE, memory)?;
+        // Fill the ring with 0xFF before the NIC may look at it (ixy credits
+        // Snabb): a descriptor read too early points nowhere useful instead
+        // of to physical address 0. Every descriptor is armed before start.
+        // SAFETY: our own fresh allocation of at least this many bytes.
+        unsafe { std::ptr::write_bytes(ring.virt(), 0xFF, size * DESCRIPTOR_SIZE) };
+        let pool = Mempool::new(
+            &format!("{spec} rx{id}"),
+            config.effective_pool_size(),
+            memory,
+        )?;
+        let q = id as u32;
+        // §8.2.3.8.7 SRRCTL: advanced descriptors, one buffer, buffer size in
+        // KB. DROP_EN stays 0: with no free descriptor, frames wait in the
+        // packet buffer and are counted in MPC when that is full too.
+        let bsize = (pool.entry_size() - pool.headroom()) / 1024;
+        if bsize == 0 || bsize > SRRCTL_BSIZEPACKET_MASK as usize {
+            return Err(Error::Config(format!(
+                "receive buffers of {} bytes cannot be used",
+                bsize * 1024
+            )));
+        }
+        let value = regs.read32(srrctl(q))
+            & !(SRRCTL_DESCTYPE_MASK | SRRCTL_BSIZEPACKET_MASK | SRRCTL_DROP_EN);
+        regs.write32(srrctl(q), value | SRRCTL_DESCTYPE_ADV_ONEBUF | bsize as u32);
+        // §8.2.3.8.1–3: ring base and length in bytes.
+        let base = ring.iova(0);
+        regs.write32(rdbal(q), base as u32);
+        regs.write32(rdbah(q), (base >> 32) as u32);
+        regs.write32(rdlen(q), (size * DESCRIPTOR_SIZE) as u32);
+        regs.write32(rdh(q), 0);
+        regs.write32(rdt(q), 0);
+        // §8.2.3.11.1: the datasheet asks to clear bit 12 of DCA_RXCTRL.
+        regs.clear_flags32(dca_rxctrl(q), DCA_RXCTRL_DATA_WRO_EN);
+        Ok(RxQueue {
+            id: q,
+            ring,
+            index: RingIndex::new(size),
+            rx_index: 0,
+            buffers: (0..size).map(|_| None).collect(),
+            spare: PacketBatch::with_capacity(config.batch_size.max(64)),
+            pool,
+            pool_empty: 0,
+        })
+    }
+
+    /// Number of descriptors.
+    pub fn ring_size(&self) -> usize {
+        self.index.size()
+    }
+
+    /// The pool that refills this queue.
+    pub fn mempool(&self) -> &Mempool {
+        &self.pool
+    }
+
+    /// Receive calls that could not refill a descriptor (pool empty).
+    pub fn pool_empty_count(&self) -> u64 {
+        self.pool_empty
+    }
+
+    #[inline]
+    fn descriptor(&self, i: u16) -> DescriptorPtr {
+        // SAFETY: i < ring size, so the 16 bytes lie inside the ring.
+        unsafe { DescriptorPtr::new(self.ring.virt().add(i as usize * DESCRIPTOR_SIZE)) }
+    }
+
+    /// Puts a buffer into every descriptor (§4.6.7.1 "allocate and assign
+    /// a receive buffer to each descriptor").
+    pub(super) fn arm_all(&mut self) -> Result<()> {
+        let size = self.ring_size();
+        let mut batch = PacketBatch::with_capacity(size);
+        if self.pool.alloc_batch(&mut batch, size) < size {
+            return Err(Error::PoolExhausted {
+                pool: self.pool.name().to_string(),
+                size: self.pool.size(),
+            });
+        }
+        for (i, packet) in batch.drain_front(size).enumerate() {
+            self.descriptor(i as u16).rx_arm(packet.data_iova());
+            self.buffers[i] = Some(packet);
+        }
+        Ok(())
+    }
+
+    /// Receives up to `max` packets (§7.1: the NIC sets DD in the write-back
+    /// when a descriptor is done).
+    #[inline]
+    pub(super) fn rx_batch<R: RegisterAccess>(
+        &mut self,
+        regs: &R,
+        batch: &mut PacketBatch,
+        max: usize,
+    ) -> usize {
+        // Fresh buffers for the descriptors we are about to take over, one
+        // pool access per batch.
+        if self.spare.len() < max {
+            let want = max - self.spare.len();
+            self.pool.alloc_batch(&mut self.spare, want);
+        }
+        let mut received = 0;
+        let mut i = self.rx_index;
+        while received < max {
+            let desc = self.descriptor(i);
+            let status = desc.rx_status();
+            if status & RX_STATUS_DD == 0 {
+                break;
+            }
+            // The NIC wrote the data and the rest of the descriptor before
+            // DD; read them only now.
+            acquire_after_status();
+            let Some(fresh) = self.spare.pop() else {
+                // Pool empty: leave the frame in the ring; it is received
+                // once buffers come back (the NIC counts what overflows).
+                self.pool_empty += 1;
+                break;
+            };
+            let length = desc.rx_length() as usize;
+            let rss_hash = desc.rx_rss_hash();
+            desc.rx_arm(fresh.data_iova());
+            let mut packet = self.buffers[i as usize]
+                .replace(fresh)
+                .expect("every descriptor holds a buffer");
+            if status & RX_STATUS_EOP == 0 || packet.set_len(length).is_err() {
+                // A frame spread over several descriptors: only possible
+                // with jumbo frames, which this driver does not enable
+                // (MAXFRS stays at 1518). Drop it rather than deliver part.
+                drop(packet);
+            } else {
+                packet.meta.rss_hash = rss_hash;
+                batch.push(packet);
+                received += 1;
+            }
+            i = self.index.next(i);
+        }
+        if i != self.rx_index {
+            self.rx_index = i;
+            // Hand the re-armed descriptors back: RDT = last one processed
+            // (one behind rx_index, see start_rx_queue). One MMIO write per
+            // batch.
+            release_before_tail();
+            regs.write32(rdt(self.id), self.index.prev(i) as u32);
+        }
+        received
+    }
+}

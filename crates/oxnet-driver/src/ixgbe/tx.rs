@@ -1,0 +1,161 @@
+//! One 82599 transmit queue: ring set-up (§4.6.8) and the transmit path
+//! (§7.2).
+
+use super::regs::*;
+use crate::advanced::{
+    release_before_tail, DescriptorPtr, DESCRIPTOR_SIZE, TX_DCMD_EOP, TX_DCMD_IFCS, TX_DCMD_RS,
+    TX_STATUS_DD,
+};
+use crate::device::Config;
+use crate::error::Result;
+use crate::memory::{DmaMemory, MemoryKind};
+use crate::packet::{BulkFree, Packet, PacketBatch};
+use crate::regs::RegisterAccess;
+use crate::ring::RingIndex;
+
+/// Descriptors cleaned at once: we check the DD bit of the last descriptor
+/// of a batch of this many and free all of them together (ixy's
+/// TX_CLEAN_BATCH; cleaning one at a time costs a cache miss per packet).
+pub const TX_CLEAN_BATCH: u16 = 32;
+
+/// Largest frame one data descriptor can carry without TSO (DTALEN is 16
+/// bits, and without jumbo frames the MAC sends at most 1518 + VLAN bytes;
+/// we refuse what the buffer cannot hold anyway).
+const MAX_FRAME: usize = 16 * 1024 - 1;
+
+/// A transmit ring and the packets in flight on it.
+pub struct TxQueue {
+    id: u32,
+    ring: DmaMemory,
+    index: RingIndex,
+    /// Next free descriptor.
+    tx_index: u16,
+    /// Oldest descriptor not yet cleaned.
+    clean_index: u16,
+    /// The packet behind each descriptor in flight.
+    packets: Vec<Option<Packet>>,
+    ring_full: u64,
+    invalid: u64,
+}
+
+impl TxQueue {
+    /// Allocates the ring and programs the queue (§4.6.8: TDBAL/TDBAH,
+    /// TDLEN, TXDCTL thresholds). The caller enables it.
+    pub(super) fn new<R: RegisterAccess>(
+        regs: &R,
+        id: u16,
+        config: &Config,
+        memory: MemoryKind,
+    ) -> Result<TxQueue> {
+        let size = config.tx_ring_size;
+        let ring = DmaMemory::allocate(size * DESCRIPTOR_SIZE, memory)?;
+        // SAFETY: our own allocation (see RxQueue::new for the 0xFF trick).
+        unsafe { std::ptr::write_bytes(ring.virt(), 0xFF, size * DESCRIPTOR_SIZE) };
+        let q = id as u32;
+        let base = ring.iova(0);
+        regs.write32(tdbal(q), base as u32);
+        regs.write32(tdbah(q), (base >> 32) as u32);
+        regs.write32(tdlen(q), (size * DESCRIPTOR_SIZE) as u32);
+        // §7.2.3.4.1 / §8.2.3.9.10: prefetch, host and write-back thresholds.
+        // PTHRESH 36, HTHRESH 8, WTHRESH 4: DPDK's defaults, which ixy uses
+        // too (fewer, larger descriptor fetches and write-backs over PCIe).
+        let value = regs.read32(txdctl(q)) & !(0x7F | (0x7F << 8) | (0x7F << 16));
+        regs.write32(txdctl(q), value | 36 | (8 << 8) | (4 << 16));
+        Ok(TxQueue {
+            id: q,
+            ring,
+            index: RingIndex::new(size),
+            tx_index: 0,
+            clean_index: 0,
+            packets: (0..size).map(|_| None).collect(),
+            ring_full: 0,
+            invalid: 0,
+        })
+    }
+
+    /// Packets that found the ring full and stayed with the caller.
+    pub fn ring_full_count(&self) -> u64 {
+        self.ring_full
+    }
+
+    /// Packets dropped because they could not be sent.
+    pub fn invalid_count(&self) -> u64 {
+        self.invalid
+    }
+
+    #[inline]
+    fn descriptor(&self, i: u16) -> DescriptorPtr {
+        // SAFETY: i < ring size, so the 16 bytes lie inside the ring.
+        unsafe { DescriptorPtr::new(self.ring.virt().add(i as usize * DESCRIPTOR_SIZE)) }
+    }
+
+    /// Frees the packets of finished descriptors, [`TX_CLEAN_BATCH`] at a
+    /// time: RS is set on every descriptor, so when the last one of a batch
+    /// has DD, all before it are done too (descriptors complete in order,
+    /// §7.2.3.5.1).
+    #[inline]
+    fn clean(&mut self) {
+        let mut free = BulkFree::new();
+        loop {
+            let in_flight = self.index.distance(self.clean_index, self.tx_index);
+            if in_flight < TX_CLEAN_BATCH {
+                break;
+            }
+            let last = self.index.add(self.clean_index, TX_CLEAN_BATCH - 1);
+            if self.descriptor(last).tx_status() & TX_STATUS_DD == 0 {
+                break;
+            }
+            let mut i = self.clean_index;
+            for _ in 0..TX_CLEAN_BATCH {
+                if let Some(packet) = self.packets[i as usize].take() {
+                    free.push(packet);
+                }
+                i = self.index.next(i);
+            }
+            self.clean_index = i;
+        }
+    }
+
+    /// Sends packets from the front of `batch`; the ones that do not fit
+    /// stay there.
+    #[inline]
+    pub(super) fn tx_batch<R: RegisterAccess>(
+        &mut self,
+        regs: &R,
+        batch: &mut PacketBatch,
+    ) -> usize {
+        self.clean();
+        // One descriptor always stays unused: tx_index == clean_index means
+        // "empty", so a full ring holds size - 1 packets.
+        let in_flight = self.index.distance(self.clean_index, self.tx_index) as usize;
+        let free = self.index.size() - 1 - in_flight;
+        let n = batch.len().min(free);
+        if n < batch.len() {
+            self.ring_full += (batch.len() - n) as u64;
+        }
+        let mut i = self.tx_index;
+        for packet in batch.drain_front(n) {
+            let len = packet.len();
+            if len == 0 || len > MAX_FRAME {
+                self.invalid += 1;
+                continue;
+            }
+            // §7.2.3.2.4: one data descriptor per packet, end of packet,
+            // report status, insert the CRC.
+            self.descriptor(i).tx_data(
+                packet.data_iova(),
+                len as u16,
+                TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS,
+            );
+            self.packets[i as usize] = Some(packet);
+            i = self.index.next(i);
+        }
+        if i != self.tx_index {
+            self.tx_index = i;
+            // One tail write per batch.
+            release_before_tail();
+            regs.write32(tdt(self.id), i as u32);
+        }
+        n
+    }
+}

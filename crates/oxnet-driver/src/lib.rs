@@ -1,0 +1,26 @@
+//! oxnet-driver: user-space network drivers in the style of ixy.
+//!
+//! Read top-down: [`open`] picks a driver from a spec string; a driver
+//! implements [`Device`]; drivers are generic over [`RegisterAccess`] so
+//! the same code drives a real NIC and the software 82599 of `oxnet-sim`;
+//! packets are [`Packet`]s from a [`Mempool`] in [`memory::DmaMemory`].
+
+pub mod advanced;
+pub mod device;
+pub mod error;
+pub mod ixgbe;
+pub mod memory;
+pub mod mempool;
+pub mod packet;
+pub mod pci;
+pub mod regs;
+pub mod ring;
+pub mod spec;
+
+pub use device::{Config, Device, DeviceStats, Features, Link};
+pub use error::{Error, Result};
+pub use memory::MemoryKind;
+pub use mempool::Mempool;
+pub use packet::{Metadata, Packet, PacketBatch};
+pub use regs::RegisterAccess;
+pub use spec::{open, register_spec_opener, Spec};

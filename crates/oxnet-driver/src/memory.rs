@@ -1,0 +1,398 @@
+//! DMA memory: where descriptor rings and packet buffers live.
+//!
+//! Two kinds, chosen by the device:
+//!
+//! * [`MemoryKind::HugePages`] — 2 MiB huge pages from a `memfd_create`
+//!   (`MFD_HUGETLB`) file, mapped shared, populated and locked (`mlock`), so
+//!   the kernel never moves or swaps them. The IOVA a NIC needs is the
+//!   physical address, read from `/proc/self/pagemap` (ixy's approach, no
+//!   IOMMU). A 2 MiB page is physically contiguous, so any allocation up to
+//!   2 MiB that does not cross a page boundary is contiguous for the device.
+//!   Reading page frame numbers needs `CAP_SYS_ADMIN`; without it pagemap
+//!   returns zeros, which we detect and report instead of handing the NIC
+//!   address 0.
+//! * [`MemoryKind::Plain`] — ordinary pages (also a memfd, so that a later
+//!   vhost-user backend can map them), IOVA = virtual address. Used for the
+//!   software 82599 and kernel-backed devices.
+//!
+//! Every allocation is entered in a process-wide IOVA map
+//! ([`iova_to_virt`]). A software device model does its "DMA" through that
+//! map, so a driver bug that hands the model a wild address is caught as an
+//! error instead of corrupting memory.
+
+use crate::error::{os_error, Error, Result};
+use std::collections::BTreeMap;
+use std::ptr::NonNull;
+use std::sync::RwLock;
+
+/// Size of a huge page: the 2 MiB pages of x86-64.
+pub const HUGE_PAGE_SIZE: usize = 2 * 1024 * 1024;
+const SMALL_PAGE_SIZE: usize = 4096;
+
+/// Which memory backs an allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryKind {
+    /// 2 MiB huge pages, IOVA = physical address (needs root).
+    HugePages,
+    /// Ordinary memory, IOVA = virtual address (models, kernel devices).
+    Plain,
+}
+
+impl std::str::FromStr for MemoryKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<MemoryKind> {
+        match s {
+            "huge" | "hugepages" => Ok(MemoryKind::HugePages),
+            "plain" => Ok(MemoryKind::Plain),
+            _ => Err(Error::Config(format!(
+                "unknown memory kind '{s}': use 'huge' or 'plain'"
+            ))),
+        }
+    }
+}
+
+/// A block of DMA-able memory: a mapping plus the IOVA of each of its pages.
+pub struct DmaMemory {
+    virt: NonNull<u8>,
+    len: usize,
+    kind: MemoryKind,
+    /// IOVA of each chunk of `chunk_size` bytes (one entry for plain memory).
+    chunk_iova: Vec<u64>,
+    chunk_size: usize,
+    fd: libc::c_int,
+}
+
+// SAFETY: DmaMemory owns its mapping; the raw pointer is not tied to a thread.
+unsafe impl Send for DmaMemory {}
+// SAFETY: shared access only hands out addresses; writes go through raw
+// pointers whose synchronisation is the user's (driver's) responsibility.
+unsafe impl Sync for DmaMemory {}
+
+impl DmaMemory {
+    /// Allocates at least `len` bytes of `kind` memory.
+    ///
+    /// Huge-page memory is rounded up to whole 2 MiB pages. Allocations of at
+    /// most 2 MiB are physically contiguous.
+    pub fn allocate(len: usize, kind: MemoryKind) -> Result<DmaMemory> {
+        if len == 0 {
+            return Err(Error::Memory(
+                "cannot allocate 0 bytes of DMA memory".into(),
+            ));
+        }
+        match kind {
+            MemoryKind::HugePages => allocate_huge(len),
+            MemoryKind::Plain => allocate_plain(len),
+        }
+    }
+
+    /// Start of the mapping.
+    pub fn virt(&self) -> *mut u8 {
+        self.virt.as_ptr()
+    }
+
+    /// Length of the mapping in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never true: allocations of 0 bytes are refused.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The memory kind.
+    pub fn kind(&self) -> MemoryKind {
+        self.kind
+    }
+
+    /// Bytes over which the IOVA is contiguous (2 MiB for huge pages).
+    pub fn contiguous_chunk(&self) -> usize {
+        self.chunk_size
+    }
+
+    /// The file descriptor behind the mapping (for sharing with a backend).
+    pub fn fd(&self) -> libc::c_int {
+        self.fd
+    }
+
+    /// IOVA of the byte at `offset`.
+    ///
+    /// # Panics
+    /// If `offset` is outside the allocation (a bug in the caller).
+    #[inline]
+    pub fn iova(&self, offset: usize) -> u64 {
+        assert!(
+            offset < self.len,
+            "offset {offset} outside DMA memory of {} bytes",
+            self.len
+        );
+        self.chunk_iova[offset / self.chunk_size] + (offset % self.chunk_size) as u64
+    }
+}
+
+impl Drop for DmaMemory {
+    fn drop(&mut self) {
+        unregister(self);
+        // SAFETY: virt/len is our own mapping, fd our own descriptor.
+        unsafe {
+            libc::munmap(self.virt.as_ptr() as *mut libc::c_void, self.len);
+            libc::close(self.fd);
+        }
+    }
+}
+
+fn memfd(name: &str, flags: libc::c_uint) -> Result<libc::c_int> {
+    let cname = std::ffi::CString::new(name).expect("static name without NUL");
+    // SAFETY: plain syscall with a valid C string.
+    let fd = unsafe { libc::memfd_create(cname.as_ptr(), flags | libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(os_error("memfd_create"));
+    }
+    Ok(fd)
+}
+
+fn map_fd(fd: libc::c_int, len: usize, extra_flags: libc::c_int) -> Result<NonNull<u8>> {
+    // SAFETY: ftruncate/mmap on our own fd; the result is checked.
+    unsafe {
+        if libc::ftruncate(fd, len as libc::off_t) != 0 {
+            let e = os_error("ftruncate of DMA memory file");
+            libc::close(fd);
+            return Err(e);
+        }
+        let addr = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_POPULATE | extra_flags,
+            fd,
+            0,
+        );
+        if addr == libc::MAP_FAILED {
+            let e = std::io::Error::last_os_error();
+            libc::close(fd);
+            return Err(Error::Memory(format!(
+                "mmap of {len} bytes of DMA memory failed: {e}"
+            )));
+        }
+        Ok(NonNull::new_unchecked(addr as *mut u8))
+    }
+}
+
+fn allocate_plain(len: usize) -> Result<DmaMemory> {
+    let len = len.div_ceil(SMALL_PAGE_SIZE) * SMALL_PAGE_SIZE;
+    let fd = memfd("oxnet-dma", 0)?;
+    let virt = map_fd(fd, len, 0)?;
+    let mem = DmaMemory {
+        virt,
+        len,
+        kind: MemoryKind::Plain,
+        chunk_iova: vec![virt.as_ptr() as u64],
+        chunk_size: len,
+        fd,
+    };
+    register(&mem);
+    Ok(mem)
+}
+
+/// Free 2 MiB huge pages according to /proc/meminfo.
+pub fn free_huge_pages() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    info.lines()
+        .find(|l| l.starts_with("HugePages_Free:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+}
+
+fn allocate_huge(len: usize) -> Result<DmaMemory> {
+    // Permission first: without CAP_SYS_ADMIN we could map huge pages but
+    // never learn their physical addresses.
+    check_pagemap_access()?;
+    let pages = len.div_ceil(HUGE_PAGE_SIZE);
+    let len = pages * HUGE_PAGE_SIZE;
+    let free = free_huge_pages().unwrap_or(0);
+    if free < pages as u64 {
+        return Err(Error::Memory(format!(
+            "no free 2 MiB huge pages: need {pages}, {free} free \
+             (run `oxnet setup hugepages {}` as root)",
+            pages.max(512)
+        )));
+    }
+    let fd = memfd("oxnet-dma", libc::MFD_HUGETLB | libc::MFD_HUGE_2MB)?;
+    let virt = map_fd(fd, len, 0).map_err(|e| {
+        Error::Memory(format!(
+            "{e}: not enough free 2 MiB huge pages (run `oxnet setup hugepages {}`)",
+            pages.max(512)
+        ))
+    })?;
+    // SAFETY: our own fresh mapping of `len` bytes.
+    if unsafe { libc::mlock(virt.as_ptr() as *const libc::c_void, len) } != 0 {
+        let e = os_error("mlock of DMA memory");
+        // SAFETY: undo our own mapping.
+        unsafe {
+            libc::munmap(virt.as_ptr() as *mut libc::c_void, len);
+            libc::close(fd);
+        }
+        return Err(e);
+    }
+    let mut chunk_iova = Vec::with_capacity(pages);
+    for page in 0..pages {
+        // SAFETY: inside our mapping.
+        let va = unsafe { virt.as_ptr().add(page * HUGE_PAGE_SIZE) } as usize;
+        match virt_to_phys(va) {
+            Ok(pa) => chunk_iova.push(pa),
+            Err(e) => {
+                // SAFETY: undo our own mapping.
+                unsafe {
+                    libc::munmap(virt.as_ptr() as *mut libc::c_void, len);
+                    libc::close(fd);
+                }
+                return Err(e);
+            }
+        }
+    }
+    let mem = DmaMemory {
+        virt,
+        len,
+        kind: MemoryKind::HugePages,
+        chunk_iova,
+        chunk_size: HUGE_PAGE_SIZE,
+        fd,
+    };
+    register(&mem);
+    Ok(mem)
+}
+
+/// Translates a virtual address of this process to a physical address using
+/// /proc/self/pagemap (Documentation/admin-guide/mm/pagemap.rst: one 64-bit
+/// entry per 4 KiB page, bits 0–54 page frame number, bit 63 page present).
+pub fn virt_to_phys(virt: usize) -> Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open("/proc/self/pagemap")
+        .map_err(|e| Error::Permission(format!("cannot open /proc/self/pagemap: {e}")))?;
+    let mut entry = [0u8; 8];
+    let offset = (virt / SMALL_PAGE_SIZE * 8) as u64;
+    file.read_exact_at(&mut entry, offset)
+        .map_err(|e| Error::Memory(format!("cannot read /proc/self/pagemap: {e}")))?;
+    let entry = u64::from_le_bytes(entry);
+    let present = entry >> 63 == 1;
+    let pfn = entry & ((1u64 << 55) - 1);
+    if !present {
+        return Err(Error::Memory(format!(
+            "page at {virt:#x} is not present in memory"
+        )));
+    }
+    if pfn == 0 {
+        return Err(not_root_error());
+    }
+    Ok(pfn * SMALL_PAGE_SIZE as u64 + (virt % SMALL_PAGE_SIZE) as u64)
+}
+
+fn not_root_error() -> Error {
+    Error::Permission(
+        "not root: /proc/self/pagemap hides physical addresses without CAP_SYS_ADMIN, \
+         so huge-page DMA memory cannot be used (run as root, or use vfio with an IOMMU)"
+            .into(),
+    )
+}
+
+/// Fails with a clear message if this process cannot read physical addresses.
+pub fn check_pagemap_access() -> Result<()> {
+    let probe = Box::new(0u64);
+    let va = &*probe as *const u64 as usize;
+    // SAFETY: touching our own heap value makes sure the page is present.
+    unsafe { std::ptr::read_volatile(&*probe) };
+    virt_to_phys(va).map(|_| ())
+}
+
+// ---------------------------------------------------------------------------
+// The process-wide IOVA map, used by software device models to do "DMA".
+
+struct Region {
+    virt: usize,
+    len: usize,
+}
+
+static IOVA_MAP: RwLock<BTreeMap<u64, Region>> = RwLock::new(BTreeMap::new());
+
+fn register(mem: &DmaMemory) {
+    let mut map = IOVA_MAP.write().unwrap_or_else(|e| e.into_inner());
+    for (i, iova) in mem.chunk_iova.iter().enumerate() {
+        let virt = mem.virt.as_ptr() as usize + i * mem.chunk_size;
+        let len = mem.chunk_size.min(mem.len - i * mem.chunk_size);
+        map.insert(*iova, Region { virt, len });
+    }
+}
+
+fn unregister(mem: &DmaMemory) {
+    let mut map = IOVA_MAP.write().unwrap_or_else(|e| e.into_inner());
+    for iova in &mem.chunk_iova {
+        map.remove(iova);
+    }
+}
+
+/// Host address of `len` bytes at `iova`, if all of them lie inside one
+/// contiguous chunk of live DMA memory of this process.
+///
+/// Device models use this as their IOMMU: an address a driver never
+/// allocated yields `None` (the model reports it) instead of a wild write.
+pub fn iova_to_virt(iova: u64, len: usize) -> Option<NonNull<u8>> {
+    let map = IOVA_MAP.read().unwrap_or_else(|e| e.into_inner());
+    let (start, region) = map.range(..=iova).next_back()?;
+    let offset = (iova - start) as usize;
+    if offset.checked_add(len)? > region.len {
+        return None;
+    }
+    NonNull::new((region.virt + offset) as *mut u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_memory_iova_is_virtual_address() {
+        let mem = DmaMemory::allocate(10_000, MemoryKind::Plain).unwrap();
+        assert_eq!(mem.len(), 12_288);
+        assert_eq!(mem.iova(0), mem.virt() as u64);
+        assert_eq!(mem.iova(5000), mem.virt() as u64 + 5000);
+    }
+
+    #[test]
+    fn iova_map_finds_live_and_rejects_unknown_addresses() {
+        let mem = DmaMemory::allocate(8192, MemoryKind::Plain).unwrap();
+        let iova = mem.iova(100);
+        assert_eq!(iova_to_virt(iova, 16).unwrap().as_ptr(), unsafe {
+            mem.virt().add(100)
+        });
+        assert!(iova_to_virt(iova, 8192).is_none(), "runs past the end");
+        let gone = mem.iova(0);
+        drop(mem);
+        assert!(iova_to_virt(gone, 1).is_none(), "freed memory is unmapped");
+    }
+
+    #[test]
+    fn zero_bytes_is_an_error() {
+        assert!(DmaMemory::allocate(0, MemoryKind::Plain).is_err());
+    }
+
+    #[test]
+    fn huge_pages_give_a_clear_error_or_work() {
+        // On a machine with no free huge pages the error must say what to do;
+        // as non-root it must say so. With huge pages and root it works and
+        // the IOVA is a physical address different from the virtual one.
+        match DmaMemory::allocate(4096, MemoryKind::HugePages) {
+            Ok(mem) => {
+                assert_eq!(mem.len(), HUGE_PAGE_SIZE);
+                assert_ne!(mem.iova(0), 0);
+                assert_eq!(
+                    mem.iova(4096),
+                    mem.iova(0) + 4096,
+                    "a huge page is contiguous"
+                );
+            }
+            Err(Error::Memory(m)) => assert!(m.contains("oxnet setup hugepages"), "{m}"),
+            Err(Error::Permission(m)) => assert!(m.contains("not root"), "{m}"),
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Device spec strings and [`open`], which picks the driver.
+//!
+//! | spec | device |
+//! |---|---|
+//! | `0000:03:00.0` (or `03:00.0`) | a PCI device, driver chosen by vendor/device id |
+//! | `sim:NAME` | a port of the software 82599 (`oxnet-sim`) |
+//!
+//! Kernel-backed and vhost-user devices arrive with later drivers; their
+//! prefixes are recognised and refused with a message saying so.
+
+use crate::device::{Config, Device};
+use crate::error::{Error, Result};
+use crate::pci::PciAddress;
+use std::sync::RwLock;
+
+/// The accepted forms, for error messages.
+pub const ACCEPTED_FORMS: &str =
+    "a PCI address like 0000:03:00.0, or sim:NAME (a simulated 82599 port)";
+
+/// Prefixes reserved for drivers that do not exist yet.
+const FUTURE_PREFIXES: &[&str] = &["vhost-user", "tap", "af_packet", "af_xdp"];
+
+/// A parsed spec string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Spec {
+    /// A PCI device.
+    Pci(PciAddress),
+    /// `prefix:rest` handled by a registered opener (e.g. `sim`).
+    Other { prefix: String, rest: String },
+}
+
+impl Spec {
+    /// Parses a spec string; a malformed one gets an error naming the
+    /// accepted forms.
+    pub fn parse(spec: &str) -> Result<Spec> {
+        if let Some((prefix, rest)) = spec.split_once(':') {
+            let is_word = !prefix.is_empty()
+                && prefix
+                    .chars()
+                    .all(|c| c.is_ascii_alphabetic() || c == '-' || c == '_');
+            if is_word && !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
+                if rest.is_empty() {
+                    return Err(Error::BadSpec(format!(
+                        "device spec '{spec}' has an empty name after '{prefix}:'"
+                    )));
+                }
+                if FUTURE_PREFIXES.contains(&prefix) {
+                    return Err(Error::BadSpec(format!(
+                        "device spec '{spec}': the {prefix} driver is not part of this version of oxnet; \
+                         use {ACCEPTED_FORMS}"
+                    )));
+                }
+                return Ok(Spec::Other {
+                    prefix: prefix.to_string(),
+                    rest: rest.to_string(),
+                });
+            }
+        }
+        match PciAddress::parse(spec) {
+            Some(address) => Ok(Spec::Pci(address)),
+            None => Err(Error::BadSpec(format!(
+                "'{spec}' is not a device spec: use {ACCEPTED_FORMS}"
+            ))),
+        }
+    }
+}
+
+/// Opens a device from a spec that is not a PCI address.
+pub type SpecOpener = fn(&str, &Config) -> Result<Box<dyn Device>>;
+
+static OPENERS: RwLock<Vec<(String, SpecOpener)>> = RwLock::new(Vec::new());
+
+/// Lets another crate handle `prefix:...` specs (oxnet-sim registers `sim`).
+pub fn register_spec_opener(prefix: &str, opener: SpecOpener) {
+    let mut openers = OPENERS.write().unwrap_or_else(|e| e.into_inner());
+    openers.retain(|(p, _)| p != prefix);
+    openers.push((prefix.to_string(), opener));
+}
+
+/// Opens the device named by `spec` with `config`.
+pub fn open(spec: &str, config: &Config) -> Result<Box<dyn Device>> {
+    config.validate()?;
+    match Spec::parse(spec)? {
+        Spec::Pci(address) => crate::pci::open(&address, config),
+        Spec::Other { prefix, rest } => {
+            let opener = {
+                let openers = OPENERS.read().unwrap_or_else(|e| e.into_inner());
+                openers.iter().find(|(p, _)| *p == prefix).map(|(_, f)| *f)
+            };
+            match opener {
+                Some(open) => open(&rest, config),
+                None if prefix == "sim" => Err(Error::BadSpec(format!(
+                    "'{spec}': simulated devices need oxnet-sim (call oxnet_sim::install() first)"
+                ))),
+                None => Err(Error::BadSpec(format!(
+                    "unknown device type '{prefix}' in '{spec}': use {ACCEPTED_FORMS}"
+                ))),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_pci_and_prefixed_specs() {
+        assert_eq!(
+            Spec::parse("0000:03:00.0").unwrap(),
+            Spec::Pci(PciAddress::parse("0000:03:00.0").unwrap())
+        );
+        assert_eq!(
+            Spec::parse("03:00.1").unwrap(),
+            Spec::Pci(PciAddress::parse("0000:03:00.1").unwrap())
+        );
+        assert_eq!(
+            Spec::parse("sim:a").unwrap(),
+            Spec::Other {
+                prefix: "sim".into(),
+                rest: "a".into()
+            }
+        );
+    }
+
+    #[test]
+    fn malformed_specs_name_the_accepted_forms() {
+        for bad in [
+            "",
+            "eth0",
+            "0000:03:00",
+            "0000:03:00.8",
+            "sim:",
+            "0000:0g:00.0",
+        ] {
+            let err = Spec::parse(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("sim:NAME") || err.contains("empty name"),
+                "{bad}: {err}"
+            );
+        }
+        let err = Spec::parse("tap:x").unwrap_err().to_string();
+        assert!(err.contains("not part of this version"), "{err}");
+    }
+
+    #[test]
+    fn unknown_prefix_is_an_error() {
+        let err = open("bogus:x", &Config::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("unknown device type 'bogus'"), "{err}");
+    }
+}
