@@ -38,7 +38,6 @@ pub(crate) struct PoolInner {
     /// Handles plus outstanding packets; the pool is freed at zero.
     refs: AtomicUsize,
     /// Owns the mapping the buffers live in (unmapped when the pool goes).
-    #[allow(dead_code)]
     memory: DmaMemory,
     name: String,
     entry_size: usize,
@@ -161,6 +160,12 @@ impl Mempool {
     /// Bytes per buffer (head room + data room).
     pub fn entry_size(&self) -> usize {
         self.inner().entry_size
+    }
+
+    /// The kind of memory the buffers live in (a packet generator making
+    /// its own pool for a device uses the same kind as the device's pool).
+    pub fn memory_kind(&self) -> MemoryKind {
+        self.inner().memory.kind()
     }
 
     /// Bytes of head room in front of the data.

@@ -1,0 +1,247 @@
+//! Receive path (§7.1): wire → CRC check → address filter → packet buffer
+//! → descriptor ring in host memory (queue 0).
+//!
+//! A frame goes straight to host memory when queue 0 is enabled and has
+//! enough free descriptors, and nothing is waiting in the packet buffer
+//! before it (frames stay in order). Otherwise it waits in the packet
+//! buffer, a FIFO of RXPBSIZE(0) bytes; a frame that does not fit is missed
+//! (§8.2.3.23.4 MPC). Writing RDT (or enabling the queue) drains the FIFO.
+
+use super::regs::*;
+use super::Ixgbe;
+use crate::world::WorldState;
+use crate::{crc, dma};
+
+/// Length of a frame without VLAN tag and without jumbo frames enabled,
+/// destination address through CRC (§8.2.3.22.13).
+const MAX_STANDARD_FRAME: usize = 1518;
+/// Shortest legal frame, CRC included (IEEE 802.3 §4.4.2).
+const MIN_FRAME: usize = 64;
+
+/// Advanced receive descriptor, write-back format (§7.1.6.2).
+const DESCRIPTOR_SIZE: usize = 16;
+const STATUS_DD: u32 = 1 << 0;
+const STATUS_EOP: u32 = 1 << 1;
+
+/// A frame (CRC included) arrives from the wire at `port`.
+pub(crate) fn receive(state: &mut WorldState, port: usize, frame: &[u8]) {
+    let nic = &mut state.ports[port].nic;
+    if nic.in_reset() {
+        return; // link down: nothing arrives
+    }
+    // §8.2.3.23.16 RUC, §8.2.3.23.18 ROC: runts and giants are dropped.
+    let max = if nic.hlreg0 & HLREG0_JUMBOEN != 0 {
+        (nic.maxfrs >> 16) as usize
+    } else {
+        MAX_STANDARD_FRAME
+    };
+    if frame.len() < MIN_FRAME {
+        nic.stats.undersize += 1;
+        return;
+    }
+    if frame.len() > max {
+        nic.stats.oversize += 1;
+        return;
+    }
+    // §8.2.3.23.1 CRCERRS. Counted before address filtering (a choice: the
+    // model counts every bad frame that reaches the port).
+    if !crc::fcs_is_good(frame) {
+        nic.stats.crc_errors += 1;
+        return;
+    }
+    if !accepts(nic, frame) {
+        return; // filtered: dropped silently, not a missed packet
+    }
+    if nic.rx_buffer.is_empty() {
+        match try_dma(nic, frame) {
+            Ok(true) => {
+                nic.stats.count_received(frame.len());
+                return;
+            }
+            Ok(false) => {}
+            Err(message) => {
+                state.fault(port, message);
+                return;
+            }
+        }
+    }
+    if nic.rx_buffer_bytes + frame.len() > nic.rx_buffer_capacity() {
+        nic.stats.missed[0] += 1;
+        return;
+    }
+    // GPRC counts a frame once it is in the packet buffer (§8.2.3.23.26).
+    nic.stats.count_received(frame.len());
+    nic.rx_buffer_bytes += frame.len();
+    let mut stored = state.spare.pop().unwrap_or_default();
+    stored.clear();
+    stored.extend_from_slice(frame);
+    state.ports[port].nic.rx_buffer.push_back(stored);
+    check_xoff(state, port);
+}
+
+/// §7.1.2.1 L2 filtering: promiscuous, an exact address match in RAL/RAH,
+/// broadcast with BAM, multicast with MPE.
+fn accepts(nic: &Ixgbe, frame: &[u8]) -> bool {
+    let destination = &frame[..6];
+    let multicast = destination[0] & 1 != 0;
+    let broadcast = destination == [0xFF; 6];
+    nic.fctrl & FCTRL_UPE != 0
+        || (broadcast && nic.fctrl & FCTRL_BAM != 0)
+        || (multicast && nic.fctrl & FCTRL_MPE != 0)
+        || (0..RECEIVE_ADDRESSES).any(|n| {
+            nic.rah[n] & RAH_AV != 0
+                && destination[..4] == nic.ral[n].to_le_bytes()
+                && destination[4..] == nic.rah[n].to_le_bytes()[..2]
+        })
+}
+
+/// Moves waiting frames from the packet buffer into queue 0's ring, as far
+/// as there are descriptors; then sends XON if that emptied the buffer enough.
+pub(crate) fn drain(state: &mut WorldState, port: usize) {
+    loop {
+        let nic = &mut state.ports[port].nic;
+        let Some(frame) = nic.rx_buffer.pop_front() else {
+            break;
+        };
+        let result = try_dma(nic, &frame);
+        if let Ok(false) = result {
+            nic.rx_buffer.push_front(frame);
+            break;
+        }
+        nic.rx_buffer_bytes -= frame.len();
+        state.spare.push(frame);
+        if let Err(message) = result {
+            state.fault(port, message);
+        }
+    }
+    check_xon(state, port);
+}
+
+/// Writes `frame` into queue 0's ring. `Ok(false)`: the queue is disabled
+/// or has too few free descriptors; `Err`: a configuration the model cannot
+/// follow (the frame is dropped and the caller records a fault).
+fn try_dma(nic: &mut Ixgbe, frame: &[u8]) -> Result<bool, String> {
+    let queue = &nic.rx[0];
+    if nic.rxctrl & RXCTRL_RXEN == 0 || queue.rxdctl & QUEUE_ENABLE == 0 {
+        return Ok(false);
+    }
+    let ring_size = (queue.rdlen as usize) / DESCRIPTOR_SIZE;
+    if queue.rdlen == 0 || queue.rdlen % 128 != 0 {
+        return Err(format!(
+            "RX queue 0: RDLEN {} is not a non-zero multiple of 128 (§8.2.3.8.3)",
+            queue.rdlen
+        ));
+    }
+    let (head, tail) = (queue.rdh as usize, queue.rdt as usize);
+    if head >= ring_size || tail >= ring_size {
+        return Err(format!(
+            "RX queue 0: RDH {head} or RDT {tail} outside a ring of {ring_size}"
+        ));
+    }
+    if queue.srrctl & SRRCTL_DESCTYPE_MASK != SRRCTL_DESCTYPE_ADV_ONE_BUFFER {
+        return Err(format!(
+            "RX queue 0: SRRCTL.DESCTYPE {:#05b} not modelled, only 001b advanced one-buffer (§8.2.3.8.7)",
+            queue.srrctl >> SRRCTL_DESCTYPE_SHIFT & 0b111
+        ));
+    }
+    let buffer_size = (queue.srrctl & SRRCTL_BSIZEPACKET_MASK) as usize * 1024;
+    if buffer_size == 0 {
+        return Err("RX queue 0: SRRCTL.BSIZEPACKET is 0".into());
+    }
+    // §8.2.3.22.8 / §8.2.3.8.8: the two CRC strip bits must agree.
+    let strip = nic.hlreg0 & HLREG0_RXCRCSTRP != 0;
+    if strip != (nic.rdrxctl & RDRXCTL_CRCSTRIP != 0) {
+        return Err(
+            "RX: HLREG0.RXCRCSTRP and RDRXCTL.CRCSTRIP differ (they must be set alike)".into(),
+        );
+    }
+    let data = if strip {
+        &frame[..frame.len() - 4]
+    } else {
+        frame
+    };
+    let needed = data.len().div_ceil(buffer_size).max(1);
+    let free = (tail + ring_size - head) % ring_size;
+    if free < needed {
+        return Ok(false);
+    }
+    let base = (u64::from(queue.rdbah) << 32) | u64::from(queue.rdbal);
+    if base % 128 != 0 {
+        return Err(format!(
+            "RX queue 0: ring base {base:#x} is not 128-byte aligned (§8.2.3.8.1)"
+        ));
+    }
+    let ring = dma::map(base, ring_size * DESCRIPTOR_SIZE, "the RX descriptor ring")?;
+    // Check every buffer address before writing anything.
+    let descriptor = |i: usize| {
+        // SAFETY: index < ring_size, the ring is mapped for ring_size descriptors.
+        unsafe { ring.add(((head + i) % ring_size) * DESCRIPTOR_SIZE) }
+    };
+    for (i, chunk) in data.chunks(buffer_size).enumerate() {
+        // SAFETY: descriptor(i) points at 16 mapped bytes.
+        let address = unsafe { dma::read_u64(descriptor(i)) };
+        dma::map(address, chunk.len(), "an RX packet buffer")?;
+    }
+    let chunks = data.chunks(buffer_size).count();
+    for (i, chunk) in data.chunks(buffer_size).enumerate() {
+        let desc = descriptor(i);
+        // SAFETY: desc is 16 mapped, 16-byte aligned bytes (the base is
+        // 128-byte aligned); the buffer was mapped above for chunk.len().
+        unsafe {
+            let buffer = dma::map(dma::read_u64(desc), chunk.len(), "an RX packet buffer")?;
+            dma::copy_to(buffer, chunk);
+            // §7.1.6.2 write-back: packet type/RSS hash 0, PKT_LEN, VLAN 0,
+            // and the status (DD, EOP) last.
+            dma::write_u32(desc, 0);
+            dma::write_u32(desc.add(4), 0);
+            dma::write_u32(desc.add(12), chunk.len() as u32);
+            let eop = if i + 1 == chunks { STATUS_EOP } else { 0 };
+            dma::publish_u32(desc.add(8), STATUS_DD | eop);
+        }
+    }
+    let queue = &mut nic.rx[0];
+    queue.rdh = ((head + needed) % ring_size) as u32;
+    Ok(true)
+}
+
+/// IEEE 802.3x: XOFF once the packet buffer fills to FCRTH(0) (§8.2.3.3.4),
+/// if link flow control is on (FCCFG.TFCE = 01b, FCRTH.FCEN).
+fn check_xoff(state: &mut WorldState, port: usize) {
+    let nic = &mut state.ports[port].nic;
+    let enabled = nic.fccfg & FCCFG_TFCE_MASK == FCCFG_TFCE_LINK && nic.fcrth[0] & FCRTH_FCEN != 0;
+    let high = (nic.fcrth[0] & FC_THRESHOLD_MASK) as usize;
+    if nic.xoff_sent || !enabled || nic.rx_buffer_bytes < high {
+        return;
+    }
+    nic.xoff_sent = true;
+    nic.stats.xoff_sent += 1;
+    for sender in state.senders_to(port).into_iter().flatten() {
+        let sender = &mut state.ports[sender].nic;
+        if sender.mflcn & MFLCN_RFCE != 0 {
+            sender.stats.xoff_received += 1;
+        }
+    }
+}
+
+/// XON once the buffer has drained below FCRTL(0) (§8.2.3.3.3). Without
+/// FCRTL.XONE no XON frame is sent, but the partner's pause timer runs out,
+/// which the model (no time) takes to happen at once: the same resumption,
+/// just not counted in LXONTXC. An empty buffer always ends the pause.
+fn check_xon(state: &mut WorldState, port: usize) {
+    let nic = &mut state.ports[port].nic;
+    let low = (nic.fcrtl[0] & FC_THRESHOLD_MASK) as usize;
+    if !nic.xoff_sent || (nic.rx_buffer_bytes >= low && nic.rx_buffer_bytes > 0) {
+        return;
+    }
+    nic.xoff_sent = false;
+    let send_xon = nic.fcrtl[0] & FCRTL_XONE != 0;
+    if send_xon {
+        nic.stats.xon_sent += 1;
+    }
+    for sender in state.senders_to(port).into_iter().flatten() {
+        if send_xon && state.ports[sender].nic.mflcn & MFLCN_RFCE != 0 {
+            state.ports[sender].nic.stats.xon_received += 1;
+        }
+        super::tx::kick(state, sender);
+    }
+}

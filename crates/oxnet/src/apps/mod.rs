@@ -1,0 +1,13 @@
+//! The applications behind the commands, as steps that a loop calls: one
+//! step moves at most one batch. `oxnet demo` runs all three in one thread
+//! (run to completion, as Click does); `oxnet fwd` etc. run one each.
+
+pub mod capture;
+pub mod fwd;
+pub mod pktgen;
+pub mod seq;
+
+pub use capture::Capture;
+pub use fwd::Forwarder;
+pub use pktgen::PacketGenerator;
+pub use seq::SequenceChecker;

@@ -1,0 +1,183 @@
+//! The long-running commands: `pktgen`, `fwd`, `pcap`. Each runs until
+//! `--seconds` (or `--count`) is reached or Ctrl-C, prints statistics once
+//! per second and, with `--json`, one JSON object as its last line.
+
+use crate::apps::{Capture, Forwarder, PacketGenerator};
+use crate::pcap::PcapWriter;
+use crate::report::{summary_json, LivePrinter};
+use crate::signal;
+use oxnet_driver::{Config, Device, DeviceStats, Error, Result};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Options every running command shares.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Stop after this long (None: until Ctrl-C or the count).
+    pub seconds: Option<f64>,
+    /// Print the final JSON object.
+    pub json: bool,
+    /// Print live statistics once per second.
+    pub live: bool,
+}
+
+/// Opens a device by spec, with the simulator's `sim:` devices available.
+pub fn open(spec: &str, config: &Config) -> Result<Box<dyn Device>> {
+    oxnet_sim::install();
+    oxnet_driver::open(spec, config)
+}
+
+struct Runner {
+    start: Instant,
+    deadline: Option<Instant>,
+    printer: LivePrinter,
+    names: Vec<String>,
+    live: bool,
+}
+
+impl Runner {
+    fn new(names: Vec<String>, options: &RunOptions) -> Runner {
+        signal::install();
+        let start = Instant::now();
+        Runner {
+            start,
+            deadline: options
+                .seconds
+                .map(|s| start + Duration::from_secs_f64(s.max(0.0))),
+            printer: LivePrinter::new(names.len()),
+            names,
+            live: options.live,
+        }
+    }
+
+    fn should_stop(&self) -> bool {
+        signal::stop_requested() || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// Prints live statistics when a second has passed. Called every
+    /// iteration; checks the clock only every 4096th call.
+    fn tick(&mut self, iteration: u64, devices: &mut [&mut dyn Device]) {
+        if !self.live || iteration % 4096 != 0 || !self.printer.due() {
+            return;
+        }
+        let stats: Vec<DeviceStats> = devices.iter_mut().map(|d| d.stats()).collect();
+        print!("{}", self.printer.lines(&self.names, &stats));
+    }
+
+    fn finish(
+        &self,
+        devices: &mut [&mut dyn Device],
+        extra: &[(&str, String)],
+        options: &RunOptions,
+    ) {
+        let seconds = self.start.elapsed().as_secs_f64();
+        let all: Vec<(String, DeviceStats)> = devices
+            .iter_mut()
+            .zip(&self.names)
+            .map(|(d, n)| (n.clone(), d.stats()))
+            .collect();
+        for (name, s) in &all {
+            println!(
+                "[{name}] total: rx {} packets {} bytes, tx {} packets {} bytes, missed {}, pool empty {}, ring full {}",
+                s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, s.rx_missed, s.rx_pool_empty, s.tx_ring_full
+            );
+        }
+        if options.json {
+            println!("{}", summary_json(&all, seconds, extra));
+        }
+    }
+}
+
+/// `oxnet pktgen`.
+pub fn pktgen(
+    spec: &str,
+    config: &Config,
+    size: usize,
+    count: Option<u64>,
+    rate_mpps: Option<f64>,
+    options: &RunOptions,
+) -> Result<()> {
+    let mut dev = open(spec, config)?;
+    let mut generator = PacketGenerator::new(&*dev, size, count, rate_mpps, config.batch_size)?;
+    let mut runner = Runner::new(vec![spec.to_string()], options);
+    let mut iteration = 0u64;
+    while !generator.is_done() && !runner.should_stop() {
+        generator.step(&mut *dev);
+        iteration += 1;
+        runner.tick(iteration, &mut [&mut *dev]);
+    }
+    runner.finish(
+        &mut [&mut *dev],
+        &[("sent", generator.sent().to_string())],
+        options,
+    );
+    Ok(())
+}
+
+/// `oxnet fwd`: both directions, one thread, as ixy-fwd.
+pub fn fwd(spec_a: &str, spec_b: &str, config: &Config, options: &RunOptions) -> Result<()> {
+    if spec_a == spec_b {
+        return Err(Error::Config(format!(
+            "fwd needs two different devices, got {spec_a} twice"
+        )));
+    }
+    let mut a = open(spec_a, config)?;
+    let mut b = open(spec_b, config)?;
+    let mut a_to_b = Forwarder::new(config.batch_size);
+    let mut b_to_a = Forwarder::new(config.batch_size);
+    let mut runner = Runner::new(vec![spec_a.to_string(), spec_b.to_string()], options);
+    let mut iteration = 0u64;
+    while !runner.should_stop() {
+        a_to_b.step(&mut *a, &mut *b);
+        b_to_a.step(&mut *b, &mut *a);
+        iteration += 1;
+        runner.tick(iteration, &mut [&mut *a, &mut *b]);
+    }
+    let extra = [
+        (
+            "forwarded",
+            (a_to_b.forwarded + b_to_a.forwarded).to_string(),
+        ),
+        ("pending", (a_to_b.pending() + b_to_a.pending()).to_string()),
+    ];
+    runner.finish(&mut [&mut *a, &mut *b], &extra, options);
+    Ok(())
+}
+
+/// `oxnet pcap`: capture to a file, stop after `count` frames or the time.
+pub fn pcap(
+    spec: &str,
+    file: &Path,
+    config: &Config,
+    count: Option<u64>,
+    options: &RunOptions,
+) -> Result<()> {
+    let writer = PcapWriter::create(file)
+        .map_err(|e| Error::Io(format!("cannot create {}: {e}", file.display())))?;
+    let mut dev = open(spec, config)?;
+    let mut capture = Capture::new(config.batch_size, Some(writer));
+    let mut runner = Runner::new(vec![spec.to_string()], options);
+    let mut iteration = 0u64;
+    while !runner.should_stop() && count.is_none_or(|c| capture.received() < c) {
+        let left = count.map_or(usize::MAX, |c| (c - capture.received()) as usize);
+        capture.step(&mut *dev, left);
+        iteration += 1;
+        runner.tick(iteration, &mut [&mut *dev]);
+    }
+    if let Some(pcap) = &mut capture.pcap {
+        pcap.flush()
+            .map_err(|e| Error::Io(format!("writing {}: {e}", file.display())))?;
+    }
+    if let Some(e) = capture.write_error.take() {
+        return Err(Error::Io(format!("writing {}: {e}", file.display())));
+    }
+    let c = &capture.checker;
+    let extra = [
+        ("captured", capture.received().to_string()),
+        ("lost", c.lost_below_highest().to_string()),
+        ("duplicated", c.duplicated.to_string()),
+        ("reordered", c.reordered.to_string()),
+    ];
+    runner.finish(&mut [&mut *dev], &extra, options);
+    Ok(())
+}

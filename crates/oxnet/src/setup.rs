@@ -1,0 +1,87 @@
+//! `oxnet setup hugepages N` and `oxnet devices`.
+
+use oxnet_driver::pci;
+use oxnet_driver::{Error, Result};
+
+const NR_HUGEPAGES: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+const MOUNT_POINT: &str = "/mnt/huge";
+
+/// Reserves `n` 2 MiB huge pages and mounts hugetlbfs at /mnt/huge (for
+/// tools that want a mount; oxnet itself allocates through memfd).
+pub fn hugepages(n: u64) -> Result<String> {
+    std::fs::write(NR_HUGEPAGES, n.to_string()).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            Error::Permission(format!(
+                "cannot write {NR_HUGEPAGES}: permission denied (run as root)"
+            ))
+        } else {
+            Error::Io(format!("cannot write {NR_HUGEPAGES}: {e}"))
+        }
+    })?;
+    let got: u64 = std::fs::read_to_string(NR_HUGEPAGES)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    let mut report = format!("{got} huge pages of 2 MiB reserved");
+    if got < n {
+        report.push_str(&format!(" (asked for {n}: memory is fragmented or short)"));
+    }
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    if !mounts
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some(MOUNT_POINT))
+    {
+        std::fs::create_dir_all(MOUNT_POINT)
+            .map_err(|e| Error::Io(format!("mkdir {MOUNT_POINT}: {e}")))?;
+        let status = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "hugetlbfs",
+                "-o",
+                "pagesize=2M",
+                "hugetlbfs",
+                MOUNT_POINT,
+            ])
+            .status()
+            .map_err(|e| Error::Io(format!("mount: {e}")))?;
+        if !status.success() {
+            return Err(Error::Io(format!(
+                "mounting hugetlbfs at {MOUNT_POINT} failed"
+            )));
+        }
+        report.push_str(&format!(", hugetlbfs mounted at {MOUNT_POINT}"));
+    }
+    Ok(report)
+}
+
+/// The table `oxnet devices` prints.
+pub fn devices_table() -> Result<String> {
+    let devices = pci::network_devices()?;
+    let mut out = format!(
+        "{:<14} {:<6} {:<6} {:<12} {:<5} {:<6} {}\n",
+        "address", "vendor", "device", "driver", "numa", "iommu", "oxnet driver"
+    );
+    for d in &devices {
+        let ours = if oxnet_driver::ixgbe::supports(d.vendor, d.device) {
+            "ixgbe"
+        } else {
+            "-"
+        };
+        out.push_str(&format!(
+            "{:<14} {:04x}   {:04x}   {:<12} {:<5} {:<6} {}\n",
+            d.address.to_string(),
+            d.vendor,
+            d.device,
+            d.driver.as_deref().unwrap_or("(none)"),
+            d.numa_node,
+            d.iommu_group
+                .map(|g| g.to_string())
+                .unwrap_or_else(|| "-".into()),
+            ours
+        ));
+    }
+    if devices.is_empty() {
+        out.push_str("(no PCI network devices; `oxnet demo` runs on simulated 82599 ports)\n");
+    }
+    Ok(out)
+}

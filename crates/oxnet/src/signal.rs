@@ -1,0 +1,23 @@
+//! Ctrl-C stops a running command cleanly (final statistics still print).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Installs the SIGINT/SIGTERM handler.
+pub fn install() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+}
+
+/// True once the user asked to stop.
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
