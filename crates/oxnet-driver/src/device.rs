@@ -13,6 +13,9 @@ pub const MIN_RING_SIZE: usize = 64;
 /// DPDK's and ixgbe's limit for ring sizes that are powers of two too).
 pub const MAX_RING_SIZE: usize = 4096;
 
+/// Largest batch size we accept.
+pub const MAX_BATCH_SIZE: usize = 4096;
+
 /// Configuration for opening a device.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -76,11 +79,19 @@ impl Config {
                 "a device needs at least one rx and one tx queue".into(),
             ));
         }
-        if self.batch_size == 0 || self.batch_size > self.rx_ring_size.min(self.tx_ring_size) {
+        // A batch may be larger than a ring: rx_batch then returns at most
+        // what the ring holds, tx_batch leaves the rest with the caller.
+        if self.batch_size == 0 || self.batch_size > MAX_BATCH_SIZE {
             return Err(Error::Config(format!(
-                "batch size {} must be between 1 and the ring size ({})",
-                self.batch_size,
-                self.rx_ring_size.min(self.tx_ring_size)
+                "batch size {} must be between 1 and {MAX_BATCH_SIZE}",
+                self.batch_size
+            )));
+        }
+        let needed = self.rx_ring_size + self.batch_size;
+        if self.pool_size != 0 && self.pool_size < needed {
+            return Err(Error::Config(format!(
+                "pool size {} is too small: a queue needs a full ring of {} buffers plus a batch of {}",
+                self.pool_size, self.rx_ring_size, self.batch_size
             )));
         }
         Ok(())

@@ -247,7 +247,7 @@ pub fn plain_count() -> usize {
 
 /// Offset of a register in a group `base + stride·n`, n < count.
 fn indexed(offset: u32, base: u32, count: u32, stride: u32) -> Option<usize> {
-    if offset < base || (offset - base) % stride != 0 {
+    if offset < base || !(offset - base).is_multiple_of(stride) {
         return None;
     }
     let n = (offset - base) / stride;

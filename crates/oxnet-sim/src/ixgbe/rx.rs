@@ -126,7 +126,7 @@ fn try_dma(nic: &mut Ixgbe, frame: &[u8]) -> Result<bool, String> {
         return Ok(false);
     }
     let ring_size = (queue.rdlen as usize) / DESCRIPTOR_SIZE;
-    if queue.rdlen == 0 || queue.rdlen % 128 != 0 {
+    if queue.rdlen == 0 || !queue.rdlen.is_multiple_of(128) {
         return Err(format!(
             "RX queue 0: RDLEN {} is not a non-zero multiple of 128 (§8.2.3.8.3)",
             queue.rdlen
@@ -166,7 +166,7 @@ fn try_dma(nic: &mut Ixgbe, frame: &[u8]) -> Result<bool, String> {
         return Ok(false);
     }
     let base = (u64::from(queue.rdbah) << 32) | u64::from(queue.rdbal);
-    if base % 128 != 0 {
+    if !base.is_multiple_of(128) {
         return Err(format!(
             "RX queue 0: ring base {base:#x} is not 128-byte aligned (§8.2.3.8.1)"
         ));

@@ -86,8 +86,10 @@ mod tests {
 
     #[test]
     fn low_then_high_gives_one_36_bit_value_and_clears() {
-        let mut stats = Stats::default();
-        stats.good_octets_received = 0x7_1234_5678;
+        let mut stats = Stats {
+            good_octets_received: 0x7_1234_5678,
+            ..Stats::default()
+        };
         assert_eq!(stats.read(Stat::Gorcl), 0x1234_5678);
         stats.count_received(64); // arrives between the two reads
         assert_eq!(stats.read(Stat::Gorch), 0x7);
@@ -97,8 +99,10 @@ mod tests {
 
     #[test]
     fn octet_counter_wraps_at_36_bits() {
-        let mut stats = Stats::default();
-        stats.good_octets_sent = OCTET_COUNTER_MASK;
+        let mut stats = Stats {
+            good_octets_sent: OCTET_COUNTER_MASK,
+            ..Stats::default()
+        };
         stats.count_sent(2);
         assert_eq!(stats.read(Stat::Gotcl), 1);
         assert_eq!(stats.read(Stat::Gotch), 0);

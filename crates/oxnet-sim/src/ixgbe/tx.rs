@@ -86,7 +86,7 @@ pub(crate) fn transmit(state: &mut WorldState, port: usize, q: usize) {
 /// into `nic.tx_frame`. `Ok(None)`: TDT comes before EOP.
 fn gather(nic: &mut Ixgbe, q: usize) -> Result<Option<Gathered>, String> {
     let queue = &nic.tx[q];
-    if queue.tdlen == 0 || queue.tdlen % 128 != 0 {
+    if queue.tdlen == 0 || !queue.tdlen.is_multiple_of(128) {
         return Err(format!(
             "TDLEN {} is not a non-zero multiple of 128 (§8.2.3.9.7)",
             queue.tdlen
@@ -100,7 +100,7 @@ fn gather(nic: &mut Ixgbe, q: usize) -> Result<Option<Gathered>, String> {
         ));
     }
     let base = (u64::from(queue.tdbah) << 32) | u64::from(queue.tdbal);
-    if base % 128 != 0 {
+    if !base.is_multiple_of(128) {
         return Err(format!(
             "ring base {base:#x} is not 128-byte aligned (§8.2.3.9.5)"
         ));
