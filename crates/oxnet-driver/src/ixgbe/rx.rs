@@ -28,6 +28,9 @@ pub struct RxQueue {
     spare: PacketBatch,
     pool: Mempool,
     pool_empty: u64,
+    /// Inside a frame spread over several descriptors, dropping up to EOP.
+    discarding: bool,
+    discarded: u64,
 }
 
 impl RxQueue {
@@ -85,6 +88,8 @@ impl RxQueue {
             spare: PacketBatch::with_capacity(config.batch_size.max(64)),
             pool,
             pool_empty: 0,
+            discarding: false,
+            discarded: 0,
         })
     }
 
@@ -96,6 +101,11 @@ impl RxQueue {
     /// The pool that refills this queue.
     pub fn mempool(&self) -> &Mempool {
         &self.pool
+    }
+
+    /// Frames dropped because they did not fit one buffer.
+    pub fn discarded_count(&self) -> u64 {
+        self.discarded
     }
 
     /// Receive calls that could not refill a descriptor (pool empty).
@@ -165,10 +175,16 @@ impl RxQueue {
             let mut packet = self.buffers[i as usize]
                 .replace(fresh)
                 .expect("every descriptor holds a buffer");
-            if status & RX_STATUS_EOP == 0 || packet.set_len(length).is_err() {
+            let end_of_packet = status & RX_STATUS_EOP != 0;
+            if !end_of_packet || self.discarding || packet.set_len(length).is_err() {
                 // A frame spread over several descriptors: only possible
                 // with jumbo frames, which this driver does not enable
-                // (MAXFRS stays at 1518). Drop it rather than deliver part.
+                // (MAXFRS stays at 1518). Drop every piece up to and
+                // including EOP rather than deliver part of a frame.
+                self.discarding = !end_of_packet;
+                if end_of_packet {
+                    self.discarded += 1;
+                }
                 drop(packet);
             } else {
                 packet.meta.rss_hash = rss_hash;
