@@ -60,6 +60,10 @@ pub struct DmaMemory {
     chunk_iova: Vec<u64>,
     chunk_size: usize,
     fd: libc::c_int,
+    /// Where this allocation starts in the file behind `fd`.
+    fd_offset: usize,
+    /// Plain memory is carved out of the process-wide arena (see [`arena`]).
+    from_arena: bool,
 }
 
 // SAFETY: DmaMemory owns its mapping; the raw pointer is not tied to a thread.
@@ -115,6 +119,11 @@ impl DmaMemory {
         self.fd
     }
 
+    /// Offset of this allocation in the file behind [`DmaMemory::fd`].
+    pub fn fd_offset(&self) -> usize {
+        self.fd_offset
+    }
+
     /// IOVA of the byte at `offset`.
     ///
     /// # Panics
@@ -133,6 +142,12 @@ impl DmaMemory {
 impl Drop for DmaMemory {
     fn drop(&mut self) {
         unregister(self);
+        if self.from_arena {
+            if let Ok(arena) = arena() {
+                arena.free(self.fd_offset, self.len);
+            }
+            return;
+        }
         // SAFETY: virt/len is our own mapping, fd our own descriptor.
         unsafe {
             libc::munmap(self.virt.as_ptr() as *mut libc::c_void, self.len);
@@ -180,18 +195,134 @@ fn map_fd(fd: libc::c_int, len: usize, extra_flags: libc::c_int) -> Result<NonNu
 
 fn allocate_plain(len: usize) -> Result<DmaMemory> {
     let len = len.div_ceil(SMALL_PAGE_SIZE) * SMALL_PAGE_SIZE;
-    let fd = memfd("oxnet-dma", 0)?;
-    let virt = map_fd(fd, len, 0)?;
+    let arena = arena()?;
+    let offset = arena.alloc(len)?;
+    // SAFETY: offset + len lies inside the arena mapping (Arena::alloc).
+    let virt = unsafe { NonNull::new_unchecked(arena.base.add(offset)) };
     let mem = DmaMemory {
         virt,
         len,
         kind: MemoryKind::Plain,
         chunk_iova: vec![virt.as_ptr() as u64],
         chunk_size: len,
-        fd,
+        fd: arena.fd,
+        fd_offset: offset,
+        from_arena: true,
     };
     register(&mem);
     Ok(mem)
+}
+
+/// Size of the plain-memory arena's address range. Only what is allocated
+/// is backed by memory (the file is sparse, freed blocks are punched out).
+pub const ARENA_SIZE: usize = 4 << 30;
+
+/// The process-wide arena that plain DMA memory comes from: one shared
+/// memfd mapping, so that a vhost-user backend can map *all* of our DMA
+/// memory (rings and every mempool, including ones made later) as a single
+/// memory region — the protocol allows only 8.
+pub struct Arena {
+    /// The memfd behind the arena.
+    pub fd: libc::c_int,
+    /// Start of the mapping (IOVA = this address for plain memory).
+    pub base: *mut u8,
+    /// Length of the mapping.
+    pub size: usize,
+    state: std::sync::Mutex<ArenaState>,
+}
+
+struct ArenaState {
+    /// Everything from here on was never handed out.
+    bump: usize,
+    /// Freed blocks (offset, length), reused first-fit.
+    free: Vec<(usize, usize)>,
+}
+
+// SAFETY: the mapping is owned by the arena for the life of the process;
+// its bookkeeping is behind a mutex.
+unsafe impl Send for Arena {}
+// SAFETY: see above.
+unsafe impl Sync for Arena {}
+
+static ARENA: std::sync::OnceLock<std::result::Result<Arena, Error>> = std::sync::OnceLock::new();
+
+/// The plain-memory arena, created on first use.
+pub fn arena() -> Result<&'static Arena> {
+    ARENA.get_or_init(Arena::create).as_ref().map_err(Clone::clone)
+}
+
+impl Arena {
+    fn create() -> Result<Arena> {
+        let fd = memfd("oxnet-dma", 0)?;
+        // SAFETY: our own fd; the result is checked.
+        unsafe {
+            if libc::ftruncate(fd, ARENA_SIZE as libc::off_t) != 0 {
+                let e = os_error("sizing the DMA memory arena");
+                libc::close(fd);
+                return Err(e);
+            }
+            let addr = libc::mmap(
+                std::ptr::null_mut(),
+                ARENA_SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_NORESERVE,
+                fd,
+                0,
+            );
+            if addr == libc::MAP_FAILED {
+                let e = os_error("mapping the DMA memory arena");
+                libc::close(fd);
+                return Err(e);
+            }
+            Ok(Arena {
+                fd,
+                base: addr as *mut u8,
+                size: ARENA_SIZE,
+                state: std::sync::Mutex::new(ArenaState { bump: 0, free: Vec::new() }),
+            })
+        }
+    }
+
+    /// Offset of a zeroed block of `len` bytes (a multiple of 4 KiB, so
+    /// every block is page aligned, as legacy virtqueues require).
+    fn alloc(&self, len: usize) -> Result<usize> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = state.free.iter().position(|&(_, l)| l >= len) {
+            let (offset, l) = state.free[i];
+            if l == len {
+                state.free.swap_remove(i);
+            } else {
+                state.free[i] = (offset + len, l - len);
+            }
+            return Ok(offset);
+        }
+        if state.bump + len > self.size {
+            return Err(Error::Memory(format!(
+                "DMA memory arena full: {} of {} MiB in use, {len} more bytes wanted",
+                state.bump >> 20,
+                self.size >> 20
+            )));
+        }
+        let offset = state.bump;
+        state.bump += len;
+        Ok(offset)
+    }
+
+    /// Gives a block back; its pages return to the system (punched out of
+    /// the file), so a reused block reads as zeros again.
+    fn free(&self, offset: usize, len: usize) {
+        // SAFETY: punching a hole in our own file, inside the arena.
+        unsafe {
+            libc::fallocate(
+                self.fd,
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset as libc::off_t,
+                len as libc::off_t,
+            );
+        }
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.free.push((offset, len));
+    }
 }
 
 /// Free 2 MiB huge pages according to /proc/meminfo.
@@ -257,6 +388,8 @@ fn allocate_huge(len: usize) -> Result<DmaMemory> {
         chunk_iova,
         chunk_size: HUGE_PAGE_SIZE,
         fd,
+        fd_offset: 0,
+        from_arena: false,
     };
     register(&mem);
     Ok(mem)
@@ -353,6 +486,10 @@ mod tests {
     fn plain_memory_iova_is_virtual_address() {
         let mem = DmaMemory::allocate(10_000, MemoryKind::Plain).unwrap();
         assert_eq!(mem.len(), 12_288);
+        assert_eq!(mem.virt() as usize % 4096, 0, "page aligned");
+        let arena = arena().unwrap();
+        assert_eq!(mem.fd(), arena.fd);
+        assert_eq!(mem.virt() as usize - arena.base as usize, mem.fd_offset());
         assert_eq!(mem.iova(0), mem.virt() as u64);
         assert_eq!(mem.iova(5000), mem.virt() as u64 + 5000);
     }
@@ -368,6 +505,19 @@ mod tests {
         let gone = mem.iova(0);
         drop(mem);
         assert!(iova_to_virt(gone, 1).is_none(), "freed memory is unmapped");
+    }
+
+    #[test]
+    fn freed_arena_blocks_are_reused_and_zeroed() {
+        let a = DmaMemory::allocate(8192, MemoryKind::Plain).unwrap();
+        // SAFETY: our own fresh allocation.
+        unsafe { std::ptr::write_bytes(a.virt(), 0xAB, 8192) };
+        drop(a);
+        // Some block of this size is handed out again; whichever it is,
+        // it reads as zeros.
+        let b = DmaMemory::allocate(8192, MemoryKind::Plain).unwrap();
+        let bytes = unsafe { std::slice::from_raw_parts(b.virt(), 8192) };
+        assert!(bytes.iter().all(|&x| x == 0));
     }
 
     #[test]
