@@ -102,10 +102,7 @@ impl DescriptorPtr {
         // SAFETY: the descriptor is ours until TDT hands it to the NIC.
         unsafe {
             ptr::write_volatile(self.qword(0), buffer_iova.to_le());
-            ptr::write_volatile(
-                self.qword(1),
-                ((dword2 as u64) | ((dword3 as u64) << 32)).to_le(),
-            );
+            ptr::write_volatile(self.qword(1), ((dword2 as u64) | ((dword3 as u64) << 32)).to_le());
         }
     }
 
@@ -143,11 +140,7 @@ mod tests {
     fn tx_data_descriptor_encoding() {
         let mut raw = Raw([0; 16]);
         let d = unsafe { DescriptorPtr::new(raw.0.as_mut_ptr()) };
-        d.tx_data(
-            0x1122_3344_5566_7788,
-            60,
-            TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS,
-        );
+        d.tx_data(0x1122_3344_5566_7788, 60, TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS);
         assert_eq!(&raw.0[0..8], &0x1122_3344_5566_7788u64.to_le_bytes());
         let dword2 = u32::from_le_bytes(raw.0[8..12].try_into().unwrap());
         let dword3 = u32::from_le_bytes(raw.0[12..16].try_into().unwrap());

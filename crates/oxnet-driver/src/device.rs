@@ -42,6 +42,9 @@ pub struct Config {
     pub memory: Option<MemoryKind>,
     /// How long to wait for the link to come up at start-up.
     pub link_timeout: std::time::Duration,
+    /// Legacy VirtIO: reach the I/O-port BAR with in/out instructions
+    /// (ioperm) instead of pread/pwrite on sysfs (falls back if refused).
+    pub port_io: bool,
 }
 
 impl Default for Config {
@@ -57,6 +60,7 @@ impl Default for Config {
             pool_size: 0,
             memory: None,
             link_timeout: std::time::Duration::from_secs(10),
+            port_io: true,
         }
     }
 }
@@ -64,10 +68,7 @@ impl Default for Config {
 impl Config {
     /// Checks every value and says which one is wrong and why.
     pub fn validate(&self) -> Result<()> {
-        for (what, size) in [
-            ("rx ring size", self.rx_ring_size),
-            ("tx ring size", self.tx_ring_size),
-        ] {
+        for (what, size) in [("rx ring size", self.rx_ring_size), ("tx ring size", self.tx_ring_size)] {
             if !size.is_power_of_two() || !(MIN_RING_SIZE..=MAX_RING_SIZE).contains(&size) {
                 return Err(Error::Config(format!(
                     "{what} {size} is not a power of two between {MIN_RING_SIZE} and {MAX_RING_SIZE}"
@@ -75,9 +76,7 @@ impl Config {
             }
         }
         if self.rx_queues == 0 || self.tx_queues == 0 {
-            return Err(Error::Config(
-                "a device needs at least one rx and one tx queue".into(),
-            ));
+            return Err(Error::Config("a device needs at least one rx and one tx queue".into()));
         }
         // A batch may be larger than a ring: rx_batch then returns at most
         // what the ring holds, tx_batch leaves the rest with the caller.

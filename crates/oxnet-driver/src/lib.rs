@@ -16,6 +16,7 @@ pub mod pci;
 pub mod regs;
 pub mod ring;
 pub mod spec;
+pub mod virtio;
 
 pub use device::{Config, Device, DeviceStats, Features, Link};
 pub use error::{Error, Result};

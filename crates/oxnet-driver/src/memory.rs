@@ -79,9 +79,7 @@ impl DmaMemory {
     /// most 2 MiB are physically contiguous.
     pub fn allocate(len: usize, kind: MemoryKind) -> Result<DmaMemory> {
         if len == 0 {
-            return Err(Error::Memory(
-                "cannot allocate 0 bytes of DMA memory".into(),
-            ));
+            return Err(Error::Memory("cannot allocate 0 bytes of DMA memory".into()));
         }
         match kind {
             MemoryKind::HugePages => allocate_huge(len),
@@ -185,9 +183,7 @@ fn map_fd(fd: libc::c_int, len: usize, extra_flags: libc::c_int) -> Result<NonNu
         if addr == libc::MAP_FAILED {
             let e = std::io::Error::last_os_error();
             libc::close(fd);
-            return Err(Error::Memory(format!(
-                "mmap of {len} bytes of DMA memory failed: {e}"
-            )));
+            return Err(Error::Memory(format!("mmap of {len} bytes of DMA memory failed: {e}")));
         }
         Ok(NonNull::new_unchecked(addr as *mut u8))
     }
@@ -278,7 +274,10 @@ impl Arena {
                 fd,
                 base: addr as *mut u8,
                 size: ARENA_SIZE,
-                state: std::sync::Mutex::new(ArenaState { bump: 0, free: Vec::new() }),
+                state: std::sync::Mutex::new(ArenaState {
+                    bump: 0,
+                    free: Vec::new(),
+                }),
             })
         }
     }
@@ -410,9 +409,7 @@ pub fn virt_to_phys(virt: usize) -> Result<u64> {
     let present = entry >> 63 == 1;
     let pfn = entry & ((1u64 << 55) - 1);
     if !present {
-        return Err(Error::Memory(format!(
-            "page at {virt:#x} is not present in memory"
-        )));
+        return Err(Error::Memory(format!("page at {virt:#x} is not present in memory")));
     }
     if pfn == 0 {
         return Err(not_root_error());
@@ -498,9 +495,7 @@ mod tests {
     fn iova_map_finds_live_and_rejects_unknown_addresses() {
         let mem = DmaMemory::allocate(8192, MemoryKind::Plain).unwrap();
         let iova = mem.iova(100);
-        assert_eq!(iova_to_virt(iova, 16).unwrap().as_ptr(), unsafe {
-            mem.virt().add(100)
-        });
+        assert_eq!(iova_to_virt(iova, 16).unwrap().as_ptr(), unsafe { mem.virt().add(100) });
         assert!(iova_to_virt(iova, 8192).is_none(), "runs past the end");
         let gone = mem.iova(0);
         drop(mem);
@@ -534,11 +529,7 @@ mod tests {
             Ok(mem) => {
                 assert_eq!(mem.len(), HUGE_PAGE_SIZE);
                 assert_ne!(mem.iova(0), 0);
-                assert_eq!(
-                    mem.iova(4096),
-                    mem.iova(0) + 4096,
-                    "a huge page is contiguous"
-                );
+                assert_eq!(mem.iova(4096), mem.iova(0) + 4096, "a huge page is contiguous");
             }
             Err(Error::Memory(m)) => assert!(m.contains("oxnet setup hugepages"), "{m}"),
             Err(Error::Permission(m)) => assert!(m.contains("not root"), "{m}"),

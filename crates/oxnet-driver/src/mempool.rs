@@ -119,8 +119,7 @@ impl Mempool {
         let chunk_bytes = if chunk == usize::MAX { bytes } else { chunk };
         let buffers = (0..num_entries)
             .map(|i| {
-                let offset =
-                    (i / entries_per_chunk) * chunk_bytes + (i % entries_per_chunk) * entry_size;
+                let offset = (i / entries_per_chunk) * chunk_bytes + (i % entries_per_chunk) * entry_size;
                 (memory.virt() as usize + offset, memory.iova(offset))
             })
             .collect();
@@ -274,10 +273,7 @@ pub(crate) unsafe fn give_back(pool: NonNull<PoolInner>, indices: &[u32]) {
     inner.lock();
     // SAFETY: guarded by the lock.
     let stack = unsafe { &mut *inner.free_stack.get() };
-    debug_assert!(
-        stack.len() + indices.len() <= inner.num_entries,
-        "buffer freed twice"
-    );
+    debug_assert!(stack.len() + indices.len() <= inner.num_entries, "buffer freed twice");
     stack.extend_from_slice(indices);
     inner.unlock();
     // SAFETY: the refs of these packets are released here.
@@ -290,9 +286,7 @@ pub(crate) unsafe fn give_back(pool: NonNull<PoolInner>, indices: &[u32]) {
 /// The caller owns `n` references to the pool.
 pub(crate) unsafe fn release(pool: NonNull<PoolInner>, n: usize) {
     // SAFETY: the caller's refs keep the pool alive until the fetch_sub.
-    let previous = unsafe { pool.as_ref() }
-        .refs
-        .fetch_sub(n, Ordering::Release);
+    let previous = unsafe { pool.as_ref() }.refs.fetch_sub(n, Ordering::Release);
     if previous == n {
         std::sync::atomic::fence(Ordering::Acquire);
         // SAFETY: that was the last reference; nobody can reach the pool.
@@ -413,10 +407,6 @@ mod tests {
         drop(tx);
         let freed = freer.join().unwrap();
         assert!(allocated > 0 && freed > 0);
-        assert_eq!(
-            pool.free_count(),
-            1024,
-            "every buffer came back exactly once"
-        );
+        assert_eq!(pool.free_count(), 1024, "every buffer came back exactly once");
     }
 }

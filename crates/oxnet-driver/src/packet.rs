@@ -123,6 +123,15 @@ impl Packet {
         Ok(&mut self[..n])
     }
 
+    /// The `n` bytes of head room just in front of the data (where a driver
+    /// writes its header), or `None` if the head room is shorter.
+    #[inline]
+    pub fn head_room_mut(&mut self, n: usize) -> Option<&mut [u8]> {
+        let start = (self.data_offset as usize).checked_sub(n)?;
+        // SAFETY: [start, data_offset) lies inside our own buffer.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.buf.as_ptr().add(start), n) })
+    }
+
     /// Removes `n` bytes from the front of the data (they become head room).
     pub fn strip_front(&mut self, n: usize) -> Result<()> {
         if n > self.len() {
@@ -161,9 +170,7 @@ impl Packet {
     pub fn data_room_mut(&mut self) -> &mut [u8] {
         let cap = self.capacity();
         // SAFETY: the buffer is ours and `data_offset + cap` is its size.
-        unsafe {
-            std::slice::from_raw_parts_mut(self.buf.as_ptr().add(self.data_offset as usize), cap)
-        }
+        unsafe { std::slice::from_raw_parts_mut(self.buf.as_ptr().add(self.data_offset as usize), cap) }
     }
 }
 
@@ -172,12 +179,7 @@ impl std::ops::Deref for Packet {
     #[inline]
     fn deref(&self) -> &[u8] {
         // SAFETY: data_offset + len never exceeds the buffer (set_len checks).
-        unsafe {
-            std::slice::from_raw_parts(
-                self.buf.as_ptr().add(self.data_offset as usize),
-                self.len as usize,
-            )
-        }
+        unsafe { std::slice::from_raw_parts(self.buf.as_ptr().add(self.data_offset as usize), self.len as usize) }
     }
 }
 
@@ -185,12 +187,7 @@ impl std::ops::DerefMut for Packet {
     #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in deref; the packet owns its buffer exclusively.
-        unsafe {
-            std::slice::from_raw_parts_mut(
-                self.buf.as_ptr().add(self.data_offset as usize),
-                self.len as usize,
-            )
-        }
+        unsafe { std::slice::from_raw_parts_mut(self.buf.as_ptr().add(self.data_offset as usize), self.len as usize) }
     }
 }
 
@@ -425,9 +422,6 @@ mod tests {
         }
         let taken: Vec<Packet> = batch.drain_front(2).collect();
         assert_eq!(taken.len(), 2);
-        assert_eq!(
-            batch.iter().map(|p| p[0]).collect::<Vec<_>>(),
-            vec![2, 3, 4]
-        );
+        assert_eq!(batch.iter().map(|p| p[0]).collect::<Vec<_>>(), vec![2, 3, 4]);
     }
 }

@@ -39,14 +39,11 @@ impl PciAddress {
         };
         let (dev, func) = rest.split_once('.')?;
         let hex = |t: &str, len: usize| {
-            (t.len() == len && t.chars().all(|c| c.is_ascii_hexdigit()))
-                .then(|| u8::from_str_radix(t, 16).ok())?
+            (t.len() == len && t.chars().all(|c| c.is_ascii_hexdigit())).then(|| u8::from_str_radix(t, 16).ok())?
         };
         let bus = hex(bus, 2)?;
         let device = hex(dev, 2)?;
-        let function = (func.len() == 1)
-            .then(|| func.parse::<u8>().ok())
-            .flatten()?;
+        let function = (func.len() == 1).then(|| func.parse::<u8>().ok()).flatten()?;
         if device > 31 || function > 7 {
             return None;
         }
@@ -106,10 +103,8 @@ pub fn info(address: &PciAddress) -> Result<PciDeviceInfo> {
             dir.display()
         )));
     }
-    let vendor = read_hex(dir.join("vendor"))
-        .ok_or_else(|| Error::Pci(format!("{address}: cannot read vendor id")))?;
-    let device = read_hex(dir.join("device"))
-        .ok_or_else(|| Error::Pci(format!("{address}: cannot read device id")))?;
+    let vendor = read_hex(dir.join("vendor")).ok_or_else(|| Error::Pci(format!("{address}: cannot read vendor id")))?;
+    let device = read_hex(dir.join("device")).ok_or_else(|| Error::Pci(format!("{address}: cannot read device id")))?;
     let class = read_hex(dir.join("class")).unwrap_or(0);
     let link_name = |p: PathBuf| {
         std::fs::read_link(p)
@@ -157,39 +152,47 @@ pub fn open(address: &PciAddress, config: &Config) -> Result<Box<dyn Device>> {
     if crate::ixgbe::supports(info.vendor, info.device) {
         let registers = map_bar0(&info)?;
         let spec = address.to_string();
-        let device = crate::ixgbe::IxgbeDevice::init(
-            registers,
-            &spec,
-            config,
-            crate::MemoryKind::HugePages,
-        )?;
+        let device = crate::ixgbe::IxgbeDevice::init(registers, &spec, config, crate::MemoryKind::HugePages)?;
+        return Ok(Box::new(device));
+    }
+    if info.vendor == crate::virtio::legacy_pci::VIRTIO_VENDOR_ID {
+        let transport = crate::virtio::legacy_pci::LegacyPci::open(&info, config)?;
+        let device = crate::virtio::VirtioNet::init(transport, &address.to_string(), config, Default::default())?;
         return Ok(Box::new(device));
     }
     Err(Error::Pci(format!(
         "{address} ({:04x}:{:04x}, class {:06x}) is not a device oxnet drives; supported: Intel 82599/X520, \
-         X540, X550 (ixgbe)",
+         X540, X550 (ixgbe), legacy VirtIO network devices 1af4:1000 (virtio)",
         info.vendor, info.device, info.class
     )))
 }
 
-/// Unbinds the kernel driver, enables bus mastering and maps BAR0 (ixy:
-/// pci.c). Needs root.
-fn map_bar0(info: &PciDeviceInfo) -> Result<Mmio> {
-    let dir = info.address.sysfs();
+/// Unbinds the kernel driver and enables bus mastering (ixy: pci.c).
+/// Needs root. Only called after the ids were checked to be ours.
+pub(crate) fn take_over(info: &PciDeviceInfo) -> Result<()> {
     if let Some(driver) = &info.driver {
-        let unbind = dir.join("driver/unbind");
+        let unbind = info.address.sysfs().join("driver/unbind");
         std::fs::write(&unbind, info.address.to_string()).map_err(|e| {
-            permission_or(
-                e,
-                format!(
-                    "cannot unbind {} from its driver {driver} via {}",
-                    info.address,
-                    unbind.display()
-                ),
-            )
+            let what = format!(
+                "cannot unbind {} from its driver {driver} via {}",
+                info.address,
+                unbind.display()
+            );
+            permission_or(e, what)
         })?;
     }
-    enable_bus_master(info)?;
+    enable_bus_master(info)
+}
+
+/// Path of a sysfs file of the device (resource0, config ...).
+pub(crate) fn sysfs_file(address: &PciAddress, name: &str) -> PathBuf {
+    address.sysfs().join(name)
+}
+
+/// Unbinds the kernel driver, enables bus mastering and maps BAR0.
+fn map_bar0(info: &PciDeviceInfo) -> Result<Mmio> {
+    take_over(info)?;
+    let dir = info.address.sysfs();
     let path = dir.join("resource0");
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -240,7 +243,7 @@ fn enable_bus_master(info: &PciDeviceInfo) -> Result<()> {
         .map_err(|e| Error::Io(format!("{}: {e}", path.display())))
 }
 
-fn permission_or(e: std::io::Error, what: String) -> Error {
+pub(crate) fn permission_or(e: std::io::Error, what: String) -> Error {
     if e.kind() == std::io::ErrorKind::PermissionDenied {
         Error::Permission(format!("{what}: permission denied (run as root)"))
     } else {
@@ -265,10 +268,7 @@ mod tests {
             }
         );
         assert_eq!(a.to_string(), "0000:03:00.1");
-        assert_eq!(
-            PciAddress::parse("10:1f.7").unwrap().to_string(),
-            "0000:10:1f.7"
-        );
+        assert_eq!(PciAddress::parse("10:1f.7").unwrap().to_string(), "0000:10:1f.7");
         for bad in [
             "0000:03:00",
             "0000:03:20.0",

@@ -86,9 +86,7 @@ impl RegisterAccess for Mmio {
             "register offset {offset:#x} outside BAR"
         );
         // SAFETY: as in read32.
-        unsafe {
-            std::ptr::write_volatile(self.base.as_ptr().add(offset as usize) as *mut u32, value)
-        }
+        unsafe { std::ptr::write_volatile(self.base.as_ptr().add(offset as usize) as *mut u32, value) }
     }
 }
 

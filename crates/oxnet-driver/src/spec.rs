@@ -14,8 +14,7 @@ use crate::pci::PciAddress;
 use std::sync::RwLock;
 
 /// The accepted forms, for error messages.
-pub const ACCEPTED_FORMS: &str =
-    "a PCI address like 0000:03:00.0, or sim:NAME (a simulated 82599 port)";
+pub const ACCEPTED_FORMS: &str = "a PCI address like 0000:03:00.0, or sim:NAME (a simulated 82599 port)";
 
 /// Prefixes reserved for drivers that do not exist yet.
 const FUTURE_PREFIXES: &[&str] = &["vhost-user", "tap", "af_packet", "af_xdp"];
@@ -34,10 +33,7 @@ impl Spec {
     /// accepted forms.
     pub fn parse(spec: &str) -> Result<Spec> {
         if let Some((prefix, rest)) = spec.split_once(':') {
-            let is_word = !prefix.is_empty()
-                && prefix
-                    .chars()
-                    .all(|c| c.is_ascii_alphabetic() || c == '-' || c == '_');
+            let is_word = !prefix.is_empty() && prefix.chars().all(|c| c.is_ascii_alphabetic() || c == '-' || c == '_');
             if is_word && !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
                 if rest.is_empty() {
                     return Err(Error::BadSpec(format!(
@@ -125,19 +121,9 @@ mod tests {
 
     #[test]
     fn malformed_specs_name_the_accepted_forms() {
-        for bad in [
-            "",
-            "eth0",
-            "0000:03:00",
-            "0000:03:00.8",
-            "sim:",
-            "0000:0g:00.0",
-        ] {
+        for bad in ["", "eth0", "0000:03:00", "0000:03:00.8", "sim:", "0000:0g:00.0"] {
             let err = Spec::parse(bad).unwrap_err().to_string();
-            assert!(
-                err.contains("sim:NAME") || err.contains("empty name"),
-                "{bad}: {err}"
-            );
+            assert!(err.contains("sim:NAME") || err.contains("empty name"), "{bad}: {err}");
         }
         let err = Spec::parse("tap:x").unwrap_err().to_string();
         assert!(err.contains("not part of this version"), "{err}");
@@ -145,10 +131,7 @@ mod tests {
 
     #[test]
     fn unknown_prefix_is_an_error() {
-        let err = open("bogus:x", &Config::default())
-            .err()
-            .unwrap()
-            .to_string();
+        let err = open("bogus:x", &Config::default()).err().unwrap().to_string();
         assert!(err.contains("unknown device type 'bogus'"), "{err}");
     }
 }

@@ -74,8 +74,7 @@ impl WorldState {
     pub fn senders_to(&self, receiver: usize) -> [Option<usize>; 2] {
         let partner = self.wire_partner(receiver);
         let own = (self.destination(receiver) == receiver).then_some(receiver);
-        let other =
-            (partner != receiver && self.destination(partner) == receiver).then_some(partner);
+        let other = (partner != receiver && self.destination(partner) == receiver).then_some(partner);
         [own, other]
     }
 
@@ -120,9 +119,7 @@ fn mac_from_name(name: &str) -> [u8; 6] {
 
 fn lock(state: &Mutex<WorldState>) -> MutexGuard<'_, WorldState> {
     // A panic inside the model must not make every later access panic too.
-    state
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A set of named ports and the wires between them.
@@ -221,9 +218,7 @@ impl World {
     /// Takes the frames (CRC included) `port` transmitted since the last
     /// call, while capture was on.
     pub fn frames_on_wire(&self, port: &str) -> Vec<Vec<u8>> {
-        self.with(port, |state, index| {
-            std::mem::take(&mut state.ports[index].captured)
-        })
+        self.with(port, |state, index| std::mem::take(&mut state.ports[index].captured))
     }
 
     /// Delivers `frame` (no FCS: the world appends a correct one) to the
@@ -294,10 +289,7 @@ impl RegisterAccess for SimRegisters {
             port.trace.push(Access::Write { offset, value });
         }
         if let Err(message) = ixgbe::write(&mut state, self.port, offset, value) {
-            state.fault(
-                self.port,
-                format!("write of {value:#010x} to {offset:#07x}: {message}"),
-            );
+            state.fault(self.port, format!("write of {value:#010x} to {offset:#07x}: {message}"));
         }
     }
 }

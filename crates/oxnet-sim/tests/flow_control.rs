@@ -50,11 +50,7 @@ fn xoff_pauses_the_sender_and_xon_resumes_it_without_loss() {
     assert_eq!((b.read32(LXONTXC), a.read32(LXONRXCNT)), (1, 1));
     assert_eq!(b.read32(RDH), FRAMES as u32);
     for i in 0..FRAMES {
-        assert_eq!(
-            rx.data(i, 60),
-            frame([0xFF; 6], 60, i as u8),
-            "frame {i} in order"
-        );
+        assert_eq!(rx.data(i, 60), frame([0xFF; 6], 60, i as u8), "frame {i} in order");
     }
     assert_eq!(
         (a.read32(GPTC), b.read32(GPRC), b.read32(MPC0)),

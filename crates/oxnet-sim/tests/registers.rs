@@ -12,16 +12,8 @@ fn reset_bits_self_clear_after_two_reads() {
     let regs = world.port("a");
     for bit in [CTRL_RST, CTRL_LRST] {
         regs.write32(CTRL, bit);
-        assert_eq!(
-            regs.read32(CTRL) & bit,
-            bit,
-            "1st read: reset still in progress"
-        );
-        assert_eq!(
-            regs.read32(CTRL) & bit,
-            bit,
-            "2nd read: reset still in progress"
-        );
+        assert_eq!(regs.read32(CTRL) & bit, bit, "1st read: reset still in progress");
+        assert_eq!(regs.read32(CTRL) & bit, bit, "2nd read: reset still in progress");
         assert_eq!(regs.read32(CTRL) & bit, 0, "3rd read: done");
     }
     assert!(world.faults().is_empty(), "{:?}", world.faults());
@@ -56,21 +48,12 @@ fn reset_restores_power_on_values_and_zeroes_statistics() {
     assert_eq!(regs.read32(FCTRL), 0);
     assert_eq!(regs.read32(RXCTRL), 0);
     assert_eq!(regs.read32(RXDCTL) & ENABLE, 0);
-    assert_eq!(
-        regs.read32(HLREG0),
-        HLREG0_TXCRCEN | HLREG0_RXCRCSTRP | HLREG0_TXPADEN
-    );
+    assert_eq!(regs.read32(HLREG0), HLREG0_TXCRCEN | HLREG0_RXCRCSTRP | HLREG0_TXPADEN);
     assert_eq!(regs.read32(RXPBSIZE0), 512 << 10);
     assert_eq!(regs.read32(GPRC), 0, "statistics are zeroed by reset");
     let mac = world.mac("a");
-    assert_eq!(
-        regs.read32(RAL0),
-        u32::from_le_bytes([mac[0], mac[1], mac[2], mac[3]])
-    );
-    assert_eq!(
-        regs.read32(RAH0),
-        u32::from(mac[4]) | u32::from(mac[5]) << 8 | 1 << 31
-    );
+    assert_eq!(regs.read32(RAL0), u32::from_le_bytes([mac[0], mac[1], mac[2], mac[3]]));
+    assert_eq!(regs.read32(RAH0), u32::from(mac[4]) | u32::from(mac[5]) << 8 | 1 << 31);
 }
 
 #[test]
@@ -97,11 +80,7 @@ fn unmodelled_register_is_a_fault() {
         "{}",
         faults[0]
     );
-    assert!(
-        faults[1].contains("write of 0x00000001 to 0x0bad4"),
-        "{}",
-        faults[1]
-    );
+    assert!(faults[1].contains("write of 0x00000001 to 0x0bad4"), "{}", faults[1]);
     assert!(faults[2].contains("EIMC"), "{}", faults[2]);
     assert!(faults[3].contains("read-only"), "{}", faults[3]);
 }
@@ -148,10 +127,7 @@ fn tracing_records_every_access_in_order() {
                 offset: FCTRL,
                 value: FCTRL_BAM
             },
-            Access::Read {
-                offset: FCTRL,
-                value
-            },
+            Access::Read { offset: FCTRL, value },
             Access::Read {
                 offset: 0x0BAD0,
                 value: FAULT_VALUE

@@ -23,11 +23,7 @@ fn frames_are_written_back_with_crc_stripped() {
     assert_eq!(ring.status(3) & RX_DD, 0);
     assert_eq!(regs.read32(RDH), 3);
     assert_eq!(regs.read32(GPRC), 3);
-    assert_eq!(
-        read_octets(&regs, GORCL, GORCH),
-        3 * 104,
-        "octets include the CRC"
-    );
+    assert_eq!(read_octets(&regs, GORCL, GORCH), 3 * 104, "octets include the CRC");
     assert_eq!(regs.read32(GPRC), 0, "clear on read");
     assert_eq!(read_octets(&regs, GORCL, GORCH), 0);
     assert!(world.faults().is_empty(), "{:?}", world.faults());
@@ -80,11 +76,7 @@ fn full_ring_buffers_frames_until_rdt_and_counts_the_excess_as_missed() {
         30 - 7 - 16,
         "the excess over ring + buffer is missed"
     );
-    assert_eq!(
-        regs.read32(GPRC),
-        7 + 16,
-        "buffered frames count as received"
-    );
+    assert_eq!(regs.read32(GPRC), 7 + 16, "buffered frames count as received");
     regs.write32(RDT, 63);
     assert_eq!(regs.read32(RDH), 7 + 16, "RDT drained the buffer");
     for i in 0..23 {
@@ -93,11 +85,7 @@ fn full_ring_buffers_frames_until_rdt_and_counts_the_excess_as_missed() {
     }
     assert_eq!(regs.read32(MPC0), 0, "clear on read");
     world.inject("a", &frame([0xFF; 6], 60, 99));
-    assert_eq!(
-        regs.read32(RDH),
-        24,
-        "buffer empty: straight to the ring again"
-    );
+    assert_eq!(regs.read32(RDH), 24, "buffer empty: straight to the ring again");
 }
 
 #[test]
@@ -149,11 +137,7 @@ fn address_filter_follows_fctrl_and_ral() {
     regs.write32(FCTRL, FCTRL_UPE);
     world.inject("a", &frame(other, 60, 0));
     assert_eq!(regs.read32(GPRC), 1, "promiscuous");
-    assert_eq!(
-        regs.read32(MPC0),
-        0,
-        "filtered frames are not missed frames"
-    );
+    assert_eq!(regs.read32(MPC0), 0, "filtered frames are not missed frames");
     assert_eq!(regs.read32(RDH), 5);
 }
 

@@ -39,12 +39,7 @@ fn short_frame_is_padded_to_60_bytes_plus_crc_and_lands_in_the_partner() {
     assert_eq!(b.read32(GPRC), 1);
     assert_eq!(read_octets(&b, GORCL, GORCH), 64);
     assert_eq!(
-        (
-            a.read32(GPTC),
-            a.read32(GOTCL),
-            b.read32(GPRC),
-            b.read32(GORCL)
-        ),
+        (a.read32(GPTC), a.read32(GOTCL), b.read32(GPRC), b.read32(GORCL)),
         (0, 0, 0, 0),
         "clear on read"
     );
@@ -79,10 +74,7 @@ fn descriptors_up_to_eop_make_one_frame() {
     let mut tx = setup_tx(&regs, 64);
     let whole = frame([0xFF; 6], 300, 3);
     tx.put(&whole[..100], DTYP_DATA | DCMD_DEXT | DCMD_IFCS);
-    tx.put(
-        &whole[100..],
-        DTYP_DATA | DCMD_DEXT | DCMD_IFCS | DCMD_EOP | DCMD_RS,
-    );
+    tx.put(&whole[100..], DTYP_DATA | DCMD_DEXT | DCMD_IFCS | DCMD_EOP | DCMD_RS);
     regs.write32(TDT, 1);
     assert_eq!(regs.read32(TDH), 0, "no EOP before TDT: the packet waits");
     tx.flush(&regs);
@@ -131,10 +123,7 @@ fn without_ifcs_the_partner_sees_a_crc_error() {
     reset(&b);
     let _rx = setup_rx(&b, 64, 2, true, 63);
     let mut tx = setup_tx(&a, 64);
-    tx.put(
-        &frame([0xFF; 6], 64, 1),
-        DTYP_DATA | DCMD_DEXT | DCMD_EOP | DCMD_RS,
-    );
+    tx.put(&frame([0xFF; 6], 64, 1), DTYP_DATA | DCMD_DEXT | DCMD_EOP | DCMD_RS);
     tx.flush(&a);
     assert_eq!(b.read32(CRCERRS), 1);
     assert_eq!(b.read32(GPRC), 0);
@@ -147,10 +136,7 @@ fn bad_buffer_address_is_a_fault_and_the_ring_moves_on() {
     reset(&regs);
     let _rx = setup_rx(&regs, 64, 2, true, 63);
     let mut tx = setup_tx(&regs, 64);
-    tx.put_raw(
-        0xDEAD_0000,
-        DTYP_DATA | DCMD_DEXT | DCMD_EOP | DCMD_IFCS | DCMD_RS | 60,
-    );
+    tx.put_raw(0xDEAD_0000, DTYP_DATA | DCMD_DEXT | DCMD_EOP | DCMD_IFCS | DCMD_RS | 60);
     tx.put_packet(&frame([0xFF; 6], 60, 1), true);
     tx.flush(&regs);
     let faults = world.faults();

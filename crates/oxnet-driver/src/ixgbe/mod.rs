@@ -84,12 +84,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
     ///
     /// `default_memory` is used unless `config.memory` says otherwise: huge
     /// pages for a real NIC, plain memory for the model.
-    pub fn init(
-        regs: R,
-        spec: &str,
-        config: &Config,
-        default_memory: MemoryKind,
-    ) -> Result<IxgbeDevice<R>> {
+    pub fn init(regs: R, spec: &str, config: &Config, default_memory: MemoryKind) -> Result<IxgbeDevice<R>> {
         config.validate()?;
         if config.rx_queues > 64 || config.tx_queues > 64 {
             return Err(Error::Config(
@@ -149,11 +144,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         // §4.6.3: "wait for EEPROM auto read completion".
         self.wait_set(EEC, EEC_ARD, "EEPROM auto-read (EEC.ARD)")?;
         // §4.6.3: "wait for DMA initialization done (RDRXCTL.DMAIDONE)".
-        self.wait_set(
-            RDRXCTL,
-            RDRXCTL_DMAIDONE,
-            "DMA initialisation (RDRXCTL.DMAIDONE)",
-        )?;
+        self.wait_set(RDRXCTL, RDRXCTL_DMAIDONE, "DMA initialisation (RDRXCTL.DMAIDONE)")?;
         Ok(())
     }
 
@@ -207,8 +198,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
     /// §4.6.8 transmit initialisation (the per-queue part is in tx.rs).
     fn init_tx(&mut self, config: &Config, memory: MemoryKind) -> Result<()> {
         // CRC offload and padding of short frames (§8.2.3.22.8).
-        self.regs
-            .set_flags32(HLREG0, HLREG0_TXCRCEN | HLREG0_TXPADEN);
+        self.regs.set_flags32(HLREG0, HLREG0_TXCRCEN | HLREG0_TXPADEN);
         // §4.6.11.3.1: one 160 KB transmit packet buffer without DCB.
         self.regs.write32(txpbsize(0), TXPBSIZE_160KB);
         for i in 1..8 {
@@ -326,13 +316,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
 
 /// Polls `offset` until `(value & mask) == expected`, or fails after
 /// [`INIT_TIMEOUT`] with a message that says which datasheet step hung.
-fn wait_bits<R: RegisterAccess>(
-    regs: &R,
-    offset: u32,
-    mask: u32,
-    expected: u32,
-    what: &str,
-) -> Result<()> {
+fn wait_bits<R: RegisterAccess>(regs: &R, offset: u32, mask: u32, expected: u32, what: &str) -> Result<()> {
     let start = Instant::now();
     loop {
         if regs.read32(offset) & mask == expected {

@@ -3,8 +3,7 @@
 
 use super::regs::*;
 use crate::advanced::{
-    acquire_after_status, release_before_tail, DescriptorPtr, DESCRIPTOR_SIZE, RX_STATUS_DD,
-    RX_STATUS_EOP,
+    acquire_after_status, release_before_tail, DescriptorPtr, DESCRIPTOR_SIZE, RX_STATUS_DD, RX_STATUS_EOP,
 };
 use crate::device::Config;
 use crate::error::{Error, Result};
@@ -51,11 +50,7 @@ impl RxQueue {
         // of to physical address 0. Every descriptor is armed before start.
         // SAFETY: our own fresh allocation of at least this many bytes.
         unsafe { std::ptr::write_bytes(ring.virt(), 0xFF, size * DESCRIPTOR_SIZE) };
-        let pool = Mempool::new(
-            &format!("{spec} rx{id}"),
-            config.effective_pool_size(),
-            memory,
-        )?;
+        let pool = Mempool::new(&format!("{spec} rx{id}"), config.effective_pool_size(), memory)?;
         let q = id as u32;
         // §8.2.3.8.7 SRRCTL: advanced descriptors, one buffer, buffer size in
         // KB. DROP_EN stays 0: with no free descriptor, frames wait in the
@@ -67,8 +62,7 @@ impl RxQueue {
                 bsize * 1024
             )));
         }
-        let value = regs.read32(srrctl(q))
-            & !(SRRCTL_DESCTYPE_MASK | SRRCTL_BSIZEPACKET_MASK | SRRCTL_DROP_EN);
+        let value = regs.read32(srrctl(q)) & !(SRRCTL_DESCTYPE_MASK | SRRCTL_BSIZEPACKET_MASK | SRRCTL_DROP_EN);
         regs.write32(srrctl(q), value | SRRCTL_DESCTYPE_ADV_ONEBUF | bsize as u32);
         // §8.2.3.8.1–3: ring base and length in bytes.
         let base = ring.iova(0);
@@ -140,12 +134,7 @@ impl RxQueue {
     /// Receives up to `max` packets (§7.1: the NIC sets DD in the write-back
     /// when a descriptor is done).
     #[inline]
-    pub(super) fn rx_batch<R: RegisterAccess>(
-        &mut self,
-        regs: &R,
-        batch: &mut PacketBatch,
-        max: usize,
-    ) -> usize {
+    pub(super) fn rx_batch<R: RegisterAccess>(&mut self, regs: &R, batch: &mut PacketBatch, max: usize) -> usize {
         // Fresh buffers for the descriptors we are about to take over, one
         // pool access per batch.
         if self.spare.len() < max {

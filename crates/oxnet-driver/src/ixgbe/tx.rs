@@ -3,8 +3,7 @@
 
 use super::regs::*;
 use crate::advanced::{
-    release_before_tail, DescriptorPtr, DESCRIPTOR_SIZE, TX_DCMD_EOP, TX_DCMD_IFCS, TX_DCMD_RS,
-    TX_STATUS_DD,
+    release_before_tail, DescriptorPtr, DESCRIPTOR_SIZE, TX_DCMD_EOP, TX_DCMD_IFCS, TX_DCMD_RS, TX_STATUS_DD,
 };
 use crate::device::Config;
 use crate::error::Result;
@@ -41,12 +40,7 @@ pub struct TxQueue {
 impl TxQueue {
     /// Allocates the ring and programs the queue (§4.6.8: TDBAL/TDBAH,
     /// TDLEN, TXDCTL thresholds). The caller enables it.
-    pub(super) fn new<R: RegisterAccess>(
-        regs: &R,
-        id: u16,
-        config: &Config,
-        memory: MemoryKind,
-    ) -> Result<TxQueue> {
+    pub(super) fn new<R: RegisterAccess>(regs: &R, id: u16, config: &Config, memory: MemoryKind) -> Result<TxQueue> {
         let size = config.tx_ring_size;
         let ring = DmaMemory::allocate(size * DESCRIPTOR_SIZE, memory)?;
         // SAFETY: our own allocation (see RxQueue::new for the 0xFF trick).
@@ -119,11 +113,7 @@ impl TxQueue {
     /// Sends packets from the front of `batch`; the ones that do not fit
     /// stay there.
     #[inline]
-    pub(super) fn tx_batch<R: RegisterAccess>(
-        &mut self,
-        regs: &R,
-        batch: &mut PacketBatch,
-    ) -> usize {
+    pub(super) fn tx_batch<R: RegisterAccess>(&mut self, regs: &R, batch: &mut PacketBatch) -> usize {
         self.clean();
         // One descriptor always stays unused: tx_index == clean_index means
         // "empty", so a full ring holds size - 1 packets.
@@ -142,11 +132,8 @@ impl TxQueue {
             }
             // §7.2.3.2.4: one data descriptor per packet, end of packet,
             // report status, insert the CRC.
-            self.descriptor(i).tx_data(
-                packet.data_iova(),
-                len as u16,
-                TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS,
-            );
+            self.descriptor(i)
+                .tx_data(packet.data_iova(), len as u16, TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS);
             self.packets[i as usize] = Some(packet);
             i = self.index.next(i);
         }

@@ -293,12 +293,7 @@ fn read_tx(queue: &mut TxQueue, reg: TxReg) -> u32 {
 }
 
 /// A register write and what it sets off (reset, transmit, receive drain).
-pub(crate) fn write(
-    state: &mut WorldState,
-    port: usize,
-    offset: u32,
-    value: u32,
-) -> Result<(), String> {
+pub(crate) fn write(state: &mut WorldState, port: usize, offset: u32, value: u32) -> Result<(), String> {
     let reg = decode(offset).ok_or("write of an unmodelled register")?;
     let nic = &mut state.ports[port].nic;
     match reg {

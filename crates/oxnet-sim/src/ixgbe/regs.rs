@@ -359,10 +359,7 @@ mod tests {
     #[test]
     fn decodes_queue_registers_and_rejects_gaps() {
         assert_eq!(decode(0x01018 + 0x40 * 3), Some(Reg::Rx(3, RxReg::Rdt)));
-        assert_eq!(
-            decode(0x06028 + 0x40 * 63),
-            Some(Reg::Tx(63, TxReg::Txdctl))
-        );
+        assert_eq!(decode(0x06028 + 0x40 * 63), Some(Reg::Tx(63, TxReg::Txdctl)));
         assert_eq!(decode(0x0101C), None, "a hole between RDT and RXDCTL");
         assert_eq!(decode(0x0A204 + 8 * 127), Some(Reg::Rah(127)));
         assert_eq!(decode(0x03FA0 + 4 * 7), Some(Reg::Stat(Stat::Mpc(7))));
@@ -381,9 +378,6 @@ mod tests {
                 );
             }
         }
-        assert_eq!(
-            decode(TXPBSIZE_BASE + 4 * 7),
-            Some(Reg::Plain(plain_count() - 1))
-        );
+        assert_eq!(decode(TXPBSIZE_BASE + 4 * 7), Some(Reg::Plain(plain_count() - 1)));
     }
 }

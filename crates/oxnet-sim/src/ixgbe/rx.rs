@@ -151,15 +151,9 @@ fn try_dma(nic: &mut Ixgbe, frame: &[u8]) -> Result<bool, String> {
     // §8.2.3.22.8 / §8.2.3.8.8: the two CRC strip bits must agree.
     let strip = nic.hlreg0 & HLREG0_RXCRCSTRP != 0;
     if strip != (nic.rdrxctl & RDRXCTL_CRCSTRIP != 0) {
-        return Err(
-            "RX: HLREG0.RXCRCSTRP and RDRXCTL.CRCSTRIP differ (they must be set alike)".into(),
-        );
+        return Err("RX: HLREG0.RXCRCSTRP and RDRXCTL.CRCSTRIP differ (they must be set alike)".into());
     }
-    let data = if strip {
-        &frame[..frame.len() - 4]
-    } else {
-        frame
-    };
+    let data = if strip { &frame[..frame.len() - 4] } else { frame };
     let needed = data.len().div_ceil(buffer_size).max(1);
     let free = (tail + ring_size - head) % ring_size;
     if free < needed {

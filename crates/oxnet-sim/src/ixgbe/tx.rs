@@ -57,10 +57,7 @@ pub(crate) fn transmit(state: &mut WorldState, port: usize, q: usize) {
     loop {
         let nic = &state.ports[port].nic;
         let queue = &nic.tx[q];
-        if nic.dmatxctl & DMATXCTL_TE == 0
-            || queue.txdctl & QUEUE_ENABLE == 0
-            || queue.tdh == queue.tdt
-        {
+        if nic.dmatxctl & DMATXCTL_TE == 0 || queue.txdctl & QUEUE_ENABLE == 0 || queue.tdh == queue.tdt {
             return;
         }
         if paused(state, port) {
@@ -95,15 +92,11 @@ fn gather(nic: &mut Ixgbe, q: usize) -> Result<Option<Gathered>, String> {
     let ring_size = queue.tdlen as usize / DESCRIPTOR_SIZE;
     let (head, tail) = (queue.tdh as usize, queue.tdt as usize);
     if head >= ring_size || tail >= ring_size {
-        return Err(format!(
-            "TDH {head} or TDT {tail} outside a ring of {ring_size}"
-        ));
+        return Err(format!("TDH {head} or TDT {tail} outside a ring of {ring_size}"));
     }
     let base = (u64::from(queue.tdbah) << 32) | u64::from(queue.tdbal);
     if !base.is_multiple_of(128) {
-        return Err(format!(
-            "ring base {base:#x} is not 128-byte aligned (§8.2.3.9.5)"
-        ));
+        return Err(format!("ring base {base:#x} is not 128-byte aligned (§8.2.3.9.5)"));
     }
     let ring = dma::map(base, ring_size * DESCRIPTOR_SIZE, "the TX descriptor ring")?;
     nic.tx_frame.clear();
@@ -188,9 +181,7 @@ fn write_back(nic: &mut Ixgbe, q: usize, packet: &Gathered) {
         // SAFETY: the ring was mapped by `gather` in this same register
         // access (the driver cannot free it while it waits for the access).
         unsafe {
-            let desc = packet
-                .ring
-                .add(((head + i) % packet.ring_size) * DESCRIPTOR_SIZE);
+            let desc = packet.ring.add(((head + i) % packet.ring_size) * DESCRIPTOR_SIZE);
             if dma::read_u32(desc.add(8)) & DCMD_RS != 0 {
                 let status = dma::read_u32(desc.add(12));
                 dma::publish_u32(desc.add(12), status | STA_DD);

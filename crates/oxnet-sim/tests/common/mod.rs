@@ -139,13 +139,7 @@ impl RxRing {
     /// The first `len` bytes of descriptor `i`'s buffer.
     pub fn data(&self, i: usize, len: usize) -> Vec<u8> {
         // SAFETY: inside the allocation.
-        unsafe {
-            std::slice::from_raw_parts(
-                self.mem.virt().add(self.buffers_at + i * self.buffer_size),
-                len,
-            )
-            .to_vec()
-        }
+        unsafe { std::slice::from_raw_parts(self.mem.virt().add(self.buffers_at + i * self.buffer_size), len).to_vec() }
     }
 
     /// Puts descriptor `i` back in read format (buffer address, header 0).
@@ -166,13 +160,7 @@ impl RxRing {
 /// Sets up receive queue 0 with `size` descriptors of `buffer_kb` KB
 /// buffers, CRC strip as given, broadcast accepted, RDT = `tail`, and
 /// enables the receiver.
-pub fn setup_rx(
-    regs: &SimRegisters,
-    size: usize,
-    buffer_kb: usize,
-    strip: bool,
-    tail: usize,
-) -> RxRing {
+pub fn setup_rx(regs: &SimRegisters, size: usize, buffer_kb: usize, strip: bool, tail: usize) -> RxRing {
     let buffer_size = buffer_kb * 1024;
     let buffers_at = (size * 16).next_multiple_of(4096);
     let mem = DmaMemory::allocate(buffers_at + size * buffer_size, MemoryKind::Plain).unwrap();
@@ -280,10 +268,7 @@ pub fn setup_tx(regs: &SimRegisters, size: usize) -> TxRing {
     let buffers_at = (size * 16).next_multiple_of(4096);
     let mem = DmaMemory::allocate(buffers_at + size * buffer_size, MemoryKind::Plain).unwrap();
     let base = mem.iova(0);
-    regs.write32(
-        HLREG0,
-        regs.read32(HLREG0) | HLREG0_TXCRCEN | HLREG0_TXPADEN,
-    );
+    regs.write32(HLREG0, regs.read32(HLREG0) | HLREG0_TXCRCEN | HLREG0_TXPADEN);
     regs.write32(TDBAL, base as u32);
     regs.write32(TDBAH, (base >> 32) as u32);
     regs.write32(TDLEN, (size * 16) as u32);

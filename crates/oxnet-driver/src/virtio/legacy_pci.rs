@@ -1,0 +1,324 @@
+//! Legacy virtio over PCI (VirtIO 1.0 §4.1.4.8 "Legacy Interfaces: A Note on
+//! PCI Device Layout"): the common registers live in an I/O-port BAR 0.
+//!
+//! Two ways to reach an I/O BAR from user space:
+//! * `pread`/`pwrite` of exactly 1, 2 or 4 bytes on the sysfs `resource0`
+//!   file — a system call per register access, works everywhere;
+//! * `in`/`out` instructions after `ioperm` (needs CAP_SYS_RAWIO) — no
+//!   system call, the faster option, used for the queue notifications on the
+//!   data path. Permissions from `ioperm` belong to a thread, so each thread
+//!   that notifies asks for them once.
+
+use super::transport::Transport;
+use super::virtqueue::{Virtqueue, LEGACY_ALIGN};
+use crate::device::Config;
+use crate::error::{Error, Result};
+use crate::memory::MemoryKind;
+use crate::pci::{self, PciDeviceInfo};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// PCI vendor id of virtio devices (Red Hat / Qumranet).
+pub const VIRTIO_VENDOR_ID: u16 = 0x1af4;
+/// Transitional (legacy-capable) network device id (§4.1.2.1).
+pub const LEGACY_NET_DEVICE_ID: u16 = 0x1000;
+/// Modern-only network device id (0x1040 + device type 1).
+pub const MODERN_NET_DEVICE_ID: u16 = 0x1041;
+
+// §4.1.4.8: legacy register layout of BAR 0.
+const DEVICE_FEATURES: u16 = 0x00; // 32 bit, read
+const DRIVER_FEATURES: u16 = 0x04; // 32 bit, read/write
+const QUEUE_ADDRESS: u16 = 0x08; // 32 bit: page frame number of the queue
+const QUEUE_SIZE: u16 = 0x0C; // 16 bit, read
+const QUEUE_SELECT: u16 = 0x0E; // 16 bit
+const QUEUE_NOTIFY: u16 = 0x10; // 16 bit
+const DEVICE_STATUS: u16 = 0x12; // 8 bit
+/// Device-specific configuration starts here while MSI-X is disabled
+/// (it moves to 0x18 with MSI-X, which this driver does not enable).
+const DEVICE_CONFIG: u16 = 0x14;
+
+/// How the I/O BAR is reached.
+enum PortAccess {
+    /// pread/pwrite on sysfs resource0.
+    Sysfs(File),
+    /// in/out instructions at this base port.
+    PortIo { base: u16, len: u16 },
+}
+
+/// A legacy virtio device on PCI.
+pub struct LegacyPci {
+    address: String,
+    access: PortAccess,
+    /// The sysfs file stays open for configuration reads either way.
+    resource: File,
+}
+
+impl LegacyPci {
+    /// Checks the ids, takes the device from its kernel driver, and opens
+    /// its I/O BAR (port I/O if `config.port_io` and permitted).
+    pub fn open(info: &PciDeviceInfo, config: &Config) -> Result<LegacyPci> {
+        let address = info.address.to_string();
+        match info.device {
+            LEGACY_NET_DEVICE_ID => {}
+            MODERN_NET_DEVICE_ID => {
+                return Err(Error::Pci(format!(
+                    "{address} is a modern-only virtio-net device (1af4:1041); oxnet drives the legacy interface: \
+                     start QEMU with -device virtio-net-pci,disable-modern=on"
+                )))
+            }
+            other => {
+                return Err(Error::Pci(format!(
+                    "{address} (1af4:{other:04x}) is a virtio device but not a network card; oxnet drives \
+                     virtio-net (1af4:1000)"
+                )))
+            }
+        }
+        let (start, end, flags) = bar0(info)?;
+        const IORESOURCE_IO: u64 = 0x100;
+        if flags & IORESOURCE_IO == 0 {
+            return Err(Error::Pci(format!(
+                "{address}: BAR 0 is not an I/O-port BAR; is this a legacy virtio device?"
+            )));
+        }
+        pci::take_over(info)?;
+        let path = pci::sysfs_file(&info.address, "resource0");
+        let resource = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| pci::permission_or(e, format!("cannot open {}", path.display())))?;
+        let len = (end - start + 1) as u16;
+        let access = if config.port_io && start + len as u64 <= 0x10000 && grant_ports(start as u16, len) {
+            PortAccess::PortIo {
+                base: start as u16,
+                len,
+            }
+        } else {
+            PortAccess::Sysfs(
+                resource
+                    .try_clone()
+                    .map_err(|e| Error::Io(format!("{}: {e}", path.display())))?,
+            )
+        };
+        Ok(LegacyPci {
+            address,
+            access,
+            resource,
+        })
+    }
+
+    /// True if register accesses use in/out instructions.
+    pub fn uses_port_io(&self) -> bool {
+        matches!(self.access, PortAccess::PortIo { .. })
+    }
+
+    fn write(&self, offset: u16, bytes: &[u8]) {
+        match &self.access {
+            PortAccess::Sysfs(file) => {
+                let _ = file.write_all_at(bytes, offset as u64);
+            }
+            PortAccess::PortIo { base, len } => {
+                ensure_ports(*base, *len);
+                let port = base + offset;
+                // SAFETY: the port lies in our device's I/O BAR and this
+                // thread has permission (ensure_ports).
+                unsafe {
+                    match bytes.len() {
+                        1 => port_io::outb(port, bytes[0]),
+                        2 => port_io::outw(port, u16::from_le_bytes([bytes[0], bytes[1]])),
+                        _ => port_io::outl(port, u32::from_le_bytes(bytes.try_into().unwrap_or([0; 4]))),
+                    }
+                }
+            }
+        }
+    }
+
+    fn read(&self, offset: u16, bytes: &mut [u8]) {
+        match &self.access {
+            PortAccess::Sysfs(file) => {
+                if file.read_exact_at(bytes, offset as u64).is_err() {
+                    bytes.fill(0xFF);
+                }
+            }
+            PortAccess::PortIo { base, len } => {
+                ensure_ports(*base, *len);
+                let port = base + offset;
+                // SAFETY: as in write.
+                unsafe {
+                    match bytes.len() {
+                        1 => bytes[0] = port_io::inb(port),
+                        2 => bytes.copy_from_slice(&port_io::inw(port).to_le_bytes()),
+                        _ => bytes.copy_from_slice(&port_io::inl(port).to_le_bytes()),
+                    }
+                }
+            }
+        }
+    }
+
+    fn read8(&self, offset: u16) -> u8 {
+        let mut b = [0u8; 1];
+        self.read(offset, &mut b);
+        b[0]
+    }
+
+    fn read16(&self, offset: u16) -> u16 {
+        let mut b = [0u8; 2];
+        self.read(offset, &mut b);
+        u16::from_le_bytes(b)
+    }
+
+    fn read32(&self, offset: u16) -> u32 {
+        let mut b = [0u8; 4];
+        self.read(offset, &mut b);
+        u32::from_le_bytes(b)
+    }
+}
+
+impl Transport for LegacyPci {
+    fn describe(&self) -> String {
+        self.address.clone()
+    }
+
+    fn memory_kind(&self) -> MemoryKind {
+        MemoryKind::HugePages
+    }
+
+    fn reset(&mut self) -> Result<()> {
+        // §2.1 / §4.1.4.8: writing 0 to the status resets a legacy device.
+        self.write(DEVICE_STATUS, &[0]);
+        if self.read8(DEVICE_STATUS) != 0 {
+            return Err(Error::Device(format!(
+                "{}: device did not reset (status stays non-zero)",
+                self.address
+            )));
+        }
+        Ok(())
+    }
+
+    fn set_status(&mut self, status: u8) -> Result<()> {
+        self.write(DEVICE_STATUS, &[status]);
+        Ok(())
+    }
+
+    fn device_features(&mut self) -> Result<u64> {
+        // Legacy devices have 32 feature bits only.
+        Ok(self.read32(DEVICE_FEATURES) as u64)
+    }
+
+    fn set_driver_features(&mut self, features: u64) -> Result<()> {
+        self.write(DRIVER_FEATURES, &(features as u32).to_le_bytes());
+        Ok(())
+    }
+
+    fn queue_size(&mut self, queue: u16, _wanted: u16) -> Result<u16> {
+        // The legacy device fixes the size (§4.1.5.1.3.1 legacy).
+        self.write(QUEUE_SELECT, &queue.to_le_bytes());
+        Ok(self.read16(QUEUE_SIZE))
+    }
+
+    fn setup_queue(&mut self, queue: &Virtqueue) -> Result<()> {
+        let iova = queue.desc_iova();
+        if iova % LEGACY_ALIGN as u64 != 0 || iova >> 12 > u32::MAX as u64 {
+            return Err(Error::Device(format!(
+                "{}: virtqueue {} at {iova:#x} is not a 4 KiB aligned address below 16 TiB",
+                self.address, queue.index
+            )));
+        }
+        self.write(QUEUE_SELECT, &queue.index.to_le_bytes());
+        self.write(QUEUE_ADDRESS, &((iova >> 12) as u32).to_le_bytes());
+        Ok(())
+    }
+
+    #[inline]
+    fn notify(&mut self, queue: u16) {
+        self.write(QUEUE_NOTIFY, &queue.to_le_bytes());
+    }
+
+    fn read_config(&self, offset: u16, buf: &mut [u8]) -> Result<bool> {
+        // Configuration bytes are read one at a time through the file;
+        // multi-byte fields of legacy devices are guest-endian (x86: LE).
+        for (i, b) in buf.iter_mut().enumerate() {
+            let mut byte = [0u8];
+            self.resource
+                .read_exact_at(&mut byte, (DEVICE_CONFIG + i as u16 + offset) as u64)
+                .map_err(|e| Error::Io(format!("{}: reading config space: {e}", self.address)))?;
+            *b = byte[0];
+        }
+        Ok(true)
+    }
+}
+
+/// BAR 0 from the sysfs `resource` file: start, end, flags.
+fn bar0(info: &PciDeviceInfo) -> Result<(u64, u64, u64)> {
+    let path = pci::sysfs_file(&info.address, "resource");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::Pci(format!("{}: {e}", path.display())))?;
+    let line = text.lines().next().unwrap_or("");
+    let mut fields = line
+        .split_whitespace()
+        .map(|f| u64::from_str_radix(f.trim_start_matches("0x"), 16));
+    match (fields.next(), fields.next(), fields.next()) {
+        (Some(Ok(start)), Some(Ok(end)), Some(Ok(flags))) if end > start => Ok((start, end, flags)),
+        _ => Err(Error::Pci(format!("{}: BAR 0 is not set up ({line:?})", info.address))),
+    }
+}
+
+thread_local! {
+    /// I/O port ranges this thread may access.
+    static GRANTED: std::cell::RefCell<Vec<u16>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Asks for permission to access ports [base, base + len) on this thread.
+fn grant_ports(base: u16, len: u16) -> bool {
+    // SAFETY: plain syscall; failure (no CAP_SYS_RAWIO) is reported.
+    let ok = unsafe { libc::ioperm(base as libc::c_ulong, len as libc::c_ulong, 1) } == 0;
+    if ok {
+        GRANTED.with(|g| g.borrow_mut().push(base));
+    }
+    ok
+}
+
+#[inline]
+fn ensure_ports(base: u16, len: u16) {
+    let granted = GRANTED.with(|g| g.borrow().contains(&base));
+    if !granted {
+        // Permission was given to the thread that opened the device; this
+        // is another one. If it is refused, the access below faults loudly.
+        grant_ports(base, len);
+    }
+}
+
+/// x86 port I/O.
+mod port_io {
+    use std::arch::asm;
+
+    pub unsafe fn outb(port: u16, value: u8) {
+        // SAFETY: the caller holds ioperm permission for `port`.
+        unsafe { asm!("out dx, al", in("dx") port, in("al") value, options(nomem, nostack, preserves_flags)) }
+    }
+    pub unsafe fn outw(port: u16, value: u16) {
+        // SAFETY: as above.
+        unsafe { asm!("out dx, ax", in("dx") port, in("ax") value, options(nomem, nostack, preserves_flags)) }
+    }
+    pub unsafe fn outl(port: u16, value: u32) {
+        // SAFETY: as above.
+        unsafe { asm!("out dx, eax", in("dx") port, in("eax") value, options(nomem, nostack, preserves_flags)) }
+    }
+    pub unsafe fn inb(port: u16) -> u8 {
+        let value: u8;
+        // SAFETY: as above.
+        unsafe { asm!("in al, dx", out("al") value, in("dx") port, options(nomem, nostack, preserves_flags)) }
+        value
+    }
+    pub unsafe fn inw(port: u16) -> u16 {
+        let value: u16;
+        // SAFETY: as above.
+        unsafe { asm!("in ax, dx", out("ax") value, in("dx") port, options(nomem, nostack, preserves_flags)) }
+        value
+    }
+    pub unsafe fn inl(port: u16) -> u32 {
+        let value: u32;
+        // SAFETY: as above.
+        unsafe { asm!("in eax, dx", out("eax") value, in("dx") port, options(nomem, nostack, preserves_flags)) }
+        value
+    }
+}

@@ -1,0 +1,56 @@
+//! What a virtio driver needs from the way it reaches its device. Two
+//! transports implement it: legacy PCI (an I/O-port BAR, VirtIO 1.0
+//! §4.1.4.8) and vhost-user (a Unix socket to a backend such as DPDK).
+
+use super::virtqueue::Virtqueue;
+use crate::error::Result;
+use crate::memory::MemoryKind;
+
+/// Device status bits (VirtIO 1.0 §2.1).
+pub mod status {
+    /// The guest has noticed the device.
+    pub const ACKNOWLEDGE: u8 = 1;
+    /// The guest knows how to drive it.
+    pub const DRIVER: u8 = 2;
+    /// The driver is set up and ready to drive the device.
+    pub const DRIVER_OK: u8 = 4;
+    /// Something went wrong in the guest; it gave up on the device.
+    pub const FAILED: u8 = 128;
+}
+
+/// How a virtio driver talks to its device.
+pub trait Transport: Send {
+    /// For messages: "0000:00:03.0", "vhost-user:/tmp/sock".
+    fn describe(&self) -> String;
+    /// Memory the device can reach (huge pages with physical addresses for
+    /// PCI, the shared plain arena for vhost-user).
+    fn memory_kind(&self) -> MemoryKind;
+    /// Resets the device (status 0).
+    fn reset(&mut self) -> Result<()>;
+    /// Sets the device status byte.
+    fn set_status(&mut self, status: u8) -> Result<()>;
+    /// The feature bits the device offers.
+    fn device_features(&mut self) -> Result<u64>;
+    /// Tells the device which features the driver uses.
+    fn set_driver_features(&mut self, features: u64) -> Result<()>;
+    /// Queue size for `queue`: fixed by the device (legacy PCI), or our
+    /// choice `wanted` (vhost-user). 0 means the queue does not exist.
+    fn queue_size(&mut self, queue: u16, wanted: u16) -> Result<u16>;
+    /// Tells the device where queue `queue` lives and enables it.
+    fn setup_queue(&mut self, queue: &Virtqueue) -> Result<()>;
+    /// Notifies the device of new buffers in `queue`.
+    fn notify(&mut self, queue: u16);
+    /// Reads device configuration space (virtio-net: MAC, status); false
+    /// where the transport has no config space.
+    fn read_config(&self, offset: u16, buf: &mut [u8]) -> Result<bool>;
+    /// Called before transmitting: a transport may refresh what the device
+    /// can reach (vhost-user re-sends its memory table). Cheap when nothing
+    /// changed.
+    fn before_tx(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// The device is still there (a vhost-user backend may close the socket).
+    fn check_alive(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
