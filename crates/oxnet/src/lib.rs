@@ -3,6 +3,7 @@
 //! that tests and benchmarks run exactly what the commands run.
 
 pub mod apps;
+pub mod bench;
 pub mod commands;
 pub mod demo;
 pub mod frame;

@@ -81,6 +81,11 @@ enum Command {
     /// List PCI network devices: vendor, device, bound driver, NUMA node,
     /// IOMMU group.
     Devices,
+    /// Benchmark the forwarding path: instructions per packet of driver +
+    /// application at batch sizes 1..256 (callgrind, the model's cost
+    /// excluded) and mempool alloc + free per packet; prints a table,
+    /// writes fwd.json and fwd.svg (needs valgrind; see docs/bench.md).
+    Bench(oxnet::bench::BenchArgs),
     /// Prepare the machine (needs root).
     Setup {
         #[command(subcommand)]
@@ -201,6 +206,7 @@ fn run(cli: Cli) -> oxnet_driver::Result<bool> {
             print!("{}", oxnet::setup::devices_table()?);
             Ok(true)
         }
+        Command::Bench(args) => oxnet::bench::main(&args),
         Command::Setup {
             what: SetupCommand::Hugepages { count },
         } => {

@@ -83,9 +83,7 @@ impl FwdRun {
 
     /// Parses the line printed by [`FwdRun::to_line`] out of `output`.
     pub fn parse(output: &str) -> Option<FwdRun> {
-        let line = output
-            .lines()
-            .find(|l| l.starts_with("oxnet-bench-fwd "))?;
+        let line = output.lines().find(|l| l.starts_with("oxnet-bench-fwd "))?;
         let mut r = FwdRun::default();
         for field in line.split_whitespace().skip(1) {
             let (key, value) = field.split_once('=')?;
@@ -233,14 +231,7 @@ pub fn run(batch: usize, packets: u64, count_registers: bool) -> Result<FwdRun> 
         };
         let target = forward.forwarded + want;
         if warming {
-            warmup_forward_loop(
-                &mut forward,
-                &mut *fwd0,
-                &mut *fwd1,
-                target,
-                batch,
-                &mut warm,
-            );
+            warmup_forward_loop(&mut forward, &mut *fwd0, &mut *fwd1, target, batch, &mut warm);
         } else {
             if count_registers {
                 world.set_tracing(names[1], true);
@@ -248,14 +239,7 @@ pub fn run(batch: usize, packets: u64, count_registers: bool) -> Result<FwdRun> 
             }
             let before = forward.forwarded;
             let start = Instant::now();
-            measured_forward_loop(
-                &mut forward,
-                &mut *fwd0,
-                &mut *fwd1,
-                target,
-                batch,
-                &mut counts,
-            );
+            measured_forward_loop(&mut forward, &mut *fwd0, &mut *fwd1, target, batch, &mut counts);
             elapsed += start.elapsed();
             measured_packets += forward.forwarded - before;
             if count_registers {

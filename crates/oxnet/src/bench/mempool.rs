@@ -64,17 +64,12 @@ pub struct MempoolRun {
 impl MempoolRun {
     /// The line the inner command prints.
     pub fn to_line(&self) -> String {
-        format!(
-            "oxnet-bench-mempool packets={} seconds={}",
-            self.packets, self.seconds
-        )
+        format!("oxnet-bench-mempool packets={} seconds={}", self.packets, self.seconds)
     }
 
     /// Parses [`MempoolRun::to_line`] out of `output`.
     pub fn parse(output: &str) -> Option<MempoolRun> {
-        let line = output
-            .lines()
-            .find(|l| l.starts_with("oxnet-bench-mempool "))?;
+        let line = output.lines().find(|l| l.starts_with("oxnet-bench-mempool "))?;
         let mut packets = None;
         let mut seconds = None;
         for field in line.split_whitespace().skip(1) {
@@ -116,10 +111,7 @@ pub fn run(mode: Mode, n: usize, packets: u64) -> Result<MempoolRun> {
             pool.free_count()
         )));
     }
-    Ok(MempoolRun {
-        packets: got,
-        seconds,
-    })
+    Ok(MempoolRun { packets: got, seconds })
 }
 
 #[inline(never)]

@@ -1,0 +1,398 @@
+//! `oxnet bench`: instructions per packet of the forwarding path (driver +
+//! application, the model's own cost excluded) at batch sizes 1..256, and
+//! mempool alloc + free per packet. See docs/bench.md.
+//!
+//! Method (DESIGN.md, "Performance method"): a deterministic count, not a
+//! clock. `oxnet bench` re-runs its own executable (`oxnet bench fwd-inner`,
+//! hidden) under `valgrind --tool=callgrind`, collecting only inside
+//! `measured_forward_loop`, which calls nothing but `Forwarder::step`. The
+//! simulated 82599 does all its work inside `SimRegisters::read32` and
+//! `write32` (`#[inline(never)]`); their inclusive cost, read from
+//! `callgrind_annotate --inclusive=yes`, is subtracted. What is left is the
+//! driver and the forwarder, per packet. The anchors are ixy's published
+//! figures (127 instructions per packet for the C driver, 209 for ixy.rs, at
+//! batch 32); they are not measured here.
+
+pub mod callgrind;
+pub mod fwd;
+pub mod mempool;
+pub mod report;
+
+use clap::{Args, Subcommand};
+use oxnet_driver::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// ixy's C driver, instructions per packet at batch 32 (published).
+pub const IXY_C_INSTRUCTIONS: f64 = 127.0;
+/// ixy's C driver, cycles per packet at batch 32 (published).
+pub const IXY_C_CYCLES: f64 = 94.0;
+/// ixy.rs, instructions per packet at batch 32 (published).
+pub const IXY_RS_INSTRUCTIONS: f64 = 209.0;
+/// Our target, instructions per packet at batch 32.
+pub const TARGET_INSTRUCTIONS: f64 = 100.0;
+
+/// `oxnet bench` options.
+#[derive(Args, Debug, Clone)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub inner: Option<InnerCommand>,
+    /// Directory for fwd.json, fwd.svg and the callgrind output files.
+    #[arg(long, default_value = "target/bench")]
+    pub out: PathBuf,
+    /// Packets forwarded (measured) per batch size under callgrind. The
+    /// count is deterministic; more packets only average the warm-up away.
+    #[arg(long, default_value_t = 200_000)]
+    pub packets: u64,
+    /// Batch sizes, comma separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 4, 8, 16, 32, 64, 128, 256])]
+    pub batches: Vec<usize>,
+    /// Wall-clock repeats per batch size (the median is reported); 0 skips
+    /// the wall clock.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+    /// Packets allocated and freed per mempool measurement.
+    #[arg(long, default_value_t = 200_000)]
+    pub mempool_packets: u64,
+}
+
+/// The processes `oxnet bench` runs (under callgrind or not).
+#[derive(Subcommand, Debug, Clone)]
+pub enum InnerCommand {
+    /// Forward --packets packets at --batch inside measured_forward_loop.
+    #[command(hide = true)]
+    FwdInner {
+        #[arg(long)]
+        batch: usize,
+        #[arg(long)]
+        packets: u64,
+        /// Trace fwd0/fwd1 register accesses to count them.
+        #[arg(long)]
+        count_registers: bool,
+    },
+    /// Allocate and free --packets packets, --batch at a time (or one at a
+    /// time with alloc() and drop with --single).
+    #[command(hide = true)]
+    MempoolInner {
+        #[arg(long)]
+        batch: usize,
+        #[arg(long)]
+        packets: u64,
+        #[arg(long)]
+        single: bool,
+    },
+}
+
+/// One batch size of the forwarding benchmark.
+#[derive(Debug, Clone)]
+pub struct FwdResult {
+    pub batch: usize,
+    pub run: fwd::FwdRun,
+    /// Instructions collected inside measured_forward_loop, model included.
+    pub collected_ir: u64,
+    /// Of which inside SimRegisters::read32 / write32 (inclusive).
+    pub model_read_ir: u64,
+    pub model_write_ir: u64,
+    /// The same model cost from the call graph in the callgrind file (sum
+    /// of the inclusive costs of all calls into read32/write32): a check.
+    pub model_ir_graph: u64,
+    /// Wall-clock Mpps of the measured loop (model included), one per repeat.
+    pub wall_mpps: Vec<f64>,
+}
+
+impl FwdResult {
+    pub fn packets(&self) -> f64 {
+        self.run.forwarded.max(1) as f64
+    }
+    pub fn total_per_packet(&self) -> f64 {
+        self.collected_ir as f64 / self.packets()
+    }
+    pub fn model_per_packet(&self) -> f64 {
+        (self.model_read_ir + self.model_write_ir) as f64 / self.packets()
+    }
+    pub fn driver_app_per_packet(&self) -> f64 {
+        self.collected_ir
+            .saturating_sub(self.model_read_ir + self.model_write_ir) as f64
+            / self.packets()
+    }
+    pub fn wall_median(&self) -> Option<f64> {
+        median(&self.wall_mpps)
+    }
+}
+
+/// One mempool measurement.
+#[derive(Debug, Clone)]
+pub struct MempoolResult {
+    /// Packets per call (1 with `single`).
+    pub batch: usize,
+    /// `alloc()` + drop instead of `alloc_batch` + `clear`.
+    pub single: bool,
+    pub packets: u64,
+    pub collected_ir: u64,
+    /// Wall-clock ns per packet, same thread (median of repeats).
+    pub wall_ns: Option<f64>,
+    /// Wall-clock ns per packet, freed on another thread (median).
+    pub cross_thread_ns: Option<f64>,
+}
+
+impl MempoolResult {
+    pub fn per_packet(&self) -> f64 {
+        self.collected_ir as f64 / self.packets.max(1) as f64
+    }
+}
+
+/// Where the driver + application instructions go at one batch size: self
+/// cost per function, the model's functions left out.
+#[derive(Debug, Clone)]
+pub struct Breakdown {
+    pub batch: usize,
+    /// (function, instructions per packet).
+    pub items: Vec<(String, f64)>,
+}
+
+/// Everything one `oxnet bench` measured.
+#[derive(Debug, Clone)]
+pub struct BenchReport {
+    pub valgrind: String,
+    pub fwd: Vec<FwdResult>,
+    pub mempool: Vec<MempoolResult>,
+    pub breakdown: Option<Breakdown>,
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// `oxnet bench ...`: the outer command or one of the inner ones.
+pub fn main(args: &BenchArgs) -> Result<bool> {
+    match &args.inner {
+        Some(InnerCommand::FwdInner {
+            batch,
+            packets,
+            count_registers,
+        }) => {
+            let r = fwd::run(*batch, *packets, *count_registers)?;
+            println!("{}", r.to_line());
+            Ok(true)
+        }
+        Some(InnerCommand::MempoolInner { batch, packets, single }) => {
+            let mode = if *single {
+                mempool::Mode::Single
+            } else {
+                mempool::Mode::Batch
+            };
+            let r = mempool::run(mode, *batch, *packets)?;
+            println!("{}", r.to_line());
+            Ok(true)
+        }
+        None => outer(args),
+    }
+}
+
+fn inner_args(words: &[&str], values: &[(&str, String)]) -> Vec<String> {
+    let mut v: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+    for (k, val) in values {
+        v.push(format!("--{k}"));
+        v.push(val.clone());
+    }
+    v
+}
+
+fn run_native(exe: &Path, args: &[String]) -> Result<String> {
+    let output = Command::new(exe)
+        .args(args)
+        .output()
+        .map_err(|e| Error::Io(format!("cannot run {}: {e}", exe.display())))?;
+    if !output.status.success() {
+        return Err(Error::Device(format!(
+            "{} {} failed: {}",
+            exe.display(),
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        )));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+fn outer(args: &BenchArgs) -> Result<bool> {
+    let valgrind = callgrind::check_installed()?;
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "oxnet bench: warning: this is a debug build; the counts mean little. \
+             Build with `cargo build --release -p oxnet`."
+        );
+    }
+    let exe = std::env::current_exe().map_err(|e| Error::Io(format!("cannot find the oxnet executable: {e}")))?;
+    std::fs::create_dir_all(&args.out).map_err(|e| Error::Io(format!("cannot create {}: {e}", args.out.display())))?;
+    let mut batches = args.batches.clone();
+    batches.sort_unstable();
+    batches.dedup();
+    if batches.iter().any(|&b| b == 0 || b > 256) {
+        return Err(Error::Config("batch sizes must be within 1..=256".into()));
+    }
+    let started = std::time::Instant::now();
+
+    let mut fwd_results = Vec::new();
+    let mut breakdown = None;
+    for &batch in &batches {
+        eprint!("oxnet bench: fwd batch {batch:>3} under callgrind ... ");
+        let out_file = args.out.join(format!("callgrind.fwd.b{batch}.out"));
+        let inner = inner_args(
+            &["bench", "fwd-inner", "--count-registers"],
+            &[("batch", batch.to_string()), ("packets", args.packets.to_string())],
+        );
+        let stdout = callgrind::run(&exe, &inner, fwd::MEASURED_SYMBOL, &out_file)?;
+        let run = fwd::FwdRun::parse(&stdout)
+            .ok_or_else(|| Error::Device(format!("fwd-inner printed no result line: {stdout}")))?;
+        let annotation = callgrind::annotate(&out_file, true)?;
+        let graph = callgrind::read_graph(&out_file)?;
+        let model_ir_graph = match graph.find(fwd::MEASURED_SYMBOL) {
+            Some(measured) => {
+                let model = [callgrind::MODEL_READ, callgrind::MODEL_WRITE];
+                let ours = graph.reachable(&[measured.as_str()], &model);
+                model.iter().map(|m| graph.calls_into(m, &ours)).sum()
+            }
+            None => 0,
+        };
+        let result = FwdResult {
+            batch,
+            model_ir_graph,
+            collected_ir: annotation.total,
+            model_read_ir: annotation.inclusive(callgrind::MODEL_READ),
+            model_write_ir: annotation.inclusive(callgrind::MODEL_WRITE),
+            run,
+            wall_mpps: Vec::new(),
+        };
+        if result.model_write_ir == 0 {
+            return Err(Error::Device(format!(
+                "no cost found for {} in {}: did the symbol change?",
+                callgrind::MODEL_WRITE,
+                out_file.display()
+            )));
+        }
+        let model_ir = result.model_read_ir + result.model_write_ir;
+        if model_ir.abs_diff(result.model_ir_graph) > model_ir / 1000 {
+            eprintln!(
+                "\noxnet bench: warning: model cost {model_ir} (callgrind_annotate) differs from \
+                 {} (call graph) in {}",
+                result.model_ir_graph,
+                out_file.display()
+            );
+        }
+        eprintln!(
+            "{:.1} instructions/packet (driver + app), {:.1} s so far",
+            result.driver_app_per_packet(),
+            started.elapsed().as_secs_f64()
+        );
+        if batch == 32 || (breakdown.is_none() && batch == *batches.last().unwrap()) {
+            breakdown = Some(report::breakdown(&out_file, &result)?);
+        }
+        fwd_results.push(result);
+    }
+
+    if args.repeats > 0 {
+        eprint!("oxnet bench: fwd wall clock ({} repeats) ...", args.repeats);
+        for r in &mut fwd_results {
+            for _ in 0..args.repeats {
+                let inner = inner_args(
+                    &["bench", "fwd-inner"],
+                    &[("batch", r.batch.to_string()), ("packets", args.packets.to_string())],
+                );
+                let stdout = run_native(&exe, &inner)?;
+                if let Some(w) = fwd::FwdRun::parse(&stdout) {
+                    if w.seconds > 0.0 {
+                        r.wall_mpps.push(w.forwarded as f64 / w.seconds / 1e6);
+                    }
+                }
+            }
+        }
+        eprintln!(" done");
+    }
+
+    let mut mempool_results = Vec::new();
+    eprint!("oxnet bench: mempool under callgrind ...");
+    let mut configs: Vec<(usize, bool)> = vec![(1, true)];
+    configs.extend(batches.iter().map(|&b| (b, false)));
+    for (batch, single) in configs {
+        let (name, symbol) = if single {
+            ("single".to_string(), mempool::SINGLE_SYMBOL)
+        } else {
+            (format!("b{batch}"), mempool::BATCH_SYMBOL)
+        };
+        let out_file = args.out.join(format!("callgrind.mempool.{name}.out"));
+        let mut words = vec!["bench", "mempool-inner"];
+        if single {
+            words.push("--single");
+        }
+        let inner = inner_args(
+            &words,
+            &[
+                ("batch", batch.to_string()),
+                ("packets", args.mempool_packets.to_string()),
+            ],
+        );
+        let stdout = callgrind::run(&exe, &inner, symbol, &out_file)?;
+        let run = mempool::MempoolRun::parse(&stdout)
+            .ok_or_else(|| Error::Device(format!("mempool-inner printed no result line: {stdout}")))?;
+        let annotation = callgrind::annotate(&out_file, true)?;
+        let mode = if single {
+            mempool::Mode::Single
+        } else {
+            mempool::Mode::Batch
+        };
+        let mut wall = Vec::new();
+        let mut cross = Vec::new();
+        for _ in 0..args.repeats {
+            let w = mempool::run(mode, batch, args.mempool_packets)?;
+            wall.push(w.seconds * 1e9 / w.packets.max(1) as f64);
+            if !single {
+                cross.push(mempool::cross_thread(batch, args.mempool_packets)?);
+            }
+        }
+        mempool_results.push(MempoolResult {
+            batch,
+            single,
+            packets: run.packets,
+            collected_ir: annotation.total,
+            wall_ns: median(&wall),
+            cross_thread_ns: median(&cross),
+        });
+    }
+    eprintln!(" done ({:.1} s in all)", started.elapsed().as_secs_f64());
+
+    let report = BenchReport {
+        valgrind,
+        fwd: fwd_results,
+        mempool: mempool_results,
+        breakdown,
+    };
+    print!("{}", report::table(&report));
+    let json_path = args.out.join("fwd.json");
+    std::fs::write(&json_path, report::json(&report))
+        .map_err(|e| Error::Io(format!("cannot write {}: {e}", json_path.display())))?;
+    let svg_path = args.out.join("fwd.svg");
+    std::fs::write(&svg_path, report::svg(&report))
+        .map_err(|e| Error::Io(format!("cannot write {}: {e}", svg_path.display())))?;
+    println!("wrote {} and {}", json_path.display(), svg_path.display());
+
+    // A run whose end-to-end check failed is not a measurement.
+    let ok = report
+        .fwd
+        .iter()
+        .all(|r| r.run.faults == 0 && r.run.duplicated == 0 && r.run.reordered == 0 && r.run.empty_steps == 0);
+    if !ok {
+        eprintln!("oxnet bench: some runs were not clean (see the checks column)");
+    }
+    Ok(ok)
+}
