@@ -21,7 +21,7 @@
 
 use crate::error::{Error, Result};
 use crate::memory::{DmaMemory, MemoryKind};
-use crate::packet::{Packet, PacketBatch};
+use crate::packet::{BufferHeader, Metadata, Packet, PacketBatch, HEADER_SIZE};
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -43,11 +43,9 @@ pub(crate) struct PoolInner {
     entry_size: usize,
     headroom: usize,
     num_entries: usize,
-    /// Virtual address and IOVA of each buffer, computed once at creation.
-    buffers: Box<[(usize, u64)]>,
     lock: AtomicBool,
-    /// Indices of free buffers; guarded by `lock`.
-    free_stack: UnsafeCell<Vec<u32>>,
+    /// Headers of the free buffers; guarded by `lock`.
+    free_stack: UnsafeCell<Vec<NonNull<BufferHeader>>>,
     alloc_failures: AtomicU64,
 }
 
@@ -64,8 +62,8 @@ unsafe impl Send for Mempool {}
 unsafe impl Sync for Mempool {}
 
 impl Mempool {
-    /// Creates a pool of `num_entries` buffers of `DEFAULT_HEADROOM +
-    /// DEFAULT_DATA_ROOM` bytes each.
+    /// Creates a pool of `num_entries` buffers with `DEFAULT_HEADROOM` bytes
+    /// of head room and `DEFAULT_DATA_ROOM` bytes of data room each.
     pub fn new(name: &str, num_entries: usize, kind: MemoryKind) -> Result<Mempool> {
         Mempool::with_layout(name, num_entries, DEFAULT_HEADROOM, DEFAULT_DATA_ROOM, kind)
     }
@@ -81,15 +79,16 @@ impl Mempool {
         data_room: usize,
         kind: MemoryKind,
     ) -> Result<Mempool> {
-        let entry_size = headroom + data_room;
+        let entry_size = HEADER_SIZE + headroom + data_room;
         if num_entries == 0 || num_entries > u32::MAX as usize {
             return Err(Error::Config(format!(
                 "mempool '{name}': {num_entries} entries is not a usable size"
             )));
         }
-        if entry_size == 0 || entry_size > crate::memory::HUGE_PAGE_SIZE || entry_size % 64 != 0 {
+        if entry_size > crate::memory::HUGE_PAGE_SIZE || entry_size % 64 != 0 {
             return Err(Error::Config(format!(
-                "mempool '{name}': entry size {entry_size} must be a multiple of 64 up to 2 MiB"
+                "mempool '{name}': head room + data room ({}) must be a multiple of 64 below 2 MiB",
+                headroom + data_room
             )));
         }
         if headroom > u16::MAX as usize {
@@ -97,32 +96,15 @@ impl Mempool {
                 "mempool '{name}': head room {headroom} too large"
             )));
         }
-        let chunk = match kind {
-            MemoryKind::HugePages => crate::memory::HUGE_PAGE_SIZE,
-            MemoryKind::Plain => usize::MAX,
-        };
-        let entries_per_chunk = if chunk == usize::MAX {
-            num_entries
-        } else {
-            chunk / entry_size
+        let (entries_per_chunk, chunk_bytes) = match kind {
+            MemoryKind::HugePages => (
+                crate::memory::HUGE_PAGE_SIZE / entry_size,
+                crate::memory::HUGE_PAGE_SIZE,
+            ),
+            MemoryKind::Plain => (num_entries, num_entries * entry_size),
         };
         let chunks = num_entries.div_ceil(entries_per_chunk);
-        let bytes = if chunk == usize::MAX {
-            num_entries * entry_size
-        } else {
-            chunks * chunk
-        };
-        let memory = DmaMemory::allocate(bytes, kind)?;
-        // Stack order: index 0 on top, so a fresh pool hands out buffers in
-        // address order (friendlier to prefetchers and to people reading dumps).
-        let free_stack: Vec<u32> = (0..num_entries as u32).rev().collect();
-        let chunk_bytes = if chunk == usize::MAX { bytes } else { chunk };
-        let buffers = (0..num_entries)
-            .map(|i| {
-                let offset = (i / entries_per_chunk) * chunk_bytes + (i % entries_per_chunk) * entry_size;
-                (memory.virt() as usize + offset, memory.iova(offset))
-            })
-            .collect();
+        let memory = DmaMemory::allocate(chunks * chunk_bytes, kind)?;
         let inner = Box::new(PoolInner {
             refs: AtomicUsize::new(1),
             memory,
@@ -130,14 +112,37 @@ impl Mempool {
             entry_size,
             headroom,
             num_entries,
-            buffers,
             lock: AtomicBool::new(false),
-            free_stack: UnsafeCell::new(free_stack),
+            free_stack: UnsafeCell::new(Vec::with_capacity(num_entries)),
             alloc_failures: AtomicU64::new(0),
         });
-        Ok(Mempool {
-            inner: NonNull::from(Box::leak(inner)),
-        })
+        let inner = NonNull::from(Box::leak(inner));
+        // SAFETY: just created, not shared yet.
+        let pool = unsafe { inner.as_ref() };
+        // SAFETY: not shared yet, no lock needed.
+        let stack = unsafe { &mut *pool.free_stack.get() };
+        // Write each buffer's header once; push in reverse so a fresh pool
+        // hands out buffers in address order.
+        for i in (0..num_entries).rev() {
+            let offset = (i / entries_per_chunk) * chunk_bytes + (i % entries_per_chunk) * entry_size;
+            // SAFETY: offset + entry_size lies inside the pool's memory by
+            // the layout above; the header is 64-byte aligned because
+            // entry sizes and chunk starts are.
+            let header = unsafe { pool.memory.virt().add(offset) } as *mut BufferHeader;
+            // SAFETY: as above; a valid place for a BufferHeader.
+            unsafe {
+                header.write(BufferHeader {
+                    pool: inner,
+                    iova: pool.memory.iova(offset + HEADER_SIZE),
+                    room: (headroom + data_room) as u32,
+                    len: 0,
+                    data_offset: headroom as u16,
+                    meta: Metadata::default(),
+                });
+                stack.push(NonNull::new_unchecked(header));
+            }
+        }
+        Ok(Mempool { inner })
     }
 
     #[inline]
@@ -156,9 +161,14 @@ impl Mempool {
         self.inner().num_entries
     }
 
-    /// Bytes per buffer (head room + data room).
+    /// Bytes per buffer (64-byte header + head room + data room).
     pub fn entry_size(&self) -> usize {
         self.inner().entry_size
+    }
+
+    /// Bytes of data room after the head room.
+    pub fn data_room(&self) -> usize {
+        self.inner().entry_size - HEADER_SIZE - self.inner().headroom
     }
 
     /// The kind of memory the buffers live in (a packet generator making
@@ -189,20 +199,30 @@ impl Mempool {
 
     /// Allocates one packet of length 0, or says the pool is exhausted.
     pub fn alloc(&self) -> Result<Packet> {
-        let mut batch = PacketBatch::with_capacity(1);
-        if self.alloc_batch(&mut batch, 1) == 1 {
-            Ok(batch.pop().expect("just allocated"))
-        } else {
-            Err(Error::PoolExhausted {
-                pool: self.name().to_string(),
-                size: self.size(),
-            })
+        let inner = self.inner();
+        inner.lock();
+        // SAFETY: guarded by the lock.
+        let header = unsafe { (*inner.free_stack.get()).pop() };
+        inner.unlock();
+        match header {
+            Some(header) => {
+                inner.refs.fetch_add(1, Ordering::Relaxed);
+                Ok(fresh_packet(header, inner.headroom))
+            }
+            None => {
+                inner.alloc_failures.fetch_add(1, Ordering::Relaxed);
+                Err(Error::PoolExhausted {
+                    pool: self.name().to_string(),
+                    size: self.size(),
+                })
+            }
         }
     }
 
     /// Allocates up to `n` packets (length 0) onto `batch`; returns how many.
     /// Fewer than `n` means the pool ran out (counted in
     /// [`Mempool::alloc_failures`]).
+    #[inline]
     pub fn alloc_batch(&self, batch: &mut PacketBatch, n: usize) -> usize {
         let inner = self.inner();
         batch.reserve(n);
@@ -212,8 +232,9 @@ impl Mempool {
         let take = n.min(stack.len());
         let start = stack.len() - take;
         inner.refs.fetch_add(take, Ordering::Relaxed);
-        for &index in stack[start..].iter().rev() {
-            batch.push(self.packet_for(index));
+        for &header in stack[start..].iter().rev() {
+            // SAFETY: `reserve(n)` above made room for `take <= n` packets.
+            unsafe { batch.push_reserved(fresh_packet(header, inner.headroom)) };
         }
         stack.truncate(start);
         inner.unlock();
@@ -222,15 +243,20 @@ impl Mempool {
         }
         take
     }
+}
 
-    #[inline]
-    fn packet_for(&self, index: u32) -> Packet {
-        let inner = self.inner();
-        let (virt, iova) = inner.buffers[index as usize];
-        // SAFETY: buffer addresses inside the pool's mapping are never null.
-        let buf = unsafe { NonNull::new_unchecked(virt as *mut u8) };
-        // SAFETY: the caller took `index` off the free stack and counted a ref.
-        unsafe { Packet::from_raw(buf, iova, self.inner, index, inner.headroom as u16) }
+/// A packet for a buffer just taken off the free stack: empty, data after
+/// the head room, no metadata.
+#[inline]
+fn fresh_packet(header: NonNull<BufferHeader>, headroom: usize) -> Packet {
+    // SAFETY: the caller took the buffer off the free stack and counted a
+    // pool reference for it; nobody else can reach its header.
+    unsafe {
+        let h = &mut *header.as_ptr();
+        h.len = 0;
+        h.data_offset = headroom as u16;
+        h.meta = Metadata::default();
+        Packet::from_header(header)
     }
 }
 
@@ -253,31 +279,28 @@ impl PoolInner {
         self.lock.store(false, Ordering::Release);
     }
 
-    pub(crate) fn entry_size(&self) -> usize {
-        self.entry_size
-    }
-
     pub(crate) fn headroom(&self) -> usize {
         self.headroom
     }
 }
 
-/// Returns buffers `indices` to the pool at `pool` and drops their refs.
+/// Returns buffers to the pool at `pool` and drops their references.
 ///
 /// # Safety
-/// Each index must belong to a packet of this pool that is being given up
+/// Each header must belong to a packet of this pool that is being given up
 /// (its `Packet` forgotten), each exactly once.
-pub(crate) unsafe fn give_back(pool: NonNull<PoolInner>, indices: &[u32]) {
+#[inline]
+pub(crate) unsafe fn give_back(pool: NonNull<PoolInner>, headers: &[NonNull<BufferHeader>]) {
     // SAFETY: the packets being returned hold refs, so the pool is alive.
     let inner = unsafe { pool.as_ref() };
     inner.lock();
     // SAFETY: guarded by the lock.
     let stack = unsafe { &mut *inner.free_stack.get() };
-    debug_assert!(stack.len() + indices.len() <= inner.num_entries, "buffer freed twice");
-    stack.extend_from_slice(indices);
+    debug_assert!(stack.len() + headers.len() <= inner.num_entries, "buffer freed twice");
+    stack.extend_from_slice(headers);
     inner.unlock();
     // SAFETY: the refs of these packets are released here.
-    unsafe { release(pool, indices.len()) };
+    unsafe { release(pool, headers.len()) };
 }
 
 /// Drops `n` references; frees the pool when none are left.
@@ -356,6 +379,8 @@ mod tests {
         for w in iovas.windows(2) {
             assert!(w[1] - w[0] >= pool.entry_size() as u64);
         }
+        assert_eq!(pool.entry_size(), 64 + 128 + 2048);
+        assert_eq!(pool.data_room(), 2048);
     }
 
     #[test]

@@ -3,12 +3,19 @@
 //! A packet derefs to its data (`&[u8]`), knows the IOVA a device needs, and
 //! carries metadata filled by the driver on receive or read by it on transmit.
 //! Dropping a packet returns its buffer to its pool — applications never free
-//! by hand. Buffer layout:
+//! by hand.
+//!
+//! Like ixy's `pkt_buf` and DPDK's `rte_mbuf`, the bookkeeping lives at the
+//! start of the buffer itself, so a `Packet` is a single pointer: moving
+//! packets between rings, batches and pools copies 8 bytes, not a struct.
+//! Buffer layout:
 //!
 //! ```text
-//! | head room (128) .......... | data (len) ........ | tail room |
-//! ^ buffer_iova()              ^ data_iova()
+//! | header (64) | head room (128) .......... | data (len) ........ | tail room |
+//!               ^ buffer_iova()              ^ data_iova()
 //! ```
+//! Devices only ever see the head room and the data: the header is never
+//! given to a device as a DMA address.
 
 use crate::error::{Error, Result};
 use crate::mempool::{give_back, PoolInner};
@@ -30,16 +37,33 @@ pub const FLAG_L4_CSUM_GOOD: u32 = 1 << 1;
 /// The NIC found a bad checksum.
 pub const FLAG_CSUM_BAD: u32 = 1 << 2;
 
+/// Bytes reserved for [`BufferHeader`] at the start of every buffer (one
+/// cache line).
+pub const HEADER_SIZE: usize = 64;
+
+/// Bookkeeping at the start of each buffer; written by the pool when the
+/// buffer is created (pool, iova, size) and reset on each allocation.
+#[repr(C, align(64))]
+pub(crate) struct BufferHeader {
+    /// The pool the buffer returns to.
+    pub(crate) pool: NonNull<PoolInner>,
+    /// IOVA of the byte right after this header (the head room).
+    pub(crate) iova: u64,
+    /// Bytes after the header: head room + data room.
+    pub(crate) room: u32,
+    /// Length of the data.
+    pub(crate) len: u32,
+    /// Offset of the data from the end of the header.
+    pub(crate) data_offset: u16,
+    pub(crate) meta: Metadata,
+}
+
+const _: () = assert!(std::mem::size_of::<BufferHeader>() == HEADER_SIZE);
+
 /// A packet buffer owned by the holder.
+#[repr(transparent)]
 pub struct Packet {
-    buf: NonNull<u8>,
-    iova: u64,
-    pool: NonNull<PoolInner>,
-    index: u32,
-    data_offset: u16,
-    len: u32,
-    /// Metadata (RSS hash, checksum flags, offload requests).
-    pub meta: Metadata,
+    header: NonNull<BufferHeader>,
 }
 
 // SAFETY: a Packet exclusively owns its buffer; returning it to the pool is
@@ -50,50 +74,56 @@ unsafe impl Sync for Packet {}
 
 impl Packet {
     /// # Safety
-    /// `buf`/`iova` must describe buffer `index` of `pool`, taken off its
-    /// free stack, with one pool reference counted for this packet.
+    /// `header` must be the header of a buffer taken off its pool's free
+    /// stack, with one pool reference counted for this packet.
     #[inline]
-    pub(crate) unsafe fn from_raw(
-        buf: NonNull<u8>,
-        iova: u64,
-        pool: NonNull<PoolInner>,
-        index: u32,
-        headroom: u16,
-    ) -> Packet {
-        Packet {
-            buf,
-            iova,
-            pool,
-            index,
-            data_offset: headroom,
-            len: 0,
-            meta: Metadata::default(),
-        }
+    pub(crate) unsafe fn from_header(header: NonNull<BufferHeader>) -> Packet {
+        Packet { header }
+    }
+
+    /// Gives up ownership without returning the buffer (the caller does).
+    #[inline]
+    pub(crate) fn into_header(self) -> NonNull<BufferHeader> {
+        let header = self.header;
+        std::mem::forget(self);
+        header
     }
 
     #[inline]
-    fn pool(&self) -> &PoolInner {
-        // SAFETY: this packet holds a reference to its pool.
-        unsafe { self.pool.as_ref() }
+    fn h(&self) -> &BufferHeader {
+        // SAFETY: the header lives as long as the buffer, which we own.
+        unsafe { self.header.as_ref() }
+    }
+
+    #[inline]
+    fn h_mut(&mut self) -> &mut BufferHeader {
+        // SAFETY: as above, exclusively.
+        unsafe { self.header.as_mut() }
+    }
+
+    #[inline]
+    fn room_ptr(&self) -> *mut u8 {
+        // SAFETY: the head room starts right after the 64-byte header.
+        unsafe { (self.header.as_ptr() as *mut u8).add(HEADER_SIZE) }
     }
 
     /// Length of the data in bytes.
     #[inline]
     #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
-        self.len as usize
+        self.h().len as usize
     }
 
     /// Bytes the data may grow to (buffer size minus the current head room).
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.pool().entry_size() - self.data_offset as usize
+        (self.h().room - self.h().data_offset as u32) as usize
     }
 
     /// Head room left in front of the data.
     #[inline]
     pub fn headroom(&self) -> usize {
-        self.data_offset as usize
+        self.h().data_offset as usize
     }
 
     /// Sets the data length; the bytes are whatever the buffer holds.
@@ -105,21 +135,34 @@ impl Packet {
                 self.capacity()
             )));
         }
-        self.len = len as u32;
+        self.h_mut().len = len as u32;
         Ok(())
+    }
+
+    /// Metadata (RSS hash, checksum flags).
+    #[inline]
+    pub fn meta(&self) -> &Metadata {
+        &self.h().meta
+    }
+
+    /// Metadata, for writing.
+    #[inline]
+    pub fn meta_mut(&mut self) -> &mut Metadata {
+        &mut self.h_mut().meta
     }
 
     /// Grows the data at the front by `n` bytes taken from the head room and
     /// returns them (a driver header, an encapsulation).
     pub fn prepend(&mut self, n: usize) -> Result<&mut [u8]> {
-        if n > self.data_offset as usize {
+        if n > self.headroom() {
             return Err(Error::Config(format!(
                 "cannot prepend {n} bytes: only {} bytes of head room",
-                self.data_offset
+                self.headroom()
             )));
         }
-        self.data_offset -= n as u16;
-        self.len += n as u32;
+        let h = self.h_mut();
+        h.data_offset -= n as u16;
+        h.len += n as u32;
         Ok(&mut self[..n])
     }
 
@@ -127,9 +170,9 @@ impl Packet {
     /// writes its header), or `None` if the head room is shorter.
     #[inline]
     pub fn head_room_mut(&mut self, n: usize) -> Option<&mut [u8]> {
-        let start = (self.data_offset as usize).checked_sub(n)?;
-        // SAFETY: [start, data_offset) lies inside our own buffer.
-        Some(unsafe { std::slice::from_raw_parts_mut(self.buf.as_ptr().add(start), n) })
+        let start = self.headroom().checked_sub(n)?;
+        // SAFETY: [start, data_offset) lies inside our own head room.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.room_ptr().add(start), n) })
     }
 
     /// Removes `n` bytes from the front of the data (they become head room).
@@ -137,40 +180,54 @@ impl Packet {
         if n > self.len() {
             return Err(Error::Config(format!(
                 "cannot strip {n} bytes from a {}-byte packet",
-                self.len
+                self.len()
             )));
         }
-        self.data_offset += n as u16;
-        self.len -= n as u32;
+        let h = self.h_mut();
+        h.data_offset += n as u16;
+        h.len -= n as u32;
         Ok(())
     }
 
     /// IOVA of the first data byte: what a device reads from or writes to.
     #[inline]
     pub fn data_iova(&self) -> u64 {
-        self.iova + self.data_offset as u64
+        self.h().iova + self.h().data_offset as u64
     }
 
-    /// IOVA of the start of the buffer (head room included).
+    /// IOVA of the start of the head room.
     #[inline]
     pub fn buffer_iova(&self) -> u64 {
-        self.iova
+        self.h().iova
     }
 
     /// Resets the data to start after the pool's head room, length 0.
     #[inline]
     pub fn reset(&mut self) {
-        self.data_offset = self.pool().headroom() as u16;
-        self.len = 0;
-        self.meta = Metadata::default();
+        let headroom = self.pool().headroom() as u16;
+        let h = self.h_mut();
+        h.data_offset = headroom;
+        h.len = 0;
+        h.meta = Metadata::default();
+    }
+
+    #[inline]
+    fn pool(&self) -> &PoolInner {
+        // SAFETY: this packet holds a reference to its pool.
+        unsafe { self.h().pool.as_ref() }
+    }
+
+    #[inline]
+    pub(crate) fn pool_ptr(&self) -> NonNull<PoolInner> {
+        self.h().pool
     }
 
     /// The whole data room after the head room, whatever `len` is: what a
     /// device may write on receive.
     pub fn data_room_mut(&mut self) -> &mut [u8] {
         let cap = self.capacity();
-        // SAFETY: the buffer is ours and `data_offset + cap` is its size.
-        unsafe { std::slice::from_raw_parts_mut(self.buf.as_ptr().add(self.data_offset as usize), cap) }
+        // SAFETY: the buffer is ours and `data_offset + cap` is its room.
+        unsafe { std::slice::from_raw_parts_mut(self.room_ptr().add(self.headroom()), cap) }
     }
 }
 
@@ -178,8 +235,8 @@ impl std::ops::Deref for Packet {
     type Target = [u8];
     #[inline]
     fn deref(&self) -> &[u8] {
-        // SAFETY: data_offset + len never exceeds the buffer (set_len checks).
-        unsafe { std::slice::from_raw_parts(self.buf.as_ptr().add(self.data_offset as usize), self.len as usize) }
+        // SAFETY: data_offset + len never exceeds the room (set_len checks).
+        unsafe { std::slice::from_raw_parts(self.room_ptr().add(self.headroom()), self.len()) }
     }
 }
 
@@ -187,21 +244,21 @@ impl std::ops::DerefMut for Packet {
     #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in deref; the packet owns its buffer exclusively.
-        unsafe { std::slice::from_raw_parts_mut(self.buf.as_ptr().add(self.data_offset as usize), self.len as usize) }
+        unsafe { std::slice::from_raw_parts_mut(self.room_ptr().add(self.headroom()), self.len()) }
     }
 }
 
 impl Drop for Packet {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: this packet owns buffer `index` and one pool reference.
-        unsafe { give_back(self.pool, &[self.index]) };
+        // SAFETY: this packet owns its buffer and one pool reference.
+        unsafe { give_back(self.h().pool, &[self.header]) };
     }
 }
 
 impl std::fmt::Debug for Packet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Packet(len {}, iova {:#x})", self.len, self.data_iova())
+        write!(f, "Packet(len {}, iova {:#x})", self.len(), self.data_iova())
     }
 }
 
@@ -209,7 +266,7 @@ impl std::fmt::Debug for Packet {
 /// one lock round-trip. Drivers use it to clean their TX rings.
 pub struct BulkFree {
     pool: Option<NonNull<PoolInner>>,
-    indices: [u32; BulkFree::CAPACITY],
+    headers: [std::mem::MaybeUninit<NonNull<BufferHeader>>; BulkFree::CAPACITY],
     count: usize,
 }
 
@@ -221,7 +278,7 @@ impl BulkFree {
     pub fn new() -> BulkFree {
         BulkFree {
             pool: None,
-            indices: [0; BulkFree::CAPACITY],
+            headers: [std::mem::MaybeUninit::uninit(); BulkFree::CAPACITY],
             count: 0,
         }
     }
@@ -229,13 +286,13 @@ impl BulkFree {
     /// Takes a packet to be freed.
     #[inline]
     pub fn push(&mut self, packet: Packet) {
-        if self.pool != Some(packet.pool) || self.count == BulkFree::CAPACITY {
+        let pool = packet.pool_ptr();
+        if self.pool != Some(pool) || self.count == BulkFree::CAPACITY {
             self.flush();
-            self.pool = Some(packet.pool);
+            self.pool = Some(pool);
         }
-        self.indices[self.count] = packet.index;
+        self.headers[self.count].write(packet.into_header());
         self.count += 1;
-        std::mem::forget(packet);
     }
 
     /// Returns what was collected to its pool.
@@ -243,9 +300,13 @@ impl BulkFree {
     pub fn flush(&mut self) {
         if let Some(pool) = self.pool {
             if self.count > 0 {
-                // SAFETY: every index was taken from a forgotten packet of
-                // `pool`, exactly once.
-                unsafe { give_back(pool, &self.indices[..self.count]) };
+                // SAFETY: the first `count` entries were written by push,
+                // each from a packet of `pool` given up exactly once.
+                unsafe {
+                    let headers =
+                        std::slice::from_raw_parts(self.headers.as_ptr() as *const NonNull<BufferHeader>, self.count);
+                    give_back(pool, headers);
+                }
             }
         }
         self.count = 0;
@@ -259,6 +320,7 @@ impl Default for BulkFree {
 }
 
 impl Drop for BulkFree {
+    #[inline]
     fn drop(&mut self) {
         self.flush();
     }
@@ -275,6 +337,8 @@ pub fn free_batch(batch: &mut PacketBatch) {
 /// An ordered batch of packets, the unit of `rx_batch` and `tx_batch`.
 #[derive(Debug, Default)]
 pub struct PacketBatch {
+    // A Vec of 8-byte packets; drivers push into reserved room and consume
+    // from the front without per-packet checks.
     packets: Vec<Packet>,
 }
 
@@ -314,6 +378,43 @@ impl PacketBatch {
     #[inline]
     pub fn reserve(&mut self, n: usize) {
         self.packets.reserve(n);
+    }
+
+    /// Appends a packet where the caller has already reserved room (a
+    /// driver's receive loop reserves once per batch).
+    ///
+    /// # Safety
+    /// `len() < capacity()` must hold.
+    #[inline]
+    pub(crate) unsafe fn push_reserved(&mut self, packet: Packet) {
+        let len = self.packets.len();
+        debug_assert!(len < self.packets.capacity());
+        // SAFETY: the caller guarantees room for one more element.
+        unsafe {
+            std::ptr::write(self.packets.as_mut_ptr().add(len), packet);
+            self.packets.set_len(len + 1);
+        }
+    }
+
+    /// Hands the first `n` packets (`n <= len()`) to `take`, in order, then
+    /// moves the rest to the front: what a driver's transmit loop does,
+    /// without the bookkeeping of a `Drain` per packet.
+    #[inline]
+    pub fn consume_front(&mut self, n: usize, mut take: impl FnMut(Packet)) {
+        let len = self.packets.len();
+        let n = n.min(len);
+        let base = self.packets.as_mut_ptr();
+        // SAFETY: the first n elements are read out exactly once; the length
+        // is set to 0 first so a panic in `take` leaks them instead of
+        // dropping them twice; the rest is moved down and the length fixed.
+        unsafe {
+            self.packets.set_len(0);
+            for k in 0..n {
+                take(std::ptr::read(base.add(k)));
+            }
+            std::ptr::copy(base.add(n), base, len - n);
+            self.packets.set_len(len - n);
+        }
     }
 
     /// Removes the first `n` packets (they move to the caller, e.g. a
@@ -381,6 +482,8 @@ mod tests {
     #[test]
     fn head_room_prepend_and_strip() {
         let pool = Mempool::new("t", 4, MemoryKind::Plain).unwrap();
+        assert_eq!(std::mem::size_of::<Packet>(), 8, "a packet is one pointer");
+        assert_eq!(std::mem::size_of::<Option<Packet>>(), 8);
         let mut p = pool.alloc().unwrap();
         assert_eq!(p.headroom(), 128);
         assert_eq!(p.capacity(), 2048);
@@ -409,6 +512,28 @@ mod tests {
         batch.clear();
         assert_eq!(a.free_count(), 100);
         assert_eq!(b.free_count(), 100);
+    }
+
+    #[test]
+    fn consume_front_hands_out_in_order_and_keeps_the_rest() {
+        let pool = Mempool::new("t", 8, MemoryKind::Plain).unwrap();
+        let mut batch = PacketBatch::with_capacity(8);
+        pool.alloc_batch(&mut batch, 6);
+        for (i, p) in batch.iter_mut().enumerate() {
+            p.set_len(1).unwrap();
+            p[0] = i as u8;
+        }
+        let mut taken = Vec::new();
+        batch.consume_front(4, |p| taken.push(p[0]));
+        assert_eq!(taken, vec![0, 1, 2, 3]);
+        assert_eq!(batch.iter().map(|p| p[0]).collect::<Vec<_>>(), vec![4, 5]);
+        assert_eq!(
+            pool.free_count(),
+            2 + 4,
+            "the consumed ones were dropped by the closure"
+        );
+        batch.consume_front(10, drop);
+        assert!(batch.is_empty());
     }
 
     #[test]

@@ -4,9 +4,10 @@
 //! |---|---|
 //! | `0000:03:00.0` (or `03:00.0`) | a PCI device, driver chosen by vendor/device id |
 //! | `sim:NAME` | a port of the software 82599 (`oxnet-sim`) |
+//! | `vhost-user:PATH` | virtio-net over the vhost-user socket at PATH (a back-end such as DPDK's vhost PMD) |
 //!
-//! Kernel-backed and vhost-user devices arrive with later drivers; their
-//! prefixes are recognised and refused with a message saying so.
+//! Kernel-backed devices arrive with later drivers; their prefixes are
+//! recognised and refused with a message saying so.
 
 use crate::device::{Config, Device};
 use crate::error::{Error, Result};
@@ -14,10 +15,14 @@ use crate::pci::PciAddress;
 use std::sync::RwLock;
 
 /// The accepted forms, for error messages.
-pub const ACCEPTED_FORMS: &str = "a PCI address like 0000:03:00.0, or sim:NAME (a simulated 82599 port)";
+pub const ACCEPTED_FORMS: &str = "a PCI address like 0000:03:00.0, or sim:NAME (a simulated 82599 port), \
+                                   or vhost-user:PATH (the Unix socket of a vhost-user back-end)";
 
 /// Prefixes reserved for drivers that do not exist yet.
-const FUTURE_PREFIXES: &[&str] = &["vhost-user", "tap", "af_packet", "af_xdp"];
+const FUTURE_PREFIXES: &[&str] = &["tap", "af_packet", "af_xdp"];
+
+/// Prefix of specs for the vhost-user transport of the virtio driver.
+pub const VHOST_USER_PREFIX: &str = "vhost-user";
 
 /// A parsed spec string.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +83,7 @@ pub fn open(spec: &str, config: &Config) -> Result<Box<dyn Device>> {
     config.validate()?;
     match Spec::parse(spec)? {
         Spec::Pci(address) => crate::pci::open(&address, config),
+        Spec::Other { prefix, rest } if prefix == VHOST_USER_PREFIX => crate::virtio::vhost_user::open(&rest, config),
         Spec::Other { prefix, rest } => {
             let opener = {
                 let openers = OPENERS.read().unwrap_or_else(|e| e.into_inner());
@@ -127,6 +133,26 @@ mod tests {
         }
         let err = Spec::parse("tap:x").unwrap_err().to_string();
         assert!(err.contains("not part of this version"), "{err}");
+        assert!(err.contains("vhost-user:PATH"), "{err}");
+    }
+
+    #[test]
+    fn vhost_user_specs_go_to_the_vhost_user_transport() {
+        assert_eq!(
+            Spec::parse("vhost-user:/tmp/a:b.sock").unwrap(),
+            Spec::Other {
+                prefix: "vhost-user".into(),
+                rest: "/tmp/a:b.sock".into()
+            }
+        );
+        let err = open("vhost-user:/nonexistent/oxnet.sock", &Config::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("vhost-user:/nonexistent/oxnet.sock: cannot connect"),
+            "{err}"
+        );
     }
 
     #[test]

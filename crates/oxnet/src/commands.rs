@@ -41,9 +41,7 @@ impl Runner {
         let start = Instant::now();
         Runner {
             start,
-            deadline: options
-                .seconds
-                .map(|s| start + Duration::from_secs_f64(s.max(0.0))),
+            deadline: options.seconds.map(|s| start + Duration::from_secs_f64(s.max(0.0))),
             printer: LivePrinter::new(names.len()),
             names,
             live: options.live,
@@ -64,12 +62,7 @@ impl Runner {
         print!("{}", self.printer.lines(&self.names, &stats));
     }
 
-    fn finish(
-        &self,
-        devices: &mut [&mut dyn Device],
-        extra: &[(&str, String)],
-        options: &RunOptions,
-    ) {
+    fn finish(&self, devices: &mut [&mut dyn Device], extra: &[(&str, String)], options: &RunOptions) {
         let seconds = self.start.elapsed().as_secs_f64();
         let all: Vec<(String, DeviceStats)> = devices
             .iter_mut()
@@ -106,11 +99,7 @@ pub fn pktgen(
         iteration += 1;
         runner.tick(iteration, &mut [&mut *dev]);
     }
-    runner.finish(
-        &mut [&mut *dev],
-        &[("sent", generator.sent().to_string())],
-        options,
-    );
+    runner.finish(&mut [&mut *dev], &[("sent", generator.sent().to_string())], options);
     Ok(())
 }
 
@@ -134,10 +123,7 @@ pub fn fwd(spec_a: &str, spec_b: &str, config: &Config, options: &RunOptions) ->
         runner.tick(iteration, &mut [&mut *a, &mut *b]);
     }
     let extra = [
-        (
-            "forwarded",
-            (a_to_b.forwarded + b_to_a.forwarded).to_string(),
-        ),
+        ("forwarded", (a_to_b.forwarded + b_to_a.forwarded).to_string()),
         ("pending", (a_to_b.pending() + b_to_a.pending()).to_string()),
     ];
     runner.finish(&mut [&mut *a, &mut *b], &extra, options);
@@ -145,15 +131,8 @@ pub fn fwd(spec_a: &str, spec_b: &str, config: &Config, options: &RunOptions) ->
 }
 
 /// `oxnet pcap`: capture to a file, stop after `count` frames or the time.
-pub fn pcap(
-    spec: &str,
-    file: &Path,
-    config: &Config,
-    count: Option<u64>,
-    options: &RunOptions,
-) -> Result<()> {
-    let writer = PcapWriter::create(file)
-        .map_err(|e| Error::Io(format!("cannot create {}: {e}", file.display())))?;
+pub fn pcap(spec: &str, file: &Path, config: &Config, count: Option<u64>, options: &RunOptions) -> Result<()> {
+    let writer = PcapWriter::create(file).map_err(|e| Error::Io(format!("cannot create {}: {e}", file.display())))?;
     let mut dev = open(spec, config)?;
     let mut capture = Capture::new(config.batch_size, Some(writer));
     let mut runner = Runner::new(vec![spec.to_string()], options);

@@ -90,10 +90,9 @@ pub fn run(options: &DemoOptions, prefix: &str) -> Result<DemoResult> {
     let mut cap_dev = commands::open(&specs[3], &config)?;
 
     let pcap = match &options.pcap {
-        Some(path) => Some(
-            PcapWriter::create(path)
-                .map_err(|e| Error::Io(format!("cannot create {}: {e}", path.display())))?,
-        ),
+        Some(path) => {
+            Some(PcapWriter::create(path).map_err(|e| Error::Io(format!("cannot create {}: {e}", path.display())))?)
+        }
         None => None,
     };
     let batch = config.batch_size;
@@ -104,10 +103,7 @@ pub fn run(options: &DemoOptions, prefix: &str) -> Result<DemoResult> {
 
     signal::install();
     let start = Instant::now();
-    let deadline = options
-        .run
-        .seconds
-        .map(|s| start + Duration::from_secs_f64(s));
+    let deadline = options.run.seconds.map(|s| start + Duration::from_secs_f64(s));
     let mut printer = LivePrinter::new(4);
     let mut drain_deadline: Option<Instant> = None;
     let mut iteration = 0u64;
@@ -115,8 +111,7 @@ pub fn run(options: &DemoOptions, prefix: &str) -> Result<DemoResult> {
         iteration += 1;
         let check_clock = iteration % 1024 == 0;
         if drain_deadline.is_none() {
-            let time_up = check_clock
-                && (signal::stop_requested() || deadline.is_some_and(|d| Instant::now() >= d));
+            let time_up = check_clock && (signal::stop_requested() || deadline.is_some_and(|d| Instant::now() >= d));
             if time_up || generator.is_done() {
                 // Stop numbering new packets; let the ones in flight arrive.
                 generator.stop();
@@ -134,15 +129,13 @@ pub fn run(options: &DemoOptions, prefix: &str) -> Result<DemoResult> {
             }
         }
         if options.run.live && check_clock && printer.due() {
-            let mut devices: [&mut dyn Device; 4] =
-                [&mut *gen_dev, &mut *fwd0, &mut *fwd1, &mut *cap_dev];
+            let mut devices: [&mut dyn Device; 4] = [&mut *gen_dev, &mut *fwd0, &mut *fwd1, &mut *cap_dev];
             let stats: Vec<DeviceStats> = devices.iter_mut().map(|d| d.stats()).collect();
             print!("{}", printer.lines(&specs, &stats));
         }
     }
     if let Some(pcap) = &mut capture.pcap {
-        pcap.flush()
-            .map_err(|e| Error::Io(format!("writing pcap: {e}")))?;
+        pcap.flush().map_err(|e| Error::Io(format!("writing pcap: {e}")))?;
     }
     let mut devices: [&mut dyn Device; 4] = [&mut *gen_dev, &mut *fwd0, &mut *fwd1, &mut *cap_dev];
     let stats: Vec<(String, DeviceStats)> = devices

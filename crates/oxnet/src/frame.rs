@@ -88,9 +88,7 @@ pub fn sequence(frame: &[u8]) -> Option<u64> {
     if !is_ours {
         return None;
     }
-    Some(u64::from_be_bytes(
-        frame[SEQ_OFFSET..SEQ_OFFSET + 8].try_into().ok()?,
-    ))
+    Some(u64::from_be_bytes(frame[SEQ_OFFSET..SEQ_OFFSET + 8].try_into().ok()?))
 }
 
 #[cfg(test)]
@@ -100,11 +98,7 @@ mod tests {
     #[test]
     fn template_has_a_valid_ip_checksum_and_round_trips_the_sequence() {
         let mut f = template(60);
-        assert_eq!(
-            internet_checksum(&f[14..34]),
-            0,
-            "checksum over a valid header is 0"
-        );
+        assert_eq!(internet_checksum(&f[14..34]), 0, "checksum over a valid header is 0");
         set_sequence(&mut f, 0x0102_0304_0506_0708);
         assert_eq!(sequence(&f), Some(0x0102_0304_0506_0708));
     }

@@ -193,8 +193,7 @@ fn run(cli: Cli) -> oxnet_driver::Result<bool> {
             rate,
             device,
             run,
-        } => commands::pktgen(&dev, &device.config(), size, count, rate, &run.options())
-            .map(|()| true),
+        } => commands::pktgen(&dev, &device.config(), size, count, rate, &run.options()).map(|()| true),
         Command::Pcap {
             dev,
             file,

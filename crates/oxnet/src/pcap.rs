@@ -40,9 +40,7 @@ impl PcapWriter {
 
     /// Appends one frame with the current time.
     pub fn write(&mut self, frame: &[u8]) -> std::io::Result<()> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         let stored = frame.len().min(SNAPLEN as usize);
         self.out.write_all(&(now.as_secs() as u32).to_ne_bytes())?;
         self.out.write_all(&now.subsec_nanos().to_ne_bytes())?;
@@ -89,8 +87,7 @@ mod tests {
 
     #[test]
     fn write_and_read_back() {
-        let path =
-            std::env::temp_dir().join(format!("oxnet-pcap-test-{}.pcap", std::process::id()));
+        let path = std::env::temp_dir().join(format!("oxnet-pcap-test-{}.pcap", std::process::id()));
         let mut w = PcapWriter::create(&path).unwrap();
         w.write(&[1, 2, 3]).unwrap();
         w.write(&[4; 60]).unwrap();

@@ -92,16 +92,9 @@ pub fn json_string(s: &str) -> String {
 }
 
 /// The final JSON object: devices plus extra `"key":value` fields.
-pub fn summary_json(
-    devices: &[(String, DeviceStats)],
-    seconds: f64,
-    extra: &[(&str, String)],
-) -> String {
+pub fn summary_json(devices: &[(String, DeviceStats)], seconds: f64, extra: &[(&str, String)]) -> String {
     let list: Vec<String> = devices.iter().map(|(n, s)| device_json(n, s)).collect();
-    let mut out = format!(
-        "{{\"seconds\":{seconds:.3},\"devices\":[{}]",
-        list.join(",")
-    );
+    let mut out = format!("{{\"seconds\":{seconds:.3},\"devices\":[{}]", list.join(","));
     for (key, value) in extra {
         let _ = write!(out, ",{}:{}", json_string(key), value);
     }
@@ -121,9 +114,7 @@ mod tests {
             ..Default::default()
         };
         let j = summary_json(&[("sim:a".into(), s)], 1.0, &[("lost", "0".into())]);
-        assert!(
-            j.starts_with("{\"seconds\":1.000,\"devices\":[{\"name\":\"sim:a\",\"rx_packets\":3,")
-        );
+        assert!(j.starts_with("{\"seconds\":1.000,\"devices\":[{\"name\":\"sim:a\",\"rx_packets\":3,"));
         assert!(j.ends_with(",\"lost\":0}"));
     }
 

@@ -11,9 +11,7 @@ const MOUNT_POINT: &str = "/mnt/huge";
 pub fn hugepages(n: u64) -> Result<String> {
     std::fs::write(NR_HUGEPAGES, n.to_string()).map_err(|e| {
         if e.kind() == std::io::ErrorKind::PermissionDenied {
-            Error::Permission(format!(
-                "cannot write {NR_HUGEPAGES}: permission denied (run as root)"
-            ))
+            Error::Permission(format!("cannot write {NR_HUGEPAGES}: permission denied (run as root)"))
         } else {
             Error::Io(format!("cannot write {NR_HUGEPAGES}: {e}"))
         }
@@ -27,27 +25,14 @@ pub fn hugepages(n: u64) -> Result<String> {
         report.push_str(&format!(" (asked for {n}: memory is fragmented or short)"));
     }
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    if !mounts
-        .lines()
-        .any(|l| l.split_whitespace().nth(1) == Some(MOUNT_POINT))
-    {
-        std::fs::create_dir_all(MOUNT_POINT)
-            .map_err(|e| Error::Io(format!("mkdir {MOUNT_POINT}: {e}")))?;
+    if !mounts.lines().any(|l| l.split_whitespace().nth(1) == Some(MOUNT_POINT)) {
+        std::fs::create_dir_all(MOUNT_POINT).map_err(|e| Error::Io(format!("mkdir {MOUNT_POINT}: {e}")))?;
         let status = std::process::Command::new("mount")
-            .args([
-                "-t",
-                "hugetlbfs",
-                "-o",
-                "pagesize=2M",
-                "hugetlbfs",
-                MOUNT_POINT,
-            ])
+            .args(["-t", "hugetlbfs", "-o", "pagesize=2M", "hugetlbfs", MOUNT_POINT])
             .status()
             .map_err(|e| Error::Io(format!("mount: {e}")))?;
         if !status.success() {
-            return Err(Error::Io(format!(
-                "mounting hugetlbfs at {MOUNT_POINT} failed"
-            )));
+            return Err(Error::Io(format!("mounting hugetlbfs at {MOUNT_POINT} failed")));
         }
         report.push_str(&format!(", hugetlbfs mounted at {MOUNT_POINT}"));
     }
@@ -74,9 +59,7 @@ pub fn devices_table() -> Result<String> {
             d.device,
             d.driver.as_deref().unwrap_or("(none)"),
             d.numa_node,
-            d.iommu_group
-                .map(|g| g.to_string())
-                .unwrap_or_else(|| "-".into()),
+            d.iommu_group.map(|g| g.to_string()).unwrap_or_else(|| "-".into()),
             ours
         ));
     }

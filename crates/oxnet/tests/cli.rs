@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn oxnet(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_oxnet")).args(args).output().expect("run oxnet")
+    Command::new(env!("CARGO_BIN_EXE_oxnet"))
+        .args(args)
+        .output()
+        .expect("run oxnet")
 }
 
 fn stderr(o: &Output) -> String {
@@ -21,7 +24,11 @@ fn assert_fails_with(args: &[&str], message: &str) {
     let o = oxnet(args);
     assert!(!o.status.success(), "{args:?} must fail");
     assert_eq!(o.status.code(), Some(1), "{args:?}: exit code");
-    assert!(stderr(&o).contains(message), "{args:?}: stderr {:?} lacks {message:?}", stderr(&o));
+    assert!(
+        stderr(&o).contains(message),
+        "{args:?}: stderr {:?} lacks {message:?}",
+        stderr(&o)
+    );
     assert!(!stderr(&o).contains("panicked"), "{args:?} panicked: {}", stderr(&o));
 }
 
@@ -31,31 +38,56 @@ fn json_line(o: &Output) -> String {
 }
 
 fn field(json: &str, key: &str) -> u64 {
-    let at = json.find(&format!("\"{key}\":")).unwrap_or_else(|| panic!("{key} missing in {json}"));
-    json[at + key.len() + 3..].chars().take_while(|c| c.is_ascii_digit()).collect::<String>().parse().unwrap()
+    let at = json
+        .find(&format!("\"{key}\":"))
+        .unwrap_or_else(|| panic!("{key} missing in {json}"));
+    json[at + key.len() + 3..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<String>()
+        .parse()
+        .unwrap()
 }
 
 #[test]
 fn malformed_pci_address_names_the_accepted_forms() {
-    assert_fails_with(&["pktgen", "0000:03:00", "--count", "1"], "is not a device spec: use a PCI address like 0000:03:00.0, or sim:NAME");
+    assert_fails_with(
+        &["pktgen", "0000:03:00", "--count", "1"],
+        "is not a device spec: use a PCI address like 0000:03:00.0, or sim:NAME",
+    );
     assert_fails_with(&["fwd", "0000:03:00.9", "sim:a"], "is not a device spec");
 }
 
 #[test]
 fn missing_pci_device_is_a_clear_error() {
-    assert_fails_with(&["pktgen", "0000:ff:1f.7", "--count", "1"], "no PCI device at 0000:ff:1f.7");
+    assert_fails_with(
+        &["pktgen", "0000:ff:1f.7", "--count", "1"],
+        "no PCI device at 0000:ff:1f.7",
+    );
 }
 
 #[test]
 fn unknown_spec_is_a_clear_error() {
-    assert_fails_with(&["pcap", "bogus:x", "/dev/null", "--count", "1"], "unknown device type 'bogus'");
-    assert_fails_with(&["pktgen", "tap:x", "--count", "1"], "the tap driver is not part of this version");
+    assert_fails_with(
+        &["pcap", "bogus:x", "/dev/null", "--count", "1"],
+        "unknown device type 'bogus'",
+    );
+    assert_fails_with(
+        &["pktgen", "tap:x", "--count", "1"],
+        "the tap driver is not part of this version",
+    );
 }
 
 #[test]
 fn bad_ring_and_frame_sizes_are_refused() {
-    assert_fails_with(&["pktgen", "sim:cli-ring", "--ring", "100", "--count", "1"], "rx ring size 100 is not a power of two");
-    assert_fails_with(&["pktgen", "sim:cli-size", "--size", "20", "--count", "1"], "frame size 20 is outside 60..=1514");
+    assert_fails_with(
+        &["pktgen", "sim:cli-ring", "--ring", "100", "--count", "1"],
+        "rx ring size 100 is not a power of two",
+    );
+    assert_fails_with(
+        &["pktgen", "sim:cli-size", "--size", "20", "--count", "1"],
+        "frame size 20 is outside 60..=1514",
+    );
 }
 
 fn free_huge_pages() -> u64 {
@@ -154,7 +186,15 @@ fn pktgen_count_and_json() {
 
 #[test]
 fn fwd_runs_for_the_given_time() {
-    let o = oxnet(&["fwd", "sim:cli-fwd-a", "sim:cli-fwd-b", "--seconds", "0.5", "--json", "--quiet"]);
+    let o = oxnet(&[
+        "fwd",
+        "sim:cli-fwd-a",
+        "sim:cli-fwd-b",
+        "--seconds",
+        "0.5",
+        "--json",
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let json = json_line(&o);
     assert!(json.starts_with("{\"seconds\":"), "{json}");
@@ -168,7 +208,15 @@ fn temp_file(name: &str) -> PathBuf {
 #[test]
 fn pcap_is_read_back_by_tcpdump_with_the_same_count() {
     let file = temp_file("demo.pcap");
-    let o = oxnet(&["demo", "--count", "1234", "--pcap", file.to_str().unwrap(), "--quiet", "--json"]);
+    let o = oxnet(&[
+        "demo",
+        "--count",
+        "1234",
+        "--pcap",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--json",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(field(&json_line(&o), "received"), 1234);
     let ours = oxnet::pcap::read_frames(&file).unwrap();
@@ -180,25 +228,48 @@ fn pcap_is_read_back_by_tcpdump_with_the_same_count() {
     std::fs::remove_file(&file).ok();
     assert!(tcpdump.status.success(), "tcpdump: {}", stderr(&tcpdump));
     let lines = stdout(&tcpdump);
-    let udp_lines = lines.lines().filter(|l| l.contains("10.0.0.1.5789 > 10.0.0.2.5789: UDP, length 18")).count();
-    assert_eq!(udp_lines, 1234, "tcpdump saw:\n{}", lines.lines().take(3).collect::<Vec<_>>().join("\n"));
+    let udp_lines = lines
+        .lines()
+        .filter(|l| l.contains("10.0.0.1.5789 > 10.0.0.2.5789: UDP, length 18"))
+        .count();
+    assert_eq!(
+        udp_lines,
+        1234,
+        "tcpdump saw:\n{}",
+        lines.lines().take(3).collect::<Vec<_>>().join("\n")
+    );
 }
 
 #[test]
 fn pcap_command_stops_after_count_or_time() {
     let file = temp_file("empty.pcap");
-    let o = oxnet(&["pcap", "sim:cli-pcap", file.to_str().unwrap(), "--seconds", "0.3", "--json", "--quiet"]);
+    let o = oxnet(&[
+        "pcap",
+        "sim:cli-pcap",
+        file.to_str().unwrap(),
+        "--seconds",
+        "0.3",
+        "--json",
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let json = json_line(&o);
     assert_eq!(field(&json, "captured"), 0);
     assert_eq!(field(&json, "lost"), 0);
-    assert_eq!(oxnet::pcap::read_frames(&file).unwrap().len(), 0, "a valid, empty pcap file");
+    assert_eq!(
+        oxnet::pcap::read_frames(&file).unwrap().len(),
+        0,
+        "a valid, empty pcap file"
+    );
     std::fs::remove_file(&file).ok();
 }
 
 #[test]
 fn pcap_to_an_unwritable_path_is_a_clear_error() {
-    assert_fails_with(&["pcap", "sim:cli-pcap2", "/nonexistent-dir/x.pcap", "--count", "1"], "cannot create /nonexistent-dir/x.pcap");
+    assert_fails_with(
+        &["pcap", "sim:cli-pcap2", "/nonexistent-dir/x.pcap", "--count", "1"],
+        "cannot create /nonexistent-dir/x.pcap",
+    );
 }
 
 #[test]

@@ -32,14 +32,8 @@ fn assert_every_packet_once_in_order(ring: usize, batch: usize) {
     let count = 30_000;
     let prefix = format!("e2e-r{ring}-b{batch}-");
     let r = demo::run(&demo_options(ring, batch, count), &prefix).unwrap();
-    assert_eq!(
-        r.sent, count,
-        "ring {ring} batch {batch}: generator sent all"
-    );
-    assert_eq!(
-        r.received, count,
-        "ring {ring} batch {batch}: capture received all"
-    );
+    assert_eq!(r.sent, count, "ring {ring} batch {batch}: generator sent all");
+    assert_eq!(r.received, count, "ring {ring} batch {batch}: capture received all");
     assert_eq!(
         (r.lost, r.duplicated, r.reordered),
         (0, 0, 0),
@@ -47,13 +41,7 @@ fn assert_every_packet_once_in_order(ring: usize, batch: usize) {
     );
     assert!(r.faults.is_empty(), "model faults: {:?}", r.faults);
     // The NICs' own counters agree with the applications' counts.
-    let by_name = |n: &str| {
-        r.devices
-            .iter()
-            .find(|(name, _)| name.ends_with(n))
-            .unwrap()
-            .1
-    };
+    let by_name = |n: &str| r.devices.iter().find(|(name, _)| name.ends_with(n)).unwrap().1;
     assert_eq!(by_name("pktgen").tx_packets, count);
     assert_eq!(by_name("fwd0").rx_packets, count);
     assert_eq!(by_name("fwd1").tx_packets, count);
@@ -99,12 +87,7 @@ fn large_frames_arrive_intact() {
     options.size = 1514;
     let r = demo::run(&options, "e2e-large-").unwrap();
     assert!(r.ok(), "{r:?}");
-    let capture = r
-        .devices
-        .iter()
-        .find(|(n, _)| n.ends_with("capture"))
-        .unwrap()
-        .1;
+    let capture = r.devices.iter().find(|(n, _)| n.ends_with("capture")).unwrap().1;
     assert_eq!(capture.rx_bytes, 2_000 * 1518);
 }
 
@@ -123,11 +106,7 @@ fn send_all(sender: &mut dyn Device, count: u64) -> u64 {
     while !generator.is_done() {
         generator.step(sender);
         spins += 1;
-        assert!(
-            spins < 10_000_000,
-            "generator stuck at {}",
-            generator.sent()
-        );
+        assert!(spins < 10_000_000, "generator stuck at {}", generator.sent());
     }
     generator.sent()
 }
@@ -189,14 +168,8 @@ fn pool_exhaustion_stalls_without_losing_packets() {
         receiver.rx_batch(0, &mut held, 32);
     }
     assert_eq!(held.len(), 32, "only the spare batch could be handed out");
-    assert!(
-        receiver.stats().rx_pool_empty > 0,
-        "the empty pool was counted"
-    );
-    let first: Vec<u64> = held
-        .iter()
-        .filter_map(|p| oxnet::frame::sequence(p))
-        .collect();
+    assert!(receiver.stats().rx_pool_empty > 0, "the empty pool was counted");
+    let first: Vec<u64> = held.iter().filter_map(|p| oxnet::frame::sequence(p)).collect();
     assert_eq!(first, (0..32).collect::<Vec<u64>>());
     drop(held);
     let capture = receive_all(&mut *receiver);
@@ -222,8 +195,5 @@ fn a_pool_smaller_than_the_ring_is_refused_with_a_clear_error() {
     };
     let err = open("sim:small-pool", &config).err().expect("must fail");
     assert!(matches!(err, Error::Config(_)), "{err}");
-    assert!(
-        err.to_string().contains("pool size 100 is too small"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("pool size 100 is too small"), "{err}");
 }

@@ -22,7 +22,7 @@ pub struct RxQueue {
     /// Next descriptor to look at for DD.
     rx_index: u16,
     /// The buffer armed in each descriptor.
-    buffers: Vec<Option<Packet>>,
+    buffers: Box<[Option<Packet>]>,
     /// Fresh buffers, allocated a batch at a time.
     spare: PacketBatch,
     pool: Mempool,
@@ -55,7 +55,7 @@ impl RxQueue {
         // §8.2.3.8.7 SRRCTL: advanced descriptors, one buffer, buffer size in
         // KB. DROP_EN stays 0: with no free descriptor, frames wait in the
         // packet buffer and are counted in MPC when that is full too.
-        let bsize = (pool.entry_size() - pool.headroom()) / 1024;
+        let bsize = pool.data_room() / 1024;
         if bsize == 0 || bsize > SRRCTL_BSIZEPACKET_MASK as usize {
             return Err(Error::Config(format!(
                 "receive buffers of {} bytes cannot be used",
@@ -141,6 +141,7 @@ impl RxQueue {
             let want = max - self.spare.len();
             self.pool.alloc_batch(&mut self.spare, want);
         }
+        batch.reserve(max);
         let mut received = 0;
         let mut i = self.rx_index;
         while received < max {
@@ -161,9 +162,13 @@ impl RxQueue {
             let length = desc.rx_length() as usize;
             let rss_hash = desc.rx_rss_hash();
             desc.rx_arm(fresh.data_iova());
-            let mut packet = self.buffers[i as usize]
-                .replace(fresh)
-                .expect("every descriptor holds a buffer");
+            // SAFETY: i is a ring index (masked), below the ring size.
+            let slot = unsafe { self.buffers.get_unchecked_mut(i as usize) };
+            let taken = std::mem::replace(slot, Some(fresh));
+            i = self.index.next(i);
+            let Some(mut packet) = taken else {
+                continue; // unreachable: every descriptor holds a buffer
+            };
             let end_of_packet = status & RX_STATUS_EOP != 0;
             if !end_of_packet || self.discarding || packet.set_len(length).is_err() {
                 // A frame spread over several descriptors: only possible
@@ -175,12 +180,12 @@ impl RxQueue {
                     self.discarded += 1;
                 }
                 drop(packet);
-            } else {
-                packet.meta.rss_hash = rss_hash;
-                batch.push(packet);
-                received += 1;
+                continue;
             }
-            i = self.index.next(i);
+            packet.meta_mut().rss_hash = rss_hash;
+            // SAFETY: reserve(max) above, and received < max.
+            unsafe { batch.push_reserved(packet) };
+            received += 1;
         }
         if i != self.rx_index {
             self.rx_index = i;

@@ -32,7 +32,7 @@ pub struct TxQueue {
     /// Oldest descriptor not yet cleaned.
     clean_index: u16,
     /// The packet behind each descriptor in flight.
-    packets: Vec<Option<Packet>>,
+    packets: Box<[Option<Packet>]>,
     ring_full: u64,
     invalid: u64,
 }
@@ -89,6 +89,9 @@ impl TxQueue {
     /// §7.2.3.5.1).
     #[inline]
     fn clean(&mut self) {
+        if self.index.distance(self.clean_index, self.tx_index) < TX_CLEAN_BATCH {
+            return;
+        }
         let mut free = BulkFree::new();
         loop {
             let in_flight = self.index.distance(self.clean_index, self.tx_index);
@@ -101,7 +104,9 @@ impl TxQueue {
             }
             let mut i = self.clean_index;
             for _ in 0..TX_CLEAN_BATCH {
-                if let Some(packet) = self.packets[i as usize].take() {
+                // SAFETY: i is a ring index (masked), below the ring size.
+                let slot = unsafe { self.packets.get_unchecked_mut(i as usize) };
+                if let Some(packet) = slot.take() {
                     free.push(packet);
                 }
                 i = self.index.next(i);
@@ -124,19 +129,27 @@ impl TxQueue {
             self.ring_full += (batch.len() - n) as u64;
         }
         let mut i = self.tx_index;
-        for packet in batch.drain_front(n) {
+        let index = self.index;
+        let ring = self.ring.virt();
+        let packets = &mut self.packets;
+        let mut invalid = 0;
+        batch.consume_front(n, |packet| {
             let len = packet.len();
             if len == 0 || len > MAX_FRAME {
-                self.invalid += 1;
-                continue;
+                invalid += 1;
+                return;
             }
+            // SAFETY: i < ring size, so the descriptor lies inside the ring.
+            let desc = unsafe { DescriptorPtr::new(ring.add(i as usize * DESCRIPTOR_SIZE)) };
             // §7.2.3.2.4: one data descriptor per packet, end of packet,
             // report status, insert the CRC.
-            self.descriptor(i)
-                .tx_data(packet.data_iova(), len as u16, TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS);
-            self.packets[i as usize] = Some(packet);
-            i = self.index.next(i);
-        }
+            desc.tx_data(packet.data_iova(), len as u16, TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS);
+            // SAFETY: i is a ring index; the slot is empty (cleaned or never
+            // used), so nothing is overwritten without being dropped.
+            unsafe { std::ptr::write(packets.get_unchecked_mut(i as usize), Some(packet)) };
+            i = index.next(i);
+        });
+        self.invalid += invalid;
         if i != self.tx_index {
             self.tx_index = i;
             // One tail write per batch.

@@ -14,6 +14,7 @@
 pub mod legacy_pci;
 pub mod net;
 pub mod transport;
+pub mod vhost_user;
 pub mod virtqueue;
 
 use crate::device::{Config, Device, DeviceStats, Features, Link};

@@ -28,6 +28,8 @@ pub const DESC_F_NEXT: u16 = 1;
 pub const DESC_F_WRITE: u16 = 2;
 /// VIRTQ_USED_F_NO_NOTIFY: the device asks not to be notified (§2.4.7).
 pub const USED_F_NO_NOTIFY: u16 = 1;
+/// VIRTQ_AVAIL_F_NO_INTERRUPT: the driver asks not to be interrupted (§2.4.7).
+pub const AVAIL_F_NO_INTERRUPT: u16 = 1;
 
 /// Byte offsets of the three parts of a queue of `size` entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,6 +260,20 @@ impl Virtqueue {
             write_volatile(
                 self.base().add(self.layout.avail + 2) as *mut u16,
                 self.avail_idx.to_le(),
+            )
+        };
+    }
+
+    /// Asks the device not to interrupt when it has used buffers
+    /// (VIRTQ_AVAIL_F_NO_INTERRUPT, §2.4.7.1): a polling driver needs none,
+    /// and a vhost-user back-end would otherwise write the call eventfd —
+    /// a system call — after every batch.
+    pub fn suppress_interrupts(&self) {
+        // SAFETY: avail.flags is at the start of the available ring.
+        unsafe {
+            write_volatile(
+                self.base().add(self.layout.avail) as *mut u16,
+                AVAIL_F_NO_INTERRUPT.to_le(),
             )
         };
     }

@@ -64,12 +64,7 @@ impl SequenceChecker {
 
     fn unique_below(&self, sent: u64) -> u64 {
         let full_words = (sent / 64) as usize;
-        let mut n: u64 = self
-            .seen
-            .iter()
-            .take(full_words)
-            .map(|w| w.count_ones() as u64)
-            .sum();
+        let mut n: u64 = self.seen.iter().take(full_words).map(|w| w.count_ones() as u64).sum();
         if let Some(w) = self.seen.get(full_words) {
             let rest = sent % 64;
             if rest > 0 {

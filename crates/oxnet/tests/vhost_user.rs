@@ -1,0 +1,447 @@
+//! The virtio driver over vhost-user, against DPDK's vhost back-end
+//! (`dpdk-testpmd --vdev net_vhost0,...`, Debian package dpdk-dev) on the
+//! host — no VM, no root needed beyond what testpmd wants — and against
+//! fake back-ends that misbehave (close at once, answer garbage, never
+//! answer, refuse a feature).
+//!
+//! testpmd runs with `--no-huge` (its own memory need not be huge pages;
+//! ours is the memfd arena) and `--no-mlockall`: with mlockall(MCL_FUTURE)
+//! it would populate our whole 4 GiB arena mapping on SET_MEM_TABLE.
+//! Back-end on CPU 1, the test's busy-polling side on CPU 0: two
+//! busy-polling threads on one CPU make both crawl.
+
+use oxnet::apps::{Capture, PacketGenerator};
+use oxnet_driver::{Config, Device};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const TESTPMD: &str = "dpdk-testpmd";
+
+fn testpmd_available() -> bool {
+    Command::new(TESTPMD)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// Fails (never skips) without testpmd: CI installs it first.
+fn require_testpmd() {
+    assert!(
+        testpmd_available(),
+        "{TESTPMD} not found: run scripts/install-deps.sh (it installs Debian's dpdk-dev)"
+    );
+}
+
+/// A socket path and file prefix nobody else uses.
+fn unique(name: &str) -> String {
+    format!("oxnet-vu-{}-{name}", std::process::id())
+}
+
+/// Pins the calling thread to CPU 0 (the back-end polls on CPU 1).
+fn pin_to_cpu0() {
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// A dpdk-testpmd vhost-user back-end, stopped (by its pid) when dropped.
+struct Backend {
+    child: Option<Child>,
+    socket: PathBuf,
+    log: PathBuf,
+}
+
+impl Backend {
+    /// Starts testpmd in forwarding `mode` ("io", "rxonly", "txonly") and
+    /// waits for its socket.
+    fn start(name: &str, mode: &str) -> Backend {
+        require_testpmd();
+        let id = unique(name);
+        let socket = std::env::temp_dir().join(format!("{id}.sock"));
+        let log = std::env::temp_dir().join(format!("{id}.log"));
+        let _ = std::fs::remove_file(&socket);
+        let child = Command::new(TESTPMD)
+            .args(["--lcores", "0@1,1@1", "--no-pci", "--no-huge", "-m", "512"])
+            .arg("--vdev")
+            .arg(format!("net_vhost0,iface={},queues=1", socket.display()))
+            .arg(format!("--file-prefix={id}"))
+            // --stats-period keeps testpmd running without a terminal
+            // (otherwise it waits for Enter on stdin and exits at EOF).
+            .args([
+                "--",
+                "-a",
+                "--no-mlockall",
+                "--total-num-mbufs=16384",
+                "--stats-period=1",
+            ])
+            .arg(format!("--forward-mode={mode}"))
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&log).expect("testpmd log"))
+            .stderr(Stdio::from(
+                std::fs::File::create(log.with_extension("err")).expect("log"),
+            ))
+            .spawn()
+            .expect("start dpdk-testpmd");
+        let mut backend = Backend {
+            child: Some(child),
+            socket,
+            log,
+        };
+        let start = Instant::now();
+        while !backend.socket.exists() {
+            if let Some(status) = backend.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                panic!(
+                    "testpmd exited ({status}) before creating its socket:\n{}",
+                    backend.output()
+                );
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "testpmd made no socket in 20 s:\n{}",
+                backend.output()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        backend
+    }
+
+    fn spec(&self) -> String {
+        format!("vhost-user:{}", self.socket.display())
+    }
+
+    fn output(&self) -> String {
+        let out = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let err = std::fs::read_to_string(self.log.with_extension("err")).unwrap_or_default();
+        format!("{out}{err}")
+    }
+
+    /// Stops testpmd (SIGTERM: it prints its final statistics) and returns
+    /// its output.
+    fn stop(&mut self) -> String {
+        if let Some(mut child) = self.child.take() {
+            // SAFETY: signalling the process we started, by its pid.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            let start = Instant::now();
+            while child.try_wait().ok().flatten().is_none() {
+                if start.elapsed() > Duration::from_secs(10) {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        self.output()
+    }
+
+    /// Packets testpmd's port received, from its final statistics.
+    fn received(output: &str) -> Option<u64> {
+        let line = output
+            .lines()
+            .rev()
+            .find(|l| l.contains("RX-packets:") && l.contains("RX-total:"))?;
+        let at = line.find("RX-packets:")? + "RX-packets:".len();
+        line[at..].split_whitespace().next()?.parse().ok()
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_file(&self.socket);
+        let _ = std::fs::remove_file(&self.log);
+        let _ = std::fs::remove_file(self.log.with_extension("err"));
+    }
+}
+
+fn oxnet(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_oxnet"))
+        .args(args)
+        .output()
+        .expect("run oxnet")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn field(json: &str, key: &str) -> u64 {
+    let at = json
+        .find(&format!("\"{key}\":"))
+        .unwrap_or_else(|| panic!("{key} missing in {json}"));
+    json[at + key.len() + 3..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+fn open(spec: &str) -> Box<dyn Device> {
+    oxnet_driver::open(spec, &Config::default()).unwrap_or_else(|e| panic!("open {spec}: {e}"))
+}
+
+#[test]
+fn numbered_packets_come_back_through_testpmd_once_and_in_order() {
+    pin_to_cpu0();
+    let mut backend = Backend::start("io", "io");
+    let mut dev = open(&backend.spec());
+    const N: u64 = 200_000;
+    // testpmd's io forwarding sends every packet back to us: alternate one
+    // transmit and one receive step, so our receive ring never overflows.
+    let mut generator = PacketGenerator::new(&*dev, 60, Some(N), None, 32).unwrap();
+    let mut capture = Capture::new(64, None);
+    let start = Instant::now();
+    while capture.received() < N && start.elapsed() < Duration::from_secs(60) {
+        // At most 256 in flight: half our receive ring.
+        if generator.sent() < capture.received() + 256 {
+            generator.step(&mut *dev);
+        }
+        capture.step(&mut *dev, usize::MAX);
+    }
+    let stats = dev.stats();
+    drop(dev);
+    let out = backend.stop();
+    let c = &capture.checker;
+    assert_eq!(generator.sent(), N, "testpmd:\n{out}");
+    assert!(
+        c.is_perfect(N),
+        "received {} unique {} lost {} duplicated {} reordered {} foreign {}; device {stats:?}; testpmd:\n{out}",
+        c.received,
+        c.unique,
+        c.lost(N),
+        c.duplicated,
+        c.reordered,
+        c.foreign
+    );
+    assert_eq!(Backend::received(&out), Some(N), "testpmd's own count:\n{out}");
+}
+
+#[test]
+fn pktgen_sends_exactly_count_packets_and_testpmd_counts_them() {
+    let mut backend = Backend::start("pktgen", "rxonly");
+    let spec = backend.spec();
+    let o = Command::new("taskset")
+        .args([
+            "-c",
+            "0",
+            env!("CARGO_BIN_EXE_oxnet"),
+            "pktgen",
+            &spec,
+            "--count",
+            "300000",
+            "--json",
+            "--quiet",
+        ])
+        .output()
+        .expect("run oxnet under taskset");
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let json = text(&o.stdout).lines().last().unwrap_or("").to_string();
+    assert_eq!(field(&json, "sent"), 300_000);
+    assert_eq!(field(&json, "tx_packets"), 300_000);
+    // The device is dropped when pktgen exits: its rings were stopped with
+    // GET_VRING_BASE, so testpmd has counted everything by then.
+    let out = backend.stop();
+    assert_eq!(Backend::received(&out), Some(300_000), "{out}");
+}
+
+#[test]
+fn back_end_gone_mid_run_means_link_down_and_a_clean_stop() {
+    pin_to_cpu0();
+    let mut backend = Backend::start("gone", "rxonly");
+    let mut dev = open(&backend.spec());
+    assert!(dev.link().up, "link up while testpmd runs");
+    let mut generator = PacketGenerator::new(&*dev, 60, None, None, 32).unwrap();
+    let until = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < until {
+        generator.step(&mut *dev);
+    }
+    assert!(generator.sent() > 0);
+    backend.stop();
+    // Defined behaviour: the link goes down (the socket is closed), the
+    // transmit ring fills and tx_batch takes nothing more — no error, no
+    // panic, no hang; dropping the device returns at once.
+    let start = Instant::now();
+    while dev.link().up {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "link still up 5 s after testpmd stopped"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for _ in 0..10_000 {
+        generator.step(&mut *dev);
+    }
+    let sent = generator.sent();
+    for _ in 0..10_000 {
+        assert_eq!(generator.step(&mut *dev), 0, "nothing can be sent without a back-end");
+    }
+    assert_eq!(generator.sent(), sent);
+    let start = Instant::now();
+    drop(dev);
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "drop took {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn pktgen_stops_at_its_deadline_when_the_back_end_dies() {
+    let mut backend = Backend::start("gone-cli", "rxonly");
+    let spec = backend.spec();
+    let child = Command::new("taskset")
+        .args([
+            "-c",
+            "0",
+            env!("CARGO_BIN_EXE_oxnet"),
+            "pktgen",
+            &spec,
+            "--seconds",
+            "3",
+            "--json",
+            "--quiet",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    backend.stop();
+    let start = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(8),
+        "pktgen hung for {:?}",
+        start.elapsed()
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(!text(&o.stderr).contains("panicked"), "{}", text(&o.stderr));
+    assert!(field(text(&o.stdout).lines().last().unwrap_or(""), "sent") > 0);
+}
+
+// ---------------------------------------------------------------------
+// Bad input: no testpmd needed.
+
+fn assert_open_fails(spec: &str, message: &str, within: Duration) {
+    let start = Instant::now();
+    let err = oxnet_driver::open(spec, &Config::default())
+        .err()
+        .map(|e| e.to_string());
+    let elapsed = start.elapsed();
+    let err = err.unwrap_or_else(|| panic!("{spec}: open must fail"));
+    assert!(err.contains(message), "{spec}: {err:?} lacks {message:?}");
+    assert!(err.contains(spec), "{spec}: the error names the socket: {err}");
+    assert!(elapsed < within, "{spec}: took {elapsed:?}");
+}
+
+#[test]
+fn a_wrong_socket_path_is_a_clear_error() {
+    let o = oxnet(&["pktgen", "vhost-user:/nonexistent/oxnet.sock", "--count", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("vhost-user:/nonexistent/oxnet.sock: cannot connect"),
+        "{err}"
+    );
+    assert!(err.contains("back-end running"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// A Unix socket server that runs `serve` on its first connection.
+fn fake_backend(name: &str, serve: impl FnOnce(std::os::unix::net::UnixStream) + Send + 'static) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("{}.sock", unique(name)));
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path).unwrap();
+    std::thread::spawn(move || {
+        if let Ok((stream, _)) = listener.accept() {
+            serve(stream);
+        }
+    });
+    path
+}
+
+fn spec_of(path: &Path) -> String {
+    format!("vhost-user:{}", path.display())
+}
+
+#[test]
+fn a_peer_that_closes_at_once_is_a_clear_error() {
+    let path = fake_backend("closes", drop);
+    assert_open_fails(&spec_of(&path), "closed the connection", Duration::from_secs(2));
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn a_peer_that_answers_garbage_is_a_clear_error() {
+    let path = fake_backend("garbage", |mut s| {
+        let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        std::thread::sleep(Duration::from_secs(3));
+    });
+    assert_open_fails(&spec_of(&path), "not a vhost-user reply", Duration::from_secs(2));
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn a_peer_that_never_answers_times_out() {
+    let path = fake_backend("silent", |s| {
+        std::thread::sleep(Duration::from_secs(5));
+        drop(s);
+    });
+    assert_open_fails(&spec_of(&path), "no answer within 2 s", Duration::from_secs(4));
+    let _ = std::fs::remove_file(path);
+}
+
+/// Reads one vhost-user message: (request, flags, payload).
+fn read_message(s: &mut std::os::unix::net::UnixStream) -> Option<(u32, u32, Vec<u8>)> {
+    let mut header = [0u8; 12];
+    s.read_exact(&mut header).ok()?;
+    let word = |i: usize| u32::from_ne_bytes(header[i * 4..i * 4 + 4].try_into().unwrap());
+    let mut payload = vec![0u8; word(2) as usize];
+    s.read_exact(&mut payload).ok()?;
+    Some((word(0), word(1), payload))
+}
+
+fn reply_u64(s: &mut std::os::unix::net::UnixStream, request: u32, value: u64) {
+    let mut m = Vec::new();
+    m.extend_from_slice(&request.to_ne_bytes());
+    m.extend_from_slice(&(1u32 | 4).to_ne_bytes()); // version 1, reply
+    m.extend_from_slice(&8u32.to_ne_bytes());
+    m.extend_from_slice(&value.to_ne_bytes());
+    let _ = s.write_all(&m);
+}
+
+#[test]
+fn a_back_end_that_refuses_our_features_is_a_clear_error() {
+    // Speaks just enough vhost-user: offers protocol features with
+    // REPLY_ACK, then refuses SET_FEATURES (ack 1), as a back-end that
+    // wants VIRTIO_F_VERSION_1 would.
+    let path = fake_backend("refuses", |mut s| {
+        while let Some((request, flags, _)) = read_message(&mut s) {
+            match request {
+                1 => reply_u64(&mut s, 1, 1 << 30 | 1 << 27),         // GET_FEATURES
+                15 => reply_u64(&mut s, 15, 1 << 3),                  // GET_PROTOCOL_FEATURES: REPLY_ACK
+                2 if flags & 8 != 0 => reply_u64(&mut s, 2, 1),       // SET_FEATURES: refused
+                _ if flags & 8 != 0 => reply_u64(&mut s, request, 0), // anything else: ok
+                _ => {}
+            }
+        }
+    });
+    assert_open_fails(&spec_of(&path), "SET_FEATURES refused", Duration::from_secs(2));
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn huge_page_memory_cannot_be_shared_with_a_back_end() {
+    let o = oxnet(&["pktgen", "vhost-user:/tmp/any.sock", "--memory", "huge", "--count", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("--memory huge"), "{}", text(&o.stderr));
+}
