@@ -139,6 +139,16 @@ impl Packet {
         Ok(())
     }
 
+    /// Sets the length without checking it (drivers, after checking it
+    /// against the buffer they armed).
+    ///
+    /// # Safety
+    /// `len <= capacity()`.
+    #[inline]
+    pub(crate) unsafe fn set_len_unchecked(&mut self, len: usize) {
+        self.h_mut().len = len as u32;
+    }
+
     /// Metadata (RSS hash, checksum flags).
     #[inline]
     pub fn meta(&self) -> &Metadata {
@@ -326,6 +336,34 @@ impl Drop for BulkFree {
     }
 }
 
+/// Frees a run of packets stored in a driver's ring, in bulk. When all of
+/// them come from one pool (the common case: a forwarder's packets all come
+/// from the receiving queue's pool) the run goes back to the pool as it is,
+/// one copy of pointers under one lock.
+///
+/// # Safety
+/// Every element of `run` is an initialised packet that the caller gives up
+/// (it must not read or drop them afterwards).
+#[inline]
+pub(crate) unsafe fn free_ring_run(run: &[std::mem::MaybeUninit<Packet>]) {
+    // SAFETY: Packet is a transparent NonNull<BufferHeader>; the caller
+    // guarantees every element is initialised.
+    let headers = unsafe { std::slice::from_raw_parts(run.as_ptr() as *const NonNull<BufferHeader>, run.len()) };
+    let Some(first) = headers.first() else { return };
+    // SAFETY: live headers of owned packets.
+    let pool = unsafe { first.as_ref() }.pool;
+    if headers.iter().all(|h| unsafe { h.as_ref() }.pool == pool) {
+        // SAFETY: all from `pool`, given up by the caller.
+        unsafe { give_back(pool, headers) };
+    } else {
+        let mut free = BulkFree::new();
+        for &h in headers {
+            // SAFETY: each header is an owned packet given up by the caller.
+            free.push(unsafe { Packet::from_header(h) });
+        }
+    }
+}
+
 /// Drops every packet of `batch` in bulk.
 pub fn free_batch(batch: &mut PacketBatch) {
     let mut free = BulkFree::new();
@@ -394,6 +432,24 @@ impl PacketBatch {
             std::ptr::write(self.packets.as_mut_ptr().add(len), packet);
             self.packets.set_len(len + 1);
         }
+    }
+
+    /// Start of the packet array and its length, for a driver's receive
+    /// loop that keeps both in registers; [`PacketBatch::set_len_raw`]
+    /// publishes the new length afterwards.
+    #[inline]
+    pub(crate) fn raw_parts(&mut self) -> (*mut Packet, usize) {
+        (self.packets.as_mut_ptr(), self.packets.len())
+    }
+
+    /// # Safety
+    /// The first `len` elements are initialised packets (written through
+    /// [`PacketBatch::raw_parts`] within the reserved capacity), and any
+    /// elements beyond `len` that were initialised were moved out.
+    #[inline]
+    pub(crate) unsafe fn set_len_raw(&mut self, len: usize) {
+        // SAFETY: see the function's contract.
+        unsafe { self.packets.set_len(len) }
     }
 
     /// Hands the first `n` packets (`n <= len()`) to `take`, in order, then

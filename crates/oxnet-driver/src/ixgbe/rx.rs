@@ -9,7 +9,7 @@ use crate::device::Config;
 use crate::error::{Error, Result};
 use crate::memory::{DmaMemory, MemoryKind};
 use crate::mempool::Mempool;
-use crate::packet::{Packet, PacketBatch};
+use crate::packet::{Metadata, Packet, PacketBatch};
 use crate::regs::RegisterAccess;
 use crate::ring::RingIndex;
 
@@ -21,8 +21,10 @@ pub struct RxQueue {
     index: RingIndex,
     /// Next descriptor to look at for DD.
     rx_index: u16,
-    /// The buffer armed in each descriptor.
-    buffers: Box<[Option<Packet>]>,
+    /// The buffer armed in each descriptor (all of them, once started).
+    buffers: Vec<Packet>,
+    /// Bytes a fresh buffer can take (the pool's data room).
+    capacity: usize,
     /// Fresh buffers, allocated a batch at a time.
     spare: PacketBatch,
     pool: Mempool,
@@ -78,7 +80,8 @@ impl RxQueue {
             ring,
             index: RingIndex::new(size),
             rx_index: 0,
-            buffers: (0..size).map(|_| None).collect(),
+            buffers: Vec::with_capacity(size),
+            capacity: pool.data_room(),
             spare: PacketBatch::with_capacity(config.batch_size.max(64)),
             pool,
             pool_empty: 0,
@@ -124,9 +127,10 @@ impl RxQueue {
                 size: self.pool.size(),
             });
         }
+        self.buffers.clear();
         for (i, packet) in batch.drain_front(size).enumerate() {
             self.descriptor(i as u16).rx_arm(packet.data_iova());
-            self.buffers[i] = Some(packet);
+            self.buffers.push(packet);
         }
         Ok(())
     }
@@ -139,13 +143,24 @@ impl RxQueue {
         // pool access per batch.
         if self.spare.len() < max {
             let want = max - self.spare.len();
-            self.pool.alloc_batch(&mut self.spare, want);
+            self.pool.alloc_batch_for_receive(&mut self.spare, want);
         }
         batch.reserve(max);
+        // Everything the loop touches lives in locals (registers): the
+        // descriptor writes are volatile, and through them the compiler
+        // would otherwise reload every field of `self` per packet.
+        let ring = self.ring.virt();
+        let index = self.index;
+        let capacity = self.capacity;
+        let buffers = self.buffers.as_mut_ptr();
+        let (spare, mut spare_len) = self.spare.raw_parts();
+        let (out, out_start) = batch.raw_parts();
         let mut received = 0;
+        let mut discarding = self.discarding;
         let mut i = self.rx_index;
         while received < max {
-            let desc = self.descriptor(i);
+            // SAFETY: i < ring size, so the descriptor lies inside the ring.
+            let desc = unsafe { DescriptorPtr::new(ring.add(i as usize * DESCRIPTOR_SIZE)) };
             let status = desc.rx_status();
             if status & RX_STATUS_DD == 0 {
                 break;
@@ -153,40 +168,52 @@ impl RxQueue {
             // The NIC wrote the data and the rest of the descriptor before
             // DD; read them only now.
             acquire_after_status();
-            let Some(fresh) = self.spare.pop() else {
+            if spare_len == 0 {
                 // Pool empty: leave the frame in the ring; it is received
                 // once buffers come back (the NIC counts what overflows).
                 self.pool_empty += 1;
                 break;
-            };
+            }
+            spare_len -= 1;
+            // SAFETY: element spare_len < the spare batch's length; it is
+            // moved out here and the batch's length is lowered below.
+            let fresh = unsafe { std::ptr::read(spare.add(spare_len)) };
             let length = desc.rx_length() as usize;
             let rss_hash = desc.rx_rss_hash();
             desc.rx_arm(fresh.data_iova());
-            // SAFETY: i is a ring index (masked), below the ring size.
-            let slot = unsafe { self.buffers.get_unchecked_mut(i as usize) };
-            let taken = std::mem::replace(slot, Some(fresh));
-            i = self.index.next(i);
-            let Some(mut packet) = taken else {
-                continue; // unreachable: every descriptor holds a buffer
-            };
+            // SAFETY: i is a ring index and every descriptor holds a buffer
+            // since arm_all: swap the received one for the fresh one.
+            let mut packet = unsafe { std::ptr::replace(buffers.add(i as usize), fresh) };
+            i = index.next(i);
             let end_of_packet = status & RX_STATUS_EOP != 0;
-            if !end_of_packet || self.discarding || packet.set_len(length).is_err() {
+            // The length comes from the device: never trust it further than
+            // the buffer goes.
+            if !end_of_packet || discarding || length > capacity {
                 // A frame spread over several descriptors: only possible
                 // with jumbo frames, which this driver does not enable
                 // (MAXFRS stays at 1518). Drop every piece up to and
                 // including EOP rather than deliver part of a frame.
-                self.discarding = !end_of_packet;
+                discarding = !end_of_packet;
                 if end_of_packet {
                     self.discarded += 1;
                 }
                 drop(packet);
                 continue;
             }
-            packet.meta_mut().rss_hash = rss_hash;
+            // SAFETY: length <= capacity of this fresh buffer, checked above.
+            unsafe { packet.set_len_unchecked(length) };
+            *packet.meta_mut() = Metadata { rss_hash, flags: 0 };
             // SAFETY: reserve(max) above, and received < max.
-            unsafe { batch.push_reserved(packet) };
+            unsafe { std::ptr::write(out.add(out_start + received), packet) };
             received += 1;
         }
+        // SAFETY: the spare batch lost exactly the elements read above; the
+        // output batch gained `received` initialised packets.
+        unsafe {
+            self.spare.set_len_raw(spare_len);
+            batch.set_len_raw(out_start + received);
+        }
+        self.discarding = discarding;
         if i != self.rx_index {
             self.rx_index = i;
             // Hand the re-armed descriptors back: RDT = last one processed

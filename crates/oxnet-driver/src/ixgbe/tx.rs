@@ -8,9 +8,10 @@ use crate::advanced::{
 use crate::device::Config;
 use crate::error::Result;
 use crate::memory::{DmaMemory, MemoryKind};
-use crate::packet::{BulkFree, Packet, PacketBatch};
+use crate::packet::{free_ring_run, Packet, PacketBatch};
 use crate::regs::RegisterAccess;
 use crate::ring::RingIndex;
+use std::mem::MaybeUninit;
 
 /// Descriptors cleaned at once: we check the DD bit of the last descriptor
 /// of a batch of this many and free all of them together (ixy's
@@ -31,8 +32,9 @@ pub struct TxQueue {
     tx_index: u16,
     /// Oldest descriptor not yet cleaned.
     clean_index: u16,
-    /// The packet behind each descriptor in flight.
-    packets: Box<[Option<Packet>]>,
+    /// The packet behind each descriptor in flight: the slots from
+    /// `clean_index` up to `tx_index` are initialised, the others are not.
+    packets: Box<[MaybeUninit<Packet>]>,
     ring_full: u64,
     invalid: u64,
 }
@@ -61,7 +63,7 @@ impl TxQueue {
             index: RingIndex::new(size),
             tx_index: 0,
             clean_index: 0,
-            packets: (0..size).map(|_| None).collect(),
+            packets: (0..size).map(|_| MaybeUninit::uninit()).collect(),
             ring_full: 0,
             invalid: 0,
         })
@@ -92,7 +94,6 @@ impl TxQueue {
         if self.index.distance(self.clean_index, self.tx_index) < TX_CLEAN_BATCH {
             return;
         }
-        let mut free = BulkFree::new();
         loop {
             let in_flight = self.index.distance(self.clean_index, self.tx_index);
             if in_flight < TX_CLEAN_BATCH {
@@ -102,15 +103,14 @@ impl TxQueue {
             if self.descriptor(last).tx_status() & TX_STATUS_DD == 0 {
                 break;
             }
-            let mut i = self.clean_index;
-            for _ in 0..TX_CLEAN_BATCH {
-                // SAFETY: i is a ring index (masked), below the ring size.
-                let slot = unsafe { self.packets.get_unchecked_mut(i as usize) };
-                if let Some(packet) = slot.take() {
-                    free.push(packet);
-                }
-                i = self.index.next(i);
-            }
+            // clean_index is a multiple of TX_CLEAN_BATCH and the ring size
+            // a multiple too, so the run never wraps around the ring.
+            let start = self.clean_index as usize;
+            let run = &self.packets[start..start + TX_CLEAN_BATCH as usize];
+            // SAFETY: the run lies between clean_index and tx_index, so every
+            // slot is initialised; advancing clean_index below gives them up.
+            unsafe { free_ring_run(run) };
+            let i = self.index.add(self.clean_index, TX_CLEAN_BATCH);
             self.clean_index = i;
         }
     }
@@ -144,9 +144,9 @@ impl TxQueue {
             // §7.2.3.2.4: one data descriptor per packet, end of packet,
             // report status, insert the CRC.
             desc.tx_data(packet.data_iova(), len as u16, TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS);
-            // SAFETY: i is a ring index; the slot is empty (cleaned or never
-            // used), so nothing is overwritten without being dropped.
-            unsafe { std::ptr::write(packets.get_unchecked_mut(i as usize), Some(packet)) };
+            // SAFETY: i is a ring index; the slot is outside the initialised
+            // run (cleaned or never used), so nothing is overwritten.
+            unsafe { packets.get_unchecked_mut(i as usize).write(packet) };
             i = index.next(i);
         });
         self.invalid += invalid;
@@ -157,5 +157,18 @@ impl TxQueue {
             regs.write32(tdt(self.id), i as u32);
         }
         n
+    }
+}
+
+impl Drop for TxQueue {
+    fn drop(&mut self) {
+        // The packets still in flight go back to their pools.
+        let mut i = self.clean_index;
+        while i != self.tx_index {
+            // SAFETY: slots from clean_index to tx_index are initialised;
+            // each is read once.
+            drop(unsafe { self.packets[i as usize].assume_init_read() });
+            i = self.index.next(i);
+        }
     }
 }
