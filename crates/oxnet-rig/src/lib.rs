@@ -145,6 +145,7 @@ pub struct Vm {
     hugepages: u32,
     timeout: Duration,
     kernel_args: String,
+    devices: Vec<String>,
 }
 
 impl Default for Vm {
@@ -167,7 +168,16 @@ impl Vm {
             hugepages: 0,
             timeout: Duration::from_secs(90),
             kernel_args: String::new(),
+            devices: Vec::new(),
         }
+    }
+
+    /// Adds any other QEMU device (`-device spec`), e.g. a virtio-rng to
+    /// check that a driver refuses a device that is not a NIC. QEMU picks
+    /// its PCI slot; find it in the guest's sysfs.
+    pub fn device(mut self, spec: &str) -> Vm {
+        self.devices.push(spec.to_string());
+        self
     }
 
     /// A q35 machine with an emulated Intel IOMMU (interrupt remapping on)
@@ -305,6 +315,9 @@ impl Vm {
                     nic_slot(i)
                 ),
             ]);
+        }
+        for device in &self.devices {
+            push(&["-device", device]);
         }
         let mut append = String::from("console=ttyS0 panic=-1 rdinit=/init");
         if self.q35_iommu {

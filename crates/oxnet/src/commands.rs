@@ -27,6 +27,29 @@ pub fn open(spec: &str, config: &Config) -> Result<Box<dyn Device>> {
     oxnet_driver::open(spec, config)
 }
 
+/// One line on stderr once a device is initialised, so that a person (or a
+/// script starting several commands) sees it is ready.
+fn announce(dev: &dyn Device) {
+    let mac = dev.mac();
+    let link = dev.link();
+    eprintln!(
+        "[{}] ready: {} driver, MAC {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}, link {}",
+        dev.spec(),
+        dev.driver_name(),
+        mac[0],
+        mac[1],
+        mac[2],
+        mac[3],
+        mac[4],
+        mac[5],
+        if link.up {
+            format!("up at {} Mbit/s", link.speed_mbps)
+        } else {
+            "down".to_string()
+        }
+    );
+}
+
 struct Runner {
     start: Instant,
     deadline: Option<Instant>,
@@ -91,6 +114,7 @@ pub fn pktgen(
     options: &RunOptions,
 ) -> Result<()> {
     let mut dev = open(spec, config)?;
+    announce(&*dev);
     let mut generator = PacketGenerator::new(&*dev, size, count, rate_mpps, config.batch_size)?;
     let mut runner = Runner::new(vec![spec.to_string()], options);
     let mut iteration = 0u64;
@@ -111,7 +135,9 @@ pub fn fwd(spec_a: &str, spec_b: &str, config: &Config, options: &RunOptions) ->
         )));
     }
     let mut a = open(spec_a, config)?;
+    announce(&*a);
     let mut b = open(spec_b, config)?;
+    announce(&*b);
     let mut a_to_b = Forwarder::new(config.batch_size);
     let mut b_to_a = Forwarder::new(config.batch_size);
     let mut runner = Runner::new(vec![spec_a.to_string(), spec_b.to_string()], options);
@@ -134,6 +160,7 @@ pub fn fwd(spec_a: &str, spec_b: &str, config: &Config, options: &RunOptions) ->
 pub fn pcap(spec: &str, file: &Path, config: &Config, count: Option<u64>, options: &RunOptions) -> Result<()> {
     let writer = PcapWriter::create(file).map_err(|e| Error::Io(format!("cannot create {}: {e}", file.display())))?;
     let mut dev = open(spec, config)?;
+    announce(&*dev);
     let mut capture = Capture::new(config.batch_size, Some(writer));
     let mut runner = Runner::new(vec![spec.to_string()], options);
     let mut iteration = 0u64;

@@ -120,6 +120,10 @@ struct DeviceArgs {
     /// Leave promiscuous mode off.
     #[arg(long)]
     no_promisc: bool,
+    /// Legacy VirtIO: reach the I/O BAR through sysfs pread/pwrite instead
+    /// of in/out instructions.
+    #[arg(long)]
+    no_port_io: bool,
 }
 
 #[derive(Args)]
@@ -144,6 +148,7 @@ impl DeviceArgs {
             memory: self.memory,
             flow_control: self.flow_control,
             promiscuous: !self.no_promisc,
+            port_io: !self.no_port_io,
             ..Config::default()
         }
     }

@@ -1,0 +1,141 @@
+//! The VirtIO driver over legacy PCI, inside a QEMU guest (the rig of
+//! `crates/oxnet-rig`): QEMU's `virtio-net-pci,disable-modern=on` is a
+//! device model nobody here wrote.
+//!
+//! The ixy-ci topology: pktgen on NIC 0 → (hub 0) → NIC 1 → fwd → NIC 2 →
+//! (hub 1) → NIC 3 → pcap, every sequence number checked once, in order.
+
+use oxnet_rig::{static_binary, Vm, VIRTIO_LEGACY};
+use std::time::Duration;
+
+fn oxnet() -> std::path::PathBuf {
+    static_binary("oxnet", "oxnet").expect("static build of oxnet")
+}
+
+/// Number after `"key":` in a JSON line.
+fn field(json: &str, key: &str) -> u64 {
+    let at = json
+        .find(&format!("\"{key}\":"))
+        .unwrap_or_else(|| panic!("{key} missing in {json}"));
+    json[at + key.len() + 3..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+/// The line of the guest's output that starts with `prefix`.
+fn line<'a>(out: &'a str, prefix: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line {prefix:?} in:\n{out}"))
+}
+
+/// Waits (in the guest) until `file` has `lines` lines saying "ready", at
+/// most 60 s.
+fn wait_ready(file: &str, lines: usize) -> String {
+    format!(
+        "n=0; until [ \"$(grep -c ready {file} 2>/dev/null)\" -ge {lines} ]; do n=$((n+1)); \
+         [ $n -gt 600 ] && {{ echo 'timeout waiting for {file}'; cat {file}; exit 9; }}; sleep 0.1; done"
+    )
+}
+
+fn topology_script(count: u64, extra: &str) -> String {
+    let nic = Vm::nic_address;
+    format!(
+        r#"set -e
+oxnet pcap {cap} /tmp/out.pcap --count {count} --seconds 120 --json --quiet {extra} > /tmp/pcap.out 2> /tmp/pcap.err &
+PCAP=$!
+oxnet fwd {fwd_in} {fwd_out} --seconds 120 --json --quiet {extra} > /tmp/fwd.out 2> /tmp/fwd.err &
+FWD=$!
+{wait_pcap}
+{wait_fwd}
+oxnet pktgen {gen} --count {count} --rate 0.005 --json --quiet {extra} > /tmp/gen.out 2> /tmp/gen.err
+echo "GEN $(tail -n 1 /tmp/gen.out)"
+wait $PCAP || {{ echo "pcap failed"; cat /tmp/pcap.err; exit 3; }}
+echo "PCAP $(tail -n 1 /tmp/pcap.out)"
+kill -INT $FWD; wait $FWD || true
+echo "FWD $(tail -n 1 /tmp/fwd.out)"
+cat /tmp/gen.err /tmp/fwd.err /tmp/pcap.err
+"#,
+        cap = nic(3),
+        fwd_in = nic(1),
+        fwd_out = nic(2),
+        gen = nic(0),
+        wait_pcap = wait_ready("/tmp/pcap.err", 1),
+        wait_fwd = wait_ready("/tmp/fwd.err", 2),
+    )
+}
+
+fn four_nics() -> Vm {
+    Vm::new()
+        .nic(VIRTIO_LEGACY, 0)
+        .nic(VIRTIO_LEGACY, 0)
+        .nic(VIRTIO_LEGACY, 1)
+        .nic(VIRTIO_LEGACY, 1)
+        .file(oxnet(), "/bin/oxnet")
+        .hugepages(96)
+        .memory_mb(768)
+        .timeout(Duration::from_secs(240))
+}
+
+fn check_topology(out: &oxnet_rig::VmOutput, count: u64) {
+    assert!(out.success(), "{}", out.report());
+    let gen = line(&out.stdout, "GEN ");
+    let pcap = line(&out.stdout, "PCAP ");
+    let fwd = line(&out.stdout, "FWD ");
+    assert_eq!(field(gen, "sent"), count, "{}", out.report());
+    assert_eq!(field(pcap, "captured"), count, "{}", out.report());
+    assert_eq!(field(pcap, "lost"), 0);
+    assert_eq!(field(pcap, "duplicated"), 0);
+    assert_eq!(field(pcap, "reordered"), 0);
+    assert_eq!(field(fwd, "forwarded"), count, "{}", out.report());
+    // Our driver's own counters agree: each device's tx/rx packets.
+    assert_eq!(field(gen, "tx_packets"), count);
+    assert!(out.stdout.contains("virtio driver"), "{}", out.report());
+}
+
+#[test]
+fn legacy_virtio_pktgen_fwd_pcap_every_packet_once_in_order() {
+    let count = 3000;
+    let out = four_nics().run(&topology_script(count, "")).expect("guest ran");
+    check_topology(&out, count);
+}
+
+#[test]
+fn legacy_virtio_through_sysfs_pread_pwrite_instead_of_port_io() {
+    // Port I/O is the default; --no-port-io uses the sysfs resource file.
+    let count = 1000;
+    let out = four_nics()
+        .run(&topology_script(count, "--no-port-io"))
+        .expect("guest ran");
+    check_topology(&out, count);
+}
+
+#[test]
+fn devices_that_are_not_legacy_virtio_net_are_refused() {
+    let script = r#"
+rng=$(grep -l 0x1005 /sys/bus/pci/devices/*/device | head -n 1 | xargs dirname | xargs basename)
+modern=$(grep -l 0x1041 /sys/bus/pci/devices/*/device | head -n 1 | xargs dirname | xargs basename)
+echo "RNG $rng MODERN $modern"
+oxnet pktgen $rng --count 1 2>&1; echo "EXIT $?"
+oxnet pktgen $modern --count 1 2>&1; echo "EXIT $?"
+"#;
+    let out = Vm::new()
+        .nic("virtio-net-pci,disable-legacy=on", 0)
+        .device("virtio-rng-pci,disable-modern=on")
+        .file(oxnet(), "/bin/oxnet")
+        .hugepages(16)
+        .run(script)
+        .expect("guest ran");
+    assert!(out.success(), "{}", out.report());
+    assert!(
+        out.stdout.contains("is a virtio device but not a network card"),
+        "{}",
+        out.report()
+    );
+    assert!(out.stdout.contains("modern-only virtio-net device"), "{}", out.report());
+    assert!(out.stdout.contains("disable-modern=on"), "{}", out.report());
+    assert_eq!(out.stdout.matches("EXIT 1").count(), 2, "{}", out.report());
+}
