@@ -298,8 +298,14 @@ impl<T: Transport> Device for VirtioNet<T> {
             }
             // The header goes into the head room in front of the data; all
             // zero: no checksum offload, no segmentation (§5.1.6.2).
+            // Written only where it is not zero already (DPDK's virtio PMD
+            // does the same): a buffer that comes back unchanged keeps its
+            // header's cache line clean, so the device reads it without
+            // taking it from our core's cache.
             if let Some(header) = packet.head_room_mut(header_len) {
-                header.fill(0);
+                if header.iter().any(|&b| b != 0) {
+                    header.fill(0);
+                }
             }
             self.stats.tx_bytes += packet.len() as u64;
             let _ = self.tx.post(packet, header_len, false);

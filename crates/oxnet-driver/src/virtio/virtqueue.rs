@@ -75,8 +75,12 @@ pub struct Virtqueue {
     avail_idx: u16,
     /// used.idx up to which we have consumed.
     last_used: u16,
-    /// Chain heads not in use.
-    free_heads: Vec<u16>,
+    /// Chain heads not in use, first in first out: a device that completes
+    /// in order (every vhost backend and QEMU do) then sees descriptors and
+    /// available-ring entries used in sequence, and entries that already
+    /// hold the right head are not rewritten (DPDK's virtio PMD does the
+    /// same): fewer cache lines change hands between the two cores.
+    free_heads: HeadFifo,
     /// Packet behind each chain head.
     slots: Vec<Option<Packet>>,
     /// Used elements that named no chain of ours (a device bug): skipped.
@@ -116,7 +120,7 @@ impl Virtqueue {
             avail_idx: 0,
             last_used: 0,
             // Highest head on top: heads are handed out 0, chain, 2·chain ...
-            free_heads: (0..heads).rev().map(|h| h * chain).collect(),
+            free_heads: HeadFifo::new(heads, chain),
             slots: (0..size).map(|_| None).collect(),
             bad_used: 0,
         };
@@ -166,7 +170,7 @@ impl Virtqueue {
     /// Packets that can still be posted.
     #[inline]
     pub fn free_slots(&self) -> usize {
-        self.free_heads.len()
+        self.free_heads.len() as usize
     }
 
     /// Used elements that named no chain of ours.
@@ -211,15 +215,24 @@ impl Virtqueue {
             self.write_desc(head, header_iova, header_len as u32, write | DESC_F_NEXT, head + 1);
             self.write_desc(head + 1, packet.data_iova(), data_len, write, 0);
         }
+        self.offer(head);
+        self.slots[head as usize] = Some(packet);
+        Ok(())
+    }
+
+    /// Puts `head` into the next available-ring entry, unless it is there
+    /// already.
+    #[inline]
+    fn offer(&mut self, head: u16) {
         let slot = self.avail_idx & (self.layout.size - 1);
         // SAFETY: avail ring entry `slot` < size lies inside the queue.
         unsafe {
-            let ring = self.base().add(self.layout.avail + 4) as *mut u16;
-            write_volatile(ring.add(slot as usize), head.to_le());
+            let entry = (self.base().add(self.layout.avail + 4) as *mut u16).add(slot as usize);
+            if read_volatile(entry) != head.to_le() {
+                write_volatile(entry, head.to_le());
+            }
         }
         self.avail_idx = self.avail_idx.wrapping_add(1);
-        self.slots[head as usize] = Some(packet);
-        Ok(())
     }
 
     /// Offers a control command (§5.1.6.5): `out` bytes at the start of
@@ -239,13 +252,7 @@ impl Virtqueue {
         self.write_desc(head, base, 2, DESC_F_NEXT, head + 1);
         self.write_desc(head + 1, base + 2, data_len, DESC_F_NEXT, head + 2);
         self.write_desc(head + 2, base + 2 + data_len as u64, 1, DESC_F_WRITE, 0);
-        let slot = self.avail_idx & (self.layout.size - 1);
-        // SAFETY: avail ring entry `slot` < size lies inside the queue.
-        unsafe {
-            let ring = self.base().add(self.layout.avail + 4) as *mut u16;
-            write_volatile(ring.add(slot as usize), head.to_le());
-        }
-        self.avail_idx = self.avail_idx.wrapping_add(1);
+        self.offer(head);
         self.slots[head as usize] = Some(packet);
         Ok(())
     }
@@ -323,6 +330,54 @@ impl Virtqueue {
                 None => self.bad_used += 1,
             }
         }
+    }
+}
+
+/// A first-in first-out ring of free chain heads.
+struct HeadFifo {
+    heads: Box<[u16]>,
+    /// Next head to hand out (index into `heads`, wrapping).
+    front: u32,
+    /// Heads available.
+    count: u32,
+}
+
+impl HeadFifo {
+    fn new(heads: u16, chain: u16) -> HeadFifo {
+        HeadFifo {
+            heads: (0..heads).map(|h| h * chain).collect(),
+            front: 0,
+            count: heads as u32,
+        }
+    }
+
+    #[inline]
+    fn len(&self) -> u32 {
+        self.count
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<u16> {
+        if self.count == 0 {
+            return None;
+        }
+        let head = self.heads[self.front as usize];
+        self.front += 1;
+        if self.front as usize == self.heads.len() {
+            self.front = 0;
+        }
+        self.count -= 1;
+        Some(head)
+    }
+
+    #[inline]
+    fn push(&mut self, head: u16) {
+        let mut back = (self.front + self.count) as usize;
+        if back >= self.heads.len() {
+            back -= self.heads.len();
+        }
+        self.heads[back] = head;
+        self.count += 1;
     }
 }
 

@@ -12,13 +12,16 @@ use std::time::{Duration, Instant};
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 || !matches!(args[1].as_str(), "tx" | "rx") {
-        eprintln!("usage: oxnet-vhost-bench tx|rx SPEC SECONDS [BATCH]");
+        eprintln!("usage: oxnet-vhost-bench tx|rx SPEC SECONDS [BATCH [RING]]");
         return ExitCode::from(2);
     }
     let seconds: f64 = args[3].parse().unwrap_or(5.0);
     let batch: usize = args.get(4).and_then(|b| b.parse().ok()).unwrap_or(32);
+    let ring: usize = args.get(5).and_then(|r| r.parse().ok()).unwrap_or(256);
     let config = Config {
         batch_size: batch,
+        rx_ring_size: ring,
+        tx_ring_size: ring,
         ..Config::default()
     };
     let mut dev = match oxnet_driver::open(&args[2], &config) {
