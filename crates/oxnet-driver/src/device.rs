@@ -45,6 +45,46 @@ pub struct Config {
     /// Legacy VirtIO: reach the I/O-port BAR with in/out instructions
     /// (ioperm) instead of pread/pwrite on sysfs (falls back if refused).
     pub port_io: bool,
+    /// Receive interrupts (MSI-X through vfio): queues can be put to sleep
+    /// until a packet arrives (see [`Device::set_rx_interrupt`]).
+    pub interrupts: bool,
+    /// Interrupt throttling: at least this many microseconds between two
+    /// interrupts of a queue (82599 EITR / 82576 EITR); 0 = no throttling.
+    pub itr_us: u32,
+    /// Hardware offloads (switches; what a device lacks is done in software).
+    pub offloads: Offloads,
+}
+
+/// TCP segmentation offload mode (82599 datasheet §7.2.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TsoMode {
+    /// Segmentation in software.
+    #[default]
+    Off,
+    /// The driver copies a chained packet into one buffer, one data
+    /// descriptor per packet.
+    Single,
+    /// One data descriptor per segment of the chain.
+    Multi,
+}
+
+/// Hardware feature switches (issue: the 82599's features as switches).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Offloads {
+    /// Receive checksum checking (RXCSUM).
+    pub rx_checksum: bool,
+    /// Transmit IPv4/TCP/UDP checksum insertion.
+    pub tx_checksum: bool,
+    /// TCP segmentation offload.
+    pub tso: TsoMode,
+    /// Receive side coalescing (§7.11).
+    pub rsc: bool,
+    /// Receive side scaling over `rx_queues` queues (§7.1.2.8).
+    pub rss: bool,
+    /// Transmit head write-back (§7.2.3.5.2) instead of DD bits.
+    pub tx_head_writeback: bool,
+    /// Direct cache access (§7.5); no observable effect without hardware.
+    pub dca: bool,
 }
 
 impl Default for Config {
@@ -61,6 +101,9 @@ impl Default for Config {
             memory: None,
             link_timeout: std::time::Duration::from_secs(10),
             port_io: true,
+            interrupts: false,
+            itr_us: 0,
+            offloads: Offloads::default(),
         }
     }
 }
@@ -200,4 +243,17 @@ pub trait Device: Send {
     fn mempool(&self, queue: u16) -> Mempool;
     /// Number of RX and TX queues.
     fn queues(&self) -> (u16, u16);
+
+    /// The eventfd that becomes readable when receive queue `queue` raises
+    /// an interrupt (epoll it), if the device was opened with interrupts.
+    fn rx_interrupt_fd(&self, _queue: u16) -> Option<std::os::unix::io::RawFd> {
+        None
+    }
+
+    /// Arms (`true`) or disarms the receive interrupt of `queue`. An armed
+    /// queue fires once when a packet arrives; the application then polls
+    /// until the queue is empty and arms it again (as Linux NAPI does).
+    fn set_rx_interrupt(&mut self, _queue: u16, _enabled: bool) -> Result<()> {
+        Err(Error::Config(format!("{}: interrupts are not available on this device", self.spec())))
+    }
 }

@@ -18,7 +18,7 @@ pub mod ring;
 pub mod spec;
 pub mod virtio;
 
-pub use device::{Config, Device, DeviceStats, Features, Link};
+pub use device::{Config, Device, DeviceStats, Features, Link, Offloads, TsoMode};
 pub use error::{Error, Result};
 pub use memory::MemoryKind;
 pub use mempool::Mempool;
