@@ -37,6 +37,49 @@ pub const TX_STATUS_DD: u32 = 1 << 0;
 /// PAYLEN starts at bit 14 of dword 3.
 pub const TX_PAYLEN_SHIFT: u32 = 14;
 
+// Offload fields (additive; the 82576 uses the same layout).
+/// RX status: UDP checksum computed (UDPCS), L4 checksum computed (L4CS),
+/// IPv4 header checksum computed (IPCS) (§7.1.6.2).
+pub const RX_STATUS_UDPCS: u32 = 1 << 4;
+/// See [`RX_STATUS_UDPCS`].
+pub const RX_STATUS_L4CS: u32 = 1 << 5;
+/// See [`RX_STATUS_UDPCS`].
+pub const RX_STATUS_IPCS: u32 = 1 << 6;
+/// RX extended error: TCP/UDP checksum error (TCPE), IPv4 checksum error (IPE).
+pub const RX_ERROR_TCPE: u32 = 1 << 30;
+/// See [`RX_ERROR_TCPE`].
+pub const RX_ERROR_IPE: u32 = 1 << 31;
+/// RX status bits 19:4 of a non-EOP RSC descriptor: NEXTP, the index of the
+/// next descriptor of the same coalesced packet (§7.1.6.2).
+pub const RX_NEXTP_MASK: u32 = 0xFFFF << 4;
+/// NEXTP shift.
+pub const RX_NEXTP_SHIFT: u32 = 4;
+/// RX dword 0 bits 20:17: RSCCNT, packets coalesced in this descriptor.
+pub const RX_RSCCNT_MASK: u32 = 0xF << 17;
+/// RSCCNT shift.
+pub const RX_RSCCNT_SHIFT: u32 = 17;
+/// RX dword 0 bits 3:0: RSS type (0: not hashed).
+pub const RX_RSS_TYPE_MASK: u32 = 0xF;
+
+/// DTYP = 0010b: advanced context descriptor (§7.2.3.2.3).
+pub const TX_DTYP_CONTEXT: u32 = 0b0010 << 20;
+/// DCMD.TSE: TCP segmentation.
+pub const TX_DCMD_TSE: u32 = 1 << 31;
+/// POPTS.IXSM (dword 3 bit 8): insert the IPv4 header checksum.
+pub const TX_POPTS_IXSM: u32 = 1 << 8;
+/// POPTS.TXSM (dword 3 bit 9): insert the TCP/UDP checksum.
+pub const TX_POPTS_TXSM: u32 = 1 << 9;
+/// Context TUCMD.IPV4 (dword 2 bit 10).
+pub const TX_TUCMD_IPV4: u32 = 1 << 10;
+/// Context TUCMD.L4T (bits 12:11): 00b UDP, 01b TCP.
+pub const TX_TUCMD_L4T_TCP: u32 = 1 << 11;
+/// Context dword 0: MACLEN at bit 9 (IPLEN in bits 8:0).
+pub const TX_MACLEN_SHIFT: u32 = 9;
+/// Context dword 3: L4LEN at bit 8, MSS at bit 16 (IDX at bit 4).
+pub const TX_L4LEN_SHIFT: u32 = 8;
+/// See [`TX_L4LEN_SHIFT`].
+pub const TX_MSS_SHIFT: u32 = 16;
+
 /// A pointer to one descriptor in a ring in DMA memory.
 #[derive(Clone, Copy)]
 pub struct DescriptorPtr(*mut u8);
@@ -99,6 +142,43 @@ impl DescriptorPtr {
     pub fn tx_data(self, buffer_iova: u64, len: u16, cmd: u32) {
         let dword2 = TX_DTYP_DATA | TX_DCMD_DEXT | cmd | len as u32;
         let dword3 = (len as u32) << TX_PAYLEN_SHIFT;
+        // SAFETY: the descriptor is ours until TDT hands it to the NIC.
+        unsafe {
+            ptr::write_volatile(self.qword(0), buffer_iova.to_le());
+            ptr::write_volatile(self.qword(1), ((dword2 as u64) | ((dword3 as u64) << 32)).to_le());
+        }
+    }
+
+    /// Dword 0 of a receive write-back: packet type, RSS type, RSCCNT.
+    #[inline]
+    pub fn rx_lower(self) -> u32 {
+        // SAFETY: as rx_status.
+        u32::from_le(unsafe { ptr::read_volatile(self.dword(0)) })
+    }
+
+    /// Writes an advanced transmit context descriptor (§7.2.3.2.3): dword 0
+    /// VLAN/MACLEN/IPLEN, dword 1 reserved (0), dword 2 TUCMD with DTYP =
+    /// context and DEXT, dword 3 MSS/L4LEN/IDX.
+    #[inline]
+    pub fn tx_context(self, vlan_maclen_iplen: u32, tucmd: u32, mss_l4len_idx: u32) {
+        let dword2 = TX_DTYP_CONTEXT | TX_DCMD_DEXT | tucmd;
+        // SAFETY: the descriptor is ours until TDT hands it to the NIC.
+        unsafe {
+            ptr::write_volatile(self.qword(0), (vlan_maclen_iplen as u64).to_le());
+            ptr::write_volatile(
+                self.qword(1),
+                ((dword2 as u64) | ((mss_l4len_idx as u64) << 32)).to_le(),
+            );
+        }
+    }
+
+    /// Writes a transmit data descriptor with offload options: `cmd` as in
+    /// [`DescriptorPtr::tx_data`] (plus TSE), `paylen` the packet's whole
+    /// length (TSO: its payload only) and `popts` the POPTS bits.
+    #[inline]
+    pub fn tx_data_offload(self, buffer_iova: u64, len: u16, cmd: u32, paylen: u32, popts: u32) {
+        let dword2 = TX_DTYP_DATA | TX_DCMD_DEXT | cmd | len as u32;
+        let dword3 = (paylen << TX_PAYLEN_SHIFT) | popts;
         // SAFETY: the descriptor is ours until TDT hands it to the NIC.
         unsafe {
             ptr::write_volatile(self.qword(0), buffer_iova.to_le());

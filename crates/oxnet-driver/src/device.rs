@@ -53,6 +53,13 @@ pub struct Config {
     pub itr_us: u32,
     /// Hardware offloads (switches; what a device lacks is done in software).
     pub offloads: Offloads,
+    /// Largest IP packet the link carries (default 1500). Drivers refuse
+    /// what they cannot receive; with RSC a frame of this size must fit the
+    /// coalescing limit (82599: RSCCTL.MAXDESC buffers, §7.11).
+    pub mtu: usize,
+    /// RSC: most receive buffers one coalesced packet may use (82599
+    /// RSCCTL.MAXDESC: 1, 4, 8 or 16; default 16 = 32 KiB with 2 KiB buffers).
+    pub rsc_max_descriptors: usize,
 }
 
 /// TCP segmentation offload mode (82599 datasheet §7.2.4).
@@ -104,6 +111,8 @@ impl Default for Config {
             interrupts: false,
             itr_us: 0,
             offloads: Offloads::default(),
+            mtu: 1500,
+            rsc_max_descriptors: 16,
         }
     }
 }
@@ -174,6 +183,12 @@ pub struct DeviceStats {
     /// Packets refused because they cannot be sent (empty or too long);
     /// they are dropped (software).
     pub tx_invalid: u64,
+    /// Frames received with a length error (82599: RLEC).
+    pub rx_length_errors: u64,
+    /// Frames shorter than 64 bytes (82599: RUC).
+    pub rx_undersize: u64,
+    /// Frames longer than the maximum frame size (82599: ROC).
+    pub rx_oversize: u64,
 }
 
 impl DeviceStats {
@@ -188,6 +203,76 @@ impl DeviceStats {
         self.rx_pool_empty += other.rx_pool_empty;
         self.tx_ring_full += other.tx_ring_full;
         self.tx_invalid += other.tx_invalid;
+        self.rx_length_errors += other.rx_length_errors;
+        self.rx_undersize += other.rx_undersize;
+        self.rx_oversize += other.rx_oversize;
+    }
+}
+
+/// Buckets of [`QueueStats::tx_descriptors_per_packet`]: index n counts
+/// packets that used n descriptors (context descriptor included), the last
+/// one those that used more.
+pub const TX_DESCRIPTOR_HISTOGRAM: usize = 42;
+
+/// Counters of one queue pair, to explain a result: the hardware's
+/// per-queue counters and the driver's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Queue number.
+    pub queue: u16,
+    /// Packets / bytes received on this queue (hardware: 82599 QPRC/QBRC).
+    pub hw_rx_packets: u64,
+    pub hw_rx_bytes: u64,
+    /// Packets / bytes sent from this queue (hardware: 82599 QPTC/QBTC).
+    pub hw_tx_packets: u64,
+    pub hw_tx_bytes: u64,
+    /// Receive descriptors the driver took back from the NIC (software).
+    pub rx_descriptors: u64,
+    /// Packets handed to the application (a chained RSC packet is one).
+    pub rx_packets: u64,
+    /// Bytes handed to the application (software; whole chains).
+    pub rx_bytes: u64,
+    /// Transmit descriptors the driver handed to the NIC, context
+    /// descriptors included (software).
+    pub tx_descriptors: u64,
+    /// Packets the application handed to the driver (a TSO packet is one).
+    pub tx_packets: u64,
+    /// Bytes the application handed to the driver (software).
+    pub tx_bytes: u64,
+    /// Context descriptors written (software).
+    pub tx_context_descriptors: u64,
+    /// Packets segmented or checksummed in software because the switch
+    /// was off (software).
+    pub tx_software_fallback: u64,
+    /// Histogram of descriptors per transmitted packet (software).
+    pub tx_descriptors_per_packet: [u64; TX_DESCRIPTOR_HISTOGRAM],
+}
+
+impl QueueStats {
+    /// Zero counters for queue `queue`.
+    pub fn new(queue: u16) -> QueueStats {
+        QueueStats {
+            queue,
+            hw_rx_packets: 0,
+            hw_rx_bytes: 0,
+            hw_tx_packets: 0,
+            hw_tx_bytes: 0,
+            rx_descriptors: 0,
+            rx_packets: 0,
+            rx_bytes: 0,
+            tx_descriptors: 0,
+            tx_packets: 0,
+            tx_bytes: 0,
+            tx_context_descriptors: 0,
+            tx_software_fallback: 0,
+            tx_descriptors_per_packet: [0; TX_DESCRIPTOR_HISTOGRAM],
+        }
+    }
+
+    /// Counts one transmitted packet that used `descriptors` descriptors.
+    #[inline]
+    pub fn count_tx_descriptors(&mut self, descriptors: usize, packets: u64) {
+        self.tx_descriptors_per_packet[descriptors.min(TX_DESCRIPTOR_HISTOGRAM - 1)] += packets;
     }
 }
 
@@ -244,6 +329,18 @@ pub trait Device: Send {
     /// Number of RX and TX queues.
     fn queues(&self) -> (u16, u16);
 
+    /// Per-queue counters (hardware and software), for queues the driver
+    /// counts separately; empty if it does not.
+    fn queue_stats(&mut self) -> Vec<QueueStats> {
+        Vec::new()
+    }
+
+    /// Register values that show how the hardware features are programmed
+    /// (name, value), for `oxnet stats`; empty for devices without them.
+    fn feature_registers(&self) -> Vec<(String, u32)> {
+        Vec::new()
+    }
+
     /// The eventfd that becomes readable when receive queue `queue` raises
     /// an interrupt (epoll it), if the device was opened with interrupts.
     fn rx_interrupt_fd(&self, _queue: u16) -> Option<std::os::unix::io::RawFd> {
@@ -254,6 +351,9 @@ pub trait Device: Send {
     /// queue fires once when a packet arrives; the application then polls
     /// until the queue is empty and arms it again (as Linux NAPI does).
     fn set_rx_interrupt(&mut self, _queue: u16, _enabled: bool) -> Result<()> {
-        Err(Error::Config(format!("{}: interrupts are not available on this device", self.spec())))
+        Err(Error::Config(format!(
+            "{}: interrupts are not available on this device",
+            self.spec()
+        )))
     }
 }

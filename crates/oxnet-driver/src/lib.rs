@@ -8,20 +8,25 @@
 pub mod advanced;
 pub mod device;
 pub mod error;
+pub mod igb;
 pub mod ixgbe;
 pub mod memory;
 pub mod mempool;
+pub mod offload;
 pub mod packet;
 pub mod pci;
 pub mod regs;
 pub mod ring;
+pub mod rss;
 pub mod spec;
+pub mod vfio;
 pub mod virtio;
+pub mod wait;
 
-pub use device::{Config, Device, DeviceStats, Features, Link, Offloads, TsoMode};
+pub use device::{Config, Device, DeviceStats, Features, Link, Offloads, QueueStats, TsoMode};
 pub use error::{Error, Result};
 pub use memory::MemoryKind;
 pub use mempool::Mempool;
-pub use packet::{Metadata, Packet, PacketBatch};
+pub use packet::{Metadata, Packet, PacketBatch, TxOffload};
 pub use regs::RegisterAccess;
 pub use spec::{open, register_spec_opener, Spec};

@@ -15,6 +15,10 @@
 //!   vhost-user backend can map them), IOVA = virtual address. Used for the
 //!   software 82599 and kernel-backed devices.
 //!
+//! With vfio (an IOMMU) plain memory is what devices get, at IOVA =
+//! virtual address: every allocation is mapped into each open vfio
+//! container when it is made and unmapped when freed ([`DmaMapper`]).
+//!
 //! Every allocation is entered in a process-wide IOVA map
 //! ([`iova_to_virt`]). A software device model does its "DMA" through that
 //! map, so a driver bug that hands the model a wild address is caught as an
@@ -23,7 +27,7 @@
 use crate::error::{os_error, Error, Result};
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
-use std::sync::RwLock;
+use std::sync::{Arc, Mutex, RwLock};
 
 /// Size of a huge page: the 2 MiB pages of x86-64.
 pub const HUGE_PAGE_SIZE: usize = 2 * 1024 * 1024;
@@ -205,7 +209,8 @@ fn allocate_plain(len: usize) -> Result<DmaMemory> {
         fd_offset: offset,
         from_arena: true,
     };
-    register(&mem);
+    // On failure `mem` is dropped: its block goes back to the arena.
+    register(&mem)?;
     Ok(mem)
 }
 
@@ -390,7 +395,7 @@ fn allocate_huge(len: usize) -> Result<DmaMemory> {
         fd_offset: 0,
         from_arena: false,
     };
-    register(&mem);
+    register(&mem)?;
     Ok(mem)
 }
 
@@ -444,19 +449,116 @@ struct Region {
 
 static IOVA_MAP: RwLock<BTreeMap<u64, Region>> = RwLock::new(BTreeMap::new());
 
-fn register(mem: &DmaMemory) {
-    let mut map = IOVA_MAP.write().unwrap_or_else(|e| e.into_inner());
-    for (i, iova) in mem.chunk_iova.iter().enumerate() {
-        let virt = mem.virt.as_ptr() as usize + i * mem.chunk_size;
-        let len = mem.chunk_size.min(mem.len - i * mem.chunk_size);
-        map.insert(*iova, Region { virt, len });
-    }
+// ---------------------------------------------------------------------------
+// DMA mappers: IOMMUs that must know every allocation.
+
+/// Something that must see every DMA allocation of the process: an IOMMU
+/// (a vfio container) that maps each one at its IOVA before a device may
+/// use it, and unmaps it when it is freed.
+///
+/// With vfio the IOVA of plain memory is its virtual address. Mapping the
+/// whole 4 GiB arena at once is not an option: `VFIO_IOMMU_MAP_DMA` pins
+/// (and so populates) every page it maps. So each allocation is mapped when
+/// it is made, into every mapper there is, and a new mapper first maps the
+/// allocations that already exist ([`add_dma_mapper`]).
+pub trait DmaMapper: Send + Sync {
+    /// Makes `len` bytes at virtual address `virt` reachable at `iova`.
+    fn map(&self, virt: usize, iova: u64, len: usize) -> Result<()>;
+    /// Undoes a [`DmaMapper::map`] of the same range.
+    fn unmap(&self, iova: u64, len: usize);
 }
 
-fn unregister(mem: &DmaMemory) {
+/// Identifies a mapper for [`remove_dma_mapper`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DmaMapperId(u64);
+
+struct Mappers {
+    next_id: u64,
+    list: Vec<(u64, Arc<dyn DmaMapper>)>,
+}
+
+/// The mappers. Its lock is also held while an allocation is entered in or
+/// removed from [`IOVA_MAP`], so that a mapper added at the same moment
+/// maps every allocation exactly once.
+static MAPPERS: Mutex<Mappers> = Mutex::new(Mappers {
+    next_id: 0,
+    list: Vec::new(),
+});
+
+fn lock_mappers() -> std::sync::MutexGuard<'static, Mappers> {
+    MAPPERS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Adds a mapper and maps every live allocation into it; from now on every
+/// new allocation is mapped into it too, and unmapped when freed.
+pub fn add_dma_mapper(mapper: Arc<dyn DmaMapper>) -> Result<DmaMapperId> {
+    let mut mappers = lock_mappers();
+    let map = IOVA_MAP.read().unwrap_or_else(|e| e.into_inner());
+    let mut done: Vec<(u64, usize)> = Vec::new();
+    for (iova, region) in map.iter() {
+        if let Err(e) = mapper.map(region.virt, *iova, region.len) {
+            for (iova, len) in done {
+                mapper.unmap(iova, len);
+            }
+            return Err(e);
+        }
+        done.push((*iova, region.len));
+    }
+    let id = mappers.next_id;
+    mappers.next_id += 1;
+    mappers.list.push((id, mapper));
+    Ok(DmaMapperId(id))
+}
+
+/// Forgets a mapper (its IOMMU is going away: nothing is unmapped).
+pub fn remove_dma_mapper(id: DmaMapperId) {
+    lock_mappers().list.retain(|(i, _)| *i != id.0);
+}
+
+/// The chunks of an allocation: (virtual address, IOVA, length).
+fn chunks(mem: &DmaMemory) -> impl Iterator<Item = (usize, u64, usize)> + '_ {
+    mem.chunk_iova.iter().enumerate().map(|(i, iova)| {
+        let virt = mem.virt.as_ptr() as usize + i * mem.chunk_size;
+        let len = mem.chunk_size.min(mem.len - i * mem.chunk_size);
+        (virt, *iova, len)
+    })
+}
+
+/// Enters an allocation in the IOVA map and maps it into every mapper. On
+/// failure nothing stays entered or mapped.
+fn register(mem: &DmaMemory) -> Result<()> {
+    let mappers = lock_mappers();
+    let mut done: Vec<(&Arc<dyn DmaMapper>, u64, usize)> = Vec::new();
+    for (_, mapper) in &mappers.list {
+        for (virt, iova, len) in chunks(mem) {
+            if let Err(e) = mapper.map(virt, iova, len) {
+                for (m, iova, len) in done {
+                    m.unmap(iova, len);
+                }
+                return Err(e);
+            }
+            done.push((mapper, iova, len));
+        }
+    }
     let mut map = IOVA_MAP.write().unwrap_or_else(|e| e.into_inner());
-    for iova in &mem.chunk_iova {
-        map.remove(iova);
+    for (virt, iova, len) in chunks(mem) {
+        map.insert(iova, Region { virt, len });
+    }
+    Ok(())
+}
+
+/// Undoes [`register`] (nothing if it failed).
+fn unregister(mem: &DmaMemory) {
+    let mappers = lock_mappers();
+    let mut map = IOVA_MAP.write().unwrap_or_else(|e| e.into_inner());
+    if map.get(&mem.chunk_iova[0]).map(|r| r.virt) != Some(mem.virt.as_ptr() as usize) {
+        return;
+    }
+    for (_, iova, len) in chunks(mem) {
+        map.remove(&iova);
+        for (_, mapper) in &mappers.list {
+            mapper.unmap(iova, len);
+        }
     }
 }
 
@@ -513,6 +615,56 @@ mod tests {
         let b = DmaMemory::allocate(8192, MemoryKind::Plain).unwrap();
         let bytes = unsafe { std::slice::from_raw_parts(b.virt(), 8192) };
         assert!(bytes.iter().all(|&x| x == 0));
+    }
+
+    /// Records what it is asked to map and unmap.
+    #[derive(Default)]
+    struct Recorder {
+        mapped: Mutex<Vec<(usize, u64, usize)>>,
+        unmapped: Mutex<Vec<(u64, usize)>>,
+    }
+
+    impl DmaMapper for Recorder {
+        fn map(&self, virt: usize, iova: u64, len: usize) -> Result<()> {
+            self.mapped.lock().unwrap().push((virt, iova, len));
+            Ok(())
+        }
+        fn unmap(&self, iova: u64, len: usize) {
+            self.unmapped.lock().unwrap().push((iova, len));
+        }
+    }
+
+    #[test]
+    fn mappers_see_existing_new_and_freed_allocations() {
+        let before = DmaMemory::allocate(8192, MemoryKind::Plain).unwrap();
+        let recorder = Arc::new(Recorder::default());
+        let id = add_dma_mapper(recorder.clone()).unwrap();
+        let entry = |m: &DmaMemory| (m.virt() as usize, m.iova(0), m.len());
+        assert!(
+            recorder.mapped.lock().unwrap().contains(&entry(&before)),
+            "existing one mapped"
+        );
+        let after = DmaMemory::allocate(4096, MemoryKind::Plain).unwrap();
+        let after_entry = entry(&after);
+        assert!(recorder.mapped.lock().unwrap().contains(&after_entry), "new one mapped");
+        assert_eq!(
+            after_entry.1, after_entry.0 as u64,
+            "plain memory: IOVA = virtual address"
+        );
+        drop(after);
+        assert!(recorder
+            .unmapped
+            .lock()
+            .unwrap()
+            .contains(&(after_entry.1, after_entry.2)));
+        remove_dma_mapper(id);
+        let seen = recorder.mapped.lock().unwrap().len();
+        let _later = DmaMemory::allocate(4096, MemoryKind::Plain).unwrap();
+        assert_eq!(
+            recorder.mapped.lock().unwrap().len(),
+            seen,
+            "a removed mapper sees nothing"
+        );
     }
 
     #[test]

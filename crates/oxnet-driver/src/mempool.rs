@@ -21,7 +21,9 @@
 
 use crate::error::{Error, Result};
 use crate::memory::{DmaMemory, MemoryKind};
-use crate::packet::{BufferHeader, Metadata, Packet, PacketBatch, HEADER_SIZE};
+use crate::packet::{
+    fresh_request_word, BufferHeader, Metadata, Packet, PacketBatch, HEADER_SIZE, REQUEST_WORD_OFFSET,
+};
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -136,8 +138,16 @@ impl Mempool {
                     iova: pool.memory.iova(offset + HEADER_SIZE),
                     room: (headroom + data_room) as u32,
                     len: 0,
+                    request: 0,
                     data_offset: headroom as u16,
+                    segments: 1,
                     meta: Metadata::default(),
+                    next: None,
+                    total_len: 0,
+                    l3_len: 0,
+                    l2_len: 0,
+                    l4_len: 0,
+                    mss: 0,
                 });
                 stack.push(NonNull::new_unchecked(header));
             }
@@ -227,15 +237,20 @@ impl Mempool {
         self.take(batch, n, fresh_packet)
     }
 
-    /// Like [`Mempool::alloc_batch`], but only the data offset is reset:
-    /// length and metadata hold stale values that a receiving driver
-    /// overwrites anyway (two stores per packet saved on the receive path).
+    /// Like [`Mempool::alloc_batch`], but only the data offset, the offload
+    /// requests and the segment count are reset (one 8-byte store): length
+    /// and metadata hold stale values that a receiving driver overwrites
+    /// anyway (two stores per packet saved on the receive path).
     #[inline]
     pub(crate) fn alloc_batch_for_receive(&self, batch: &mut PacketBatch, n: usize) -> usize {
-        self.take(batch, n, |header, headroom| {
-            // SAFETY: as in fresh_packet; only data_offset is reset.
+        let fresh = fresh_request_word(self.inner().headroom as u16);
+        self.take(batch, n, move |header, _| {
+            // SAFETY: as in fresh_packet; the word at REQUEST_WORD_OFFSET is
+            // 8-byte aligned inside the header (request, data_offset,
+            // segments), and `next` is already null on a free buffer.
             unsafe {
-                (*header.as_ptr()).data_offset = headroom as u16;
+                let word = (header.as_ptr() as *mut u8).add(REQUEST_WORD_OFFSET) as *mut u64;
+                word.write(fresh);
                 Packet::from_header(header)
             }
         })
@@ -273,7 +288,9 @@ fn fresh_packet(header: NonNull<BufferHeader>, headroom: usize) -> Packet {
     unsafe {
         let h = &mut *header.as_ptr();
         h.len = 0;
+        h.request = 0;
         h.data_offset = headroom as u16;
+        h.segments = 1;
         h.meta = Metadata::default();
         Packet::from_header(header)
     }

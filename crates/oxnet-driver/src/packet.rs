@@ -34,8 +34,54 @@ pub struct Metadata {
 pub const FLAG_IP_CSUM_GOOD: u32 = 1 << 0;
 /// The NIC checked the TCP/UDP checksum and found it good.
 pub const FLAG_L4_CSUM_GOOD: u32 = 1 << 1;
-/// The NIC found a bad checksum.
+/// The NIC found a bad checksum (IP or L4; see the two flags below).
 pub const FLAG_CSUM_BAD: u32 = 1 << 2;
+/// The NIC found a bad IPv4 header checksum.
+pub const FLAG_IP_CSUM_BAD: u32 = 1 << 3;
+/// The NIC found a bad TCP/UDP checksum.
+pub const FLAG_L4_CSUM_BAD: u32 = 1 << 4;
+/// Receive checksum offload was on: the NIC looked at this packet's
+/// checksums, and the four flags above are its verdict (if none is set, the
+/// packet had no checksum the NIC checks). Without this flag,
+/// [`crate::offload::rx_checksum`] computes the same verdict in software.
+pub const FLAG_CSUM_CHECKED: u32 = 1 << 5;
+/// `rss_hash` holds an RSS hash (RSS was on and the packet type was hashed).
+pub const FLAG_RSS_HASH: u32 = 1 << 6;
+
+// Transmit offload requests ([`TxOffload::flags`]).
+/// Insert the IPv4 header checksum.
+pub const TX_IP_CSUM: u32 = 1 << 0;
+/// Insert the TCP checksum.
+pub const TX_TCP_CSUM: u32 = 1 << 1;
+/// Insert the UDP checksum.
+pub const TX_UDP_CSUM: u32 = 1 << 2;
+/// Segment this TCP packet into `mss`-sized segments (TSO); implies the
+/// IPv4 and TCP checksums of every segment.
+pub const TX_TSO: u32 = 1 << 3;
+/// Every transmit request bit.
+pub const TX_REQUEST_MASK: u32 = TX_IP_CSUM | TX_TCP_CSUM | TX_UDP_CSUM | TX_TSO;
+/// Set in a chain head's request word (not a request: it sends a chained
+/// packet down the same slow path as the requests).
+pub(crate) const REQUEST_CHAINED: u32 = 1 << 31;
+
+/// What a packet asks the transmitting device to do for it: checksums and
+/// TCP segmentation, with the header lengths the NIC needs (the 82599's and
+/// the 82576's advanced context descriptor take exactly these, §7.2.3.2.3).
+/// A device that cannot do it in hardware does it in software, with the
+/// same bytes on the wire.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TxOffload {
+    /// `TX_*` request bits.
+    pub flags: u32,
+    /// Ethernet header length (14, or 18 with a VLAN tag).
+    pub l2_len: u8,
+    /// IP header length (20 for IPv4 without options).
+    pub l3_len: u16,
+    /// TCP header length (options included) or 8 for UDP.
+    pub l4_len: u8,
+    /// TCP payload bytes per segment (TSO only).
+    pub mss: u16,
+}
 
 /// Bytes reserved for [`BufferHeader`] at the start of every buffer (one
 /// cache line).
@@ -43,6 +89,16 @@ pub const HEADER_SIZE: usize = 64;
 
 /// Bookkeeping at the start of each buffer; written by the pool when the
 /// buffer is created (pool, iova, size) and reset on each allocation.
+///
+/// The field order is part of the data path's design (`repr(C)`):
+/// * `len` and `request` are adjacent, so a transmit fast path reads both
+///   with one 8-byte load and tests "plain packet of a sendable length" with
+///   one compare (a non-zero `request` makes the value larger than any
+///   frame): offload requests and chains cost the features-off path nothing;
+/// * `request`, `data_offset` and `segments` share one aligned 8-byte word,
+///   so a receive refill resets all three with one store;
+/// * `next` is null for every buffer on a free stack (freeing a chain nulls
+///   the links), so a received packet never needs it written.
 #[repr(C, align(64))]
 pub(crate) struct BufferHeader {
     /// The pool the buffer returns to.
@@ -51,14 +107,38 @@ pub(crate) struct BufferHeader {
     pub(crate) iova: u64,
     /// Bytes after the header: head room + data room.
     pub(crate) room: u32,
-    /// Length of the data.
+    /// Length of the data (of this segment).
     pub(crate) len: u32,
+    /// `TX_*` request bits and [`REQUEST_CHAINED`]; 0 for a plain packet.
+    pub(crate) request: u32,
     /// Offset of the data from the end of the header.
     pub(crate) data_offset: u16,
+    /// Buffers in the chain starting here (valid in a chain head; 1 otherwise).
+    pub(crate) segments: u16,
     pub(crate) meta: Metadata,
+    /// The next segment of a chained packet; owned by this one.
+    pub(crate) next: Option<NonNull<BufferHeader>>,
+    /// Bytes in the whole chain (valid in a chain head when `next` is set).
+    pub(crate) total_len: u32,
+    pub(crate) l3_len: u16,
+    pub(crate) l2_len: u8,
+    pub(crate) l4_len: u8,
+    pub(crate) mss: u16,
 }
 
 const _: () = assert!(std::mem::size_of::<BufferHeader>() == HEADER_SIZE);
+const _: () = assert!(std::mem::offset_of!(BufferHeader, len) + 4 == std::mem::offset_of!(BufferHeader, request));
+const _: () = assert!(std::mem::offset_of!(BufferHeader, request) == REQUEST_WORD_OFFSET);
+
+/// Offset of the 8-byte word holding `request` (low half), `data_offset`
+/// and `segments` (high half).
+pub(crate) const REQUEST_WORD_OFFSET: usize = 24;
+
+/// The value of that word for a fresh, plain, single-buffer packet.
+#[inline]
+pub(crate) const fn fresh_request_word(headroom: u16) -> u64 {
+    ((headroom as u64) << 32) | (1u64 << 48)
+}
 
 /// A packet buffer owned by the holder.
 #[repr(transparent)]
@@ -161,6 +241,154 @@ impl Packet {
         &mut self.h_mut().meta
     }
 
+    /// `len` in the low 32 bits and the request word in the high 32 bits, in
+    /// one load: a transmit fast path compares `value - 1 < max_frame` and
+    /// so also learns that the packet is plain (no request, not chained).
+    #[inline]
+    pub(crate) fn len_and_request(&self) -> u64 {
+        // SAFETY: len and request are adjacent u32 fields (asserted above);
+        // the 8 bytes lie inside our header; the read may be unaligned.
+        unsafe {
+            std::ptr::read_unaligned(
+                (self.header.as_ptr() as *const u8).add(std::mem::offset_of!(BufferHeader, len)) as *const u64,
+            )
+        }
+    }
+
+    /// The transmit offload this packet asks for.
+    #[inline]
+    pub fn tx_offload(&self) -> TxOffload {
+        let h = self.h();
+        TxOffload {
+            flags: h.request & TX_REQUEST_MASK,
+            l2_len: h.l2_len,
+            l3_len: h.l3_len,
+            l4_len: h.l4_len,
+            mss: h.mss,
+        }
+    }
+
+    /// Asks the transmitting device for checksums / segmentation (see
+    /// [`TxOffload`]); unknown flag bits are ignored.
+    #[inline]
+    pub fn set_tx_offload(&mut self, offload: TxOffload) {
+        let h = self.h_mut();
+        h.request = (h.request & REQUEST_CHAINED) | (offload.flags & TX_REQUEST_MASK);
+        h.l2_len = offload.l2_len;
+        h.l3_len = offload.l3_len;
+        h.l4_len = offload.l4_len;
+        h.mss = offload.mss;
+    }
+
+    /// True if this packet has further segments.
+    #[inline]
+    pub fn is_chained(&self) -> bool {
+        self.h().next.is_some()
+    }
+
+    /// The next segment of a chained packet.
+    #[inline]
+    pub fn next(&self) -> Option<&Packet> {
+        // SAFETY: Option<NonNull<BufferHeader>> and Option<Packet> have the
+        // same layout (Packet is a transparent NonNull); the segment is
+        // owned by this packet, so it lives as long as the borrow.
+        unsafe { (*(&self.h().next as *const Option<NonNull<BufferHeader>> as *const Option<Packet>)).as_ref() }
+    }
+
+    /// The next segment, mutably.
+    #[inline]
+    pub fn next_mut(&mut self) -> Option<&mut Packet> {
+        // SAFETY: as in next(), exclusively.
+        unsafe { (*(&mut self.h_mut().next as *mut Option<NonNull<BufferHeader>> as *mut Option<Packet>)).as_mut() }
+    }
+
+    /// The segments of this packet, itself first.
+    pub fn segments(&self) -> impl Iterator<Item = &Packet> {
+        std::iter::successors(Some(self), |p| p.next())
+    }
+
+    /// Number of buffers in the chain (1 for a plain packet).
+    #[inline]
+    pub fn segment_count(&self) -> usize {
+        if self.is_chained() {
+            self.h().segments as usize
+        } else {
+            1
+        }
+    }
+
+    /// Bytes in the whole chain (`len()` for a plain packet).
+    #[inline]
+    pub fn total_len(&self) -> usize {
+        if self.is_chained() {
+            self.h().total_len as usize
+        } else {
+            self.len()
+        }
+    }
+
+    /// Appends `segment` (and its own chain) at the end of this packet's
+    /// chain; this packet owns it from now on (dropping this packet frees it).
+    pub fn append(&mut self, segment: Packet) {
+        let add_len = segment.total_len() as u32;
+        let add_segments = segment.segment_count() as u16;
+        let (total, count) = (
+            self.total_len() as u32 + add_len,
+            self.segment_count() as u16 + add_segments,
+        );
+        let mut tail: &mut Packet = self;
+        while tail.is_chained() {
+            tail = tail.next_mut().expect("chained");
+        }
+        tail.h_mut().next = Some(segment.into_header());
+        let h = self.h_mut();
+        h.total_len = total;
+        h.segments = count;
+        h.request |= REQUEST_CHAINED;
+    }
+
+    /// Detaches everything after the first segment and returns it as a
+    /// packet of its own (a chain head again, if it has more segments).
+    pub fn take_next(&mut self) -> Option<Packet> {
+        let next = self.h_mut().next.take()?;
+        let h = self.h_mut();
+        h.request &= !REQUEST_CHAINED;
+        h.segments = 1;
+        // SAFETY: the segment was owned by this packet; ownership moves out.
+        let mut rest = unsafe { Packet::from_header(next) };
+        if rest.is_chained() {
+            let (len, count) = rest.segments().fold((0, 0), |(l, c), p| (l + p.len(), c + 1));
+            let h = rest.h_mut();
+            h.total_len = len as u32;
+            h.segments = count as u16;
+            h.request |= REQUEST_CHAINED;
+        } else {
+            rest.h_mut().request &= !REQUEST_CHAINED;
+        }
+        Some(rest)
+    }
+
+    /// Copies the data of every segment, in order, to the end of `out`.
+    pub fn copy_chain_to(&self, out: &mut Vec<u8>) {
+        for segment in self.segments() {
+            out.extend_from_slice(segment);
+        }
+    }
+
+    /// Frees every segment after this one.
+    #[cold]
+    fn free_rest_of_chain(&mut self) {
+        let mut next = self.h_mut().next.take();
+        let mut free = BulkFree::new();
+        while let Some(header) = next {
+            // SAFETY: each segment is owned by the one before it; we take it
+            // over, unlink it (a free buffer has no next) and free it once.
+            let mut segment = unsafe { Packet::from_header(header) };
+            next = segment.h_mut().next.take();
+            free.push(segment);
+        }
+    }
+
     /// Grows the data at the front by `n` bytes taken from the head room and
     /// returns them (a driver header, an encapsulation).
     pub fn prepend(&mut self, n: usize) -> Result<&mut [u8]> {
@@ -214,10 +442,15 @@ impl Packet {
     /// Resets the data to start after the pool's head room, length 0.
     #[inline]
     pub fn reset(&mut self) {
+        if self.is_chained() {
+            self.free_rest_of_chain();
+        }
         let headroom = self.pool().headroom() as u16;
         let h = self.h_mut();
         h.data_offset = headroom;
         h.len = 0;
+        h.request = 0;
+        h.segments = 1;
         h.meta = Metadata::default();
     }
 
@@ -261,6 +494,9 @@ impl std::ops::DerefMut for Packet {
 impl Drop for Packet {
     #[inline]
     fn drop(&mut self) {
+        if self.h().next.is_some() {
+            self.free_rest_of_chain();
+        }
         // SAFETY: this packet owns its buffer and one pool reference.
         unsafe { give_back(self.h().pool, &[self.header]) };
     }
@@ -295,7 +531,10 @@ impl BulkFree {
 
     /// Takes a packet to be freed.
     #[inline]
-    pub fn push(&mut self, packet: Packet) {
+    pub fn push(&mut self, mut packet: Packet) {
+        if packet.is_chained() {
+            packet.free_rest_of_chain();
+        }
         let pool = packet.pool_ptr();
         if self.pool != Some(pool) || self.count == BulkFree::CAPACITY {
             self.flush();
@@ -367,13 +606,30 @@ pub(crate) unsafe fn free_ring_run(run: &[std::mem::MaybeUninit<Packet>]) {
 /// Drops every packet of `batch` in bulk.
 pub fn free_batch(batch: &mut PacketBatch) {
     let packets = &mut batch.packets;
-    // SAFETY: the length is set to 0 first, so the packets are owned only
-    // by the run handed to free_ring_run, which gives each one back once.
-    unsafe {
-        let len = packets.len();
-        packets.set_len(0);
-        let run = std::slice::from_raw_parts(packets.as_ptr() as *const std::mem::MaybeUninit<Packet>, len);
-        free_ring_run(run);
+    let Some(first) = packets.first() else { return };
+    let pool = first.h().pool;
+    // One pass over the headers checks both conditions of the fast way out
+    // (same pool, no chain): a separate pass for chains cost 5 instructions
+    // per packet of alloc + free.
+    if packets.iter().all(|p| {
+        let h = p.h();
+        h.pool == pool && h.next.is_none()
+    }) {
+        // SAFETY: the length is set to 0 first, so the packets are owned
+        // only by give_back, which returns each one once; all are plain
+        // packets of `pool`.
+        unsafe {
+            let len = packets.len();
+            packets.set_len(0);
+            let headers = std::slice::from_raw_parts(packets.as_ptr() as *const NonNull<BufferHeader>, len);
+            give_back(pool, headers);
+        }
+        return;
+    }
+    // Several pools or chains: BulkFree groups runs and frees chains.
+    let mut free = BulkFree::new();
+    for packet in packets.drain(..) {
+        free.push(packet);
     }
 }
 
@@ -476,6 +732,36 @@ impl PacketBatch {
             std::ptr::copy(base.add(n), base, len - n);
             self.packets.set_len(len - n);
         }
+    }
+
+    /// Like [`PacketBatch::consume_front`], but `take` may give a packet
+    /// back (`Err(packet)`): it stays at the front of the batch, with the
+    /// ones after it, and consuming stops. Returns how many were taken.
+    #[inline]
+    pub fn consume_front_while(
+        &mut self,
+        n: usize,
+        mut take: impl FnMut(Packet) -> std::result::Result<(), Packet>,
+    ) -> usize {
+        let len = self.packets.len();
+        let n = n.min(len);
+        let base = self.packets.as_mut_ptr();
+        let mut taken = n;
+        // SAFETY: as in consume_front; a packet given back is written to
+        // the slot it was read from, which is then the first one kept.
+        unsafe {
+            self.packets.set_len(0);
+            for k in 0..n {
+                if let Err(packet) = take(std::ptr::read(base.add(k))) {
+                    std::ptr::write(base.add(k), packet);
+                    taken = k;
+                    break;
+                }
+            }
+            std::ptr::copy(base.add(taken), base, len - taken);
+            self.packets.set_len(len - taken);
+        }
+        taken
     }
 
     /// Removes the first `n` packets (they move to the caller, e.g. a

@@ -149,10 +149,27 @@ pub fn network_devices() -> Result<Vec<PciDeviceInfo>> {
 /// Opens a PCI device with the driver that its ids call for.
 pub fn open(address: &PciAddress, config: &Config) -> Result<Box<dyn Device>> {
     let info = info(address)?;
+    if info.driver.as_deref() == Some(crate::vfio::VFIO_PCI_DRIVER) {
+        // Through vfio: IOMMU, DMA memory at IOVA = virtual address, no root.
+        return crate::vfio::open_pci(&info, config);
+    }
+    let is_intel = crate::ixgbe::supports(info.vendor, info.device) || crate::igb::supports(info.vendor, info.device);
+    if config.interrupts && is_intel {
+        return Err(Error::Config(format!(
+            "{address}: receive interrupts need the device bound to vfio-pci (`oxnet bind vfio {address}`)"
+        )));
+    }
     if crate::ixgbe::supports(info.vendor, info.device) {
         let registers = map_bar0(&info)?;
         let spec = address.to_string();
         let device = crate::ixgbe::IxgbeDevice::init(registers, &spec, config, crate::MemoryKind::HugePages)?;
+        return Ok(Box::new(device));
+    }
+    if crate::igb::supports(info.vendor, info.device) {
+        let registers = map_bar0(&info)?;
+        let spec = address.to_string();
+        let queues = crate::igb::max_queues(info.device);
+        let device = crate::igb::IgbDevice::init(registers, &spec, config, crate::MemoryKind::HugePages, queues)?;
         return Ok(Box::new(device));
     }
     if info.vendor == crate::virtio::legacy_pci::VIRTIO_VENDOR_ID {
@@ -162,7 +179,7 @@ pub fn open(address: &PciAddress, config: &Config) -> Result<Box<dyn Device>> {
     }
     Err(Error::Pci(format!(
         "{address} ({:04x}:{:04x}, class {:06x}) is not a device oxnet drives; supported: Intel 82599/X520, \
-         X540, X550 (ixgbe), legacy VirtIO network devices 1af4:1000 (virtio)",
+         X540, X550 (ixgbe), Intel 82576 and I350 copper ports (igb), legacy VirtIO network devices 1af4:1000 (virtio)",
         info.vendor, info.device, info.class
     )))
 }

@@ -82,11 +82,13 @@ fn test_executable(selection: &[&str]) -> Result<PathBuf> {
     ];
     args.extend_from_slice(selection);
     let output = cargo(&args)?;
-    // The last compiler-artifact message with an "executable" is the test.
+    // The compiler-artifact message of the test: built with the test
+    // profile ("test":true) — a package's binaries are artifacts with an
+    // "executable" too, and may come last.
     output
         .lines()
         .rev()
-        .filter(|l| l.contains("\"reason\":\"compiler-artifact\""))
+        .filter(|l| l.contains("\"reason\":\"compiler-artifact\"") && l.contains("\"test\":true"))
         .find_map(|l| json_string_field(l, "executable"))
         .map(PathBuf::from)
         .ok_or_else(|| {

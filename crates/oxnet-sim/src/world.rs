@@ -232,7 +232,23 @@ impl World {
     /// Delivers `frame` exactly as given, its last 4 bytes taken as the FCS
     /// (to test frames with a bad CRC).
     pub fn inject_with_fcs(&self, port: &str, frame: &[u8]) {
-        self.with(port, |state, index| ixgbe::rx::receive(state, index, frame))
+        self.with(port, |state, index| {
+            ixgbe::rx::receive(state, index, frame);
+            ixgbe::rx::end_burst(state, index);
+        })
+    }
+
+    /// Delivers `frames` (no FCS) back to back, as one burst: RSC contexts
+    /// stay open until the last one (see the model's rsc.rs).
+    pub fn inject_burst(&self, port: &str, frames: &[Vec<u8>]) {
+        self.with(port, |state, index| {
+            for frame in frames {
+                let mut with_fcs = frame.clone();
+                crc::append_fcs(&mut with_fcs);
+                ixgbe::rx::receive(state, index, &with_fcs);
+            }
+            ixgbe::rx::end_burst(state, index);
+        })
     }
 
     /// The MAC address port `name` has after reset (RAL/RAH(0)).

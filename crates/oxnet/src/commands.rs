@@ -2,7 +2,8 @@
 //! `--seconds` (or `--count`) is reached or Ctrl-C, prints statistics once
 //! per second and, with `--json`, one JSON object as its last line.
 
-use crate::apps::{Capture, Forwarder, PacketGenerator};
+use crate::apps::napi::cpu_seconds;
+use crate::apps::{Capture, Forwarder, Napi, PacketGenerator};
 use crate::pcap::PcapWriter;
 use crate::report::{summary_json, LivePrinter};
 use crate::signal;
@@ -69,6 +70,13 @@ impl Runner {
             names,
             live: options.live,
         }
+    }
+
+    /// Time until the deadline (a long time without one).
+    fn time_left(&self) -> Duration {
+        self.deadline.map_or(Duration::from_secs(3600), |d| {
+            d.saturating_duration_since(Instant::now())
+        })
     }
 
     fn should_stop(&self) -> bool {
@@ -140,18 +148,35 @@ pub fn fwd(spec_a: &str, spec_b: &str, config: &Config, options: &RunOptions) ->
     announce(&*b);
     let mut a_to_b = Forwarder::new(config.batch_size);
     let mut b_to_a = Forwarder::new(config.batch_size);
+    // With --interrupts the loop sleeps while both sides are idle (napi.rs).
+    let mut napi = if config.interrupts {
+        Some(Napi::new(&[&*a, &*b], config.itr_us)?)
+    } else {
+        None
+    };
     let mut runner = Runner::new(vec![spec_a.to_string(), spec_b.to_string()], options);
     let mut iteration = 0u64;
     while !runner.should_stop() {
-        a_to_b.step(&mut *a, &mut *b);
-        b_to_a.step(&mut *b, &mut *a);
+        let forward = a_to_b.step(&mut *a, &mut *b);
+        let backward = b_to_a.step(&mut *b, &mut *a);
         iteration += 1;
         runner.tick(iteration, &mut [&mut *a, &mut *b]);
+        if let Some(napi) = &mut napi {
+            // Packets waiting for a full transmit ring count as work: no
+            // interrupt would tell us when the ring has room again.
+            let work = forward + backward + a_to_b.pending() + b_to_a.pending();
+            let full = forward == config.batch_size || backward == config.batch_size;
+            napi.after_poll(&mut [&mut *a, &mut *b], work, full, runner.time_left())?;
+        }
     }
-    let extra = [
+    let mut extra = vec![
         ("forwarded", (a_to_b.forwarded + b_to_a.forwarded).to_string()),
         ("pending", (a_to_b.pending() + b_to_a.pending()).to_string()),
+        ("cpu_seconds", format!("{:.3}", cpu_seconds())),
     ];
+    if let Some(napi) = &napi {
+        extra.extend(napi.json_fields());
+    }
     runner.finish(&mut [&mut *a, &mut *b], &extra, options);
     Ok(())
 }
@@ -162,13 +187,22 @@ pub fn pcap(spec: &str, file: &Path, config: &Config, count: Option<u64>, option
     let mut dev = open(spec, config)?;
     announce(&*dev);
     let mut capture = Capture::new(config.batch_size, Some(writer));
+    let mut napi = if config.interrupts {
+        Some(Napi::new(&[&*dev], config.itr_us)?)
+    } else {
+        None
+    };
     let mut runner = Runner::new(vec![spec.to_string()], options);
     let mut iteration = 0u64;
     while !runner.should_stop() && count.is_none_or(|c| capture.received() < c) {
         let left = count.map_or(usize::MAX, |c| (c - capture.received()) as usize);
-        capture.step(&mut *dev, left);
+        let received = capture.step(&mut *dev, left);
         iteration += 1;
         runner.tick(iteration, &mut [&mut *dev]);
+        if let Some(napi) = &mut napi {
+            let full = received == config.batch_size;
+            napi.after_poll(&mut [&mut *dev], received, full, runner.time_left())?;
+        }
     }
     if let Some(pcap) = &mut capture.pcap {
         pcap.flush()
@@ -178,12 +212,16 @@ pub fn pcap(spec: &str, file: &Path, config: &Config, count: Option<u64>, option
         return Err(Error::Io(format!("writing {}: {e}", file.display())));
     }
     let c = &capture.checker;
-    let extra = [
+    let mut extra = vec![
         ("captured", capture.received().to_string()),
         ("lost", c.lost_below_highest().to_string()),
         ("duplicated", c.duplicated.to_string()),
         ("reordered", c.reordered.to_string()),
+        ("cpu_seconds", format!("{:.3}", cpu_seconds())),
     ];
+    if let Some(napi) = &napi {
+        extra.extend(napi.json_fields());
+    }
     runner.finish(&mut [&mut *dev], &extra, options);
     Ok(())
 }

@@ -3,7 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 use oxnet::commands::{self, RunOptions};
 use oxnet::demo::{self, DemoOptions};
-use oxnet_driver::{Config, MemoryKind};
+use oxnet_driver::{Config, MemoryKind, Offloads, TsoMode};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -44,6 +44,10 @@ enum Command {
         #[command(flatten)]
         device: DeviceArgs,
         #[command(flatten)]
+        features: FeatureArgs,
+        #[command(flatten)]
+        interrupts: InterruptArgs,
+        #[command(flatten)]
         run: RunArgs,
     },
     /// Send UDP packets with a sequence number in the payload.
@@ -62,6 +66,8 @@ enum Command {
         #[command(flatten)]
         device: DeviceArgs,
         #[command(flatten)]
+        features: FeatureArgs,
+        #[command(flatten)]
         run: RunArgs,
     },
     /// Capture packets from a device into a pcap file (tcpdump/tshark read it).
@@ -76,7 +82,28 @@ enum Command {
         #[command(flatten)]
         device: DeviceArgs,
         #[command(flatten)]
+        features: FeatureArgs,
+        #[command(flatten)]
+        interrupts: InterruptArgs,
+        #[command(flatten)]
         run: RunArgs,
+    },
+    /// Show a device's hardware and per-queue counters, the histogram of
+    /// descriptors per sent packet and the registers of the feature
+    /// switches (after receiving and dropping for --seconds).
+    Stats {
+        /// Device (PCI address like 0000:03:00.0, or sim:NAME).
+        dev: String,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Receive (and drop) on every queue for this many seconds first.
+        #[arg(long, default_value_t = 0.0)]
+        seconds: f64,
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        features: FeatureArgs,
     },
     /// List PCI network devices: vendor, device, bound driver, NUMA node,
     /// IOMMU group.
@@ -86,6 +113,12 @@ enum Command {
     /// excluded) and mempool alloc + free per packet; prints a table,
     /// writes fwd.json and fwd.svg (needs valgrind; see docs/bench.md).
     Bench(oxnet::bench::BenchArgs),
+    /// Bind a PCI device to vfio-pci (IOMMU, oxnet then runs without
+    /// root) or give it back to its kernel driver (needs root).
+    Bind {
+        #[command(subcommand)]
+        to: BindCommand,
+    },
     /// Prepare the machine (needs root).
     Setup {
         #[command(subcommand)]
@@ -100,6 +133,124 @@ enum SetupCommand {
         /// Number of 2 MiB pages.
         count: u64,
     },
+}
+
+#[derive(Subcommand)]
+enum BindCommand {
+    /// Hand the device to vfio-pci (driver_override, unbind, probe); only
+    /// this device is touched.
+    Vfio {
+        /// PCI address, e.g. 0000:03:00.0.
+        address: String,
+        /// Give /dev/vfio/GROUP to this user (name, uid or uid:gid) so that
+        /// oxnet runs as them; they also need RLIMIT_MEMLOCK for the pinned
+        /// DMA memory (`ulimit -l`).
+        #[arg(long)]
+        owner: Option<String>,
+    },
+    /// Give the device back to its kernel driver.
+    Kernel {
+        /// PCI address, e.g. 0000:03:00.0.
+        address: String,
+    },
+}
+
+/// Receive interrupts (devices bound to vfio-pci).
+#[derive(Args)]
+struct InterruptArgs {
+    /// Sleep in epoll while idle, woken by MSI-X receive interrupts;
+    /// switches to polling when the rate is high (see docs/vfio.md).
+    #[arg(long)]
+    interrupts: bool,
+    /// Interrupt throttling: at least this many microseconds between two
+    /// wake-ups of a queue.
+    #[arg(long, value_name = "US", default_value_t = 0)]
+    itr: u32,
+}
+
+impl InterruptArgs {
+    fn apply(&self, mut config: Config) -> Config {
+        config.interrupts = self.interrupts;
+        config.itr_us = self.itr;
+        config
+    }
+}
+
+/// The NIC's hardware features as switches (82599; docs/features.md).
+#[derive(Args)]
+struct FeatureArgs {
+    /// Queue pairs; `fwd` runs one thread per pair, pinned to a core.
+    /// More than one needs --rss.
+    #[arg(long, default_value_t = 1)]
+    queues: u16,
+    /// Receive side scaling over the queues (MRQC, RETA, RSSRK; §7.1.2.8).
+    #[arg(long)]
+    rss: bool,
+    /// Report the NIC's IPv4/TCP/UDP checksum verdicts (RXCSUM; §7.1.6.2).
+    #[arg(long)]
+    rx_checksum: bool,
+    /// Insert IPv4/TCP/UDP checksums in hardware (IXSM/TXSM; §7.2.5).
+    #[arg(long)]
+    tx_checksum: bool,
+    /// TCP segmentation: off (software), single (one buffer per packet) or
+    /// multi (one descriptor per segment of a chain) (§7.2.4).
+    #[arg(long, default_value = "off", value_parser = parse_tso)]
+    tso: TsoMode,
+    /// Receive side coalescing of TCP segments (RSCCTL; §7.11).
+    #[arg(long)]
+    rsc: bool,
+    /// Transmit head write-back instead of DD bits (TDWBAL; §7.2.3.5.2).
+    #[arg(long)]
+    twb: bool,
+    /// Direct cache access hints (DCA_CTRL, DCA_RXCTRL/TXCTRL; §7.5).
+    #[arg(long)]
+    dca: bool,
+    /// Largest IP packet (the 82599 driver takes 1500 only; checked
+    /// against --rsc-max-descriptors).
+    #[arg(long, default_value_t = 1500)]
+    mtu: usize,
+    /// RSC: receive buffers per coalesced packet (RSCCTL.MAXDESC: 1, 4, 8, 16).
+    #[arg(long, default_value_t = 16)]
+    rsc_max_descriptors: usize,
+}
+
+fn parse_tso(value: &str) -> Result<TsoMode, String> {
+    match value {
+        "off" => Ok(TsoMode::Off),
+        "single" => Ok(TsoMode::Single),
+        "multi" => Ok(TsoMode::Multi),
+        _ => Err(format!("`{value}`: use off, single or multi")),
+    }
+}
+
+impl FeatureArgs {
+    fn apply(&self, mut config: Config) -> Config {
+        config.rx_queues = self.queues;
+        config.tx_queues = self.queues;
+        config.offloads = Offloads {
+            rss: self.rss,
+            rx_checksum: self.rx_checksum,
+            tx_checksum: self.tx_checksum,
+            tso: self.tso,
+            rsc: self.rsc,
+            tx_head_writeback: self.twb,
+            dca: self.dca,
+        };
+        config.mtu = self.mtu;
+        config.rsc_max_descriptors = self.rsc_max_descriptors;
+        config
+    }
+
+    /// For commands that use queue 0 only.
+    fn apply_one_queue(&self, config: Config, command: &str) -> oxnet_driver::Result<Config> {
+        if self.queues != 1 {
+            return Err(oxnet_driver::Error::Config(format!(
+                "--queues {}: `oxnet {command}` uses one queue; `oxnet fwd` runs one thread per queue",
+                self.queues
+            )));
+        }
+        Ok(self.apply(config))
+    }
 }
 
 #[derive(Args)]
@@ -189,28 +340,64 @@ fn run(cli: Cli) -> oxnet_driver::Result<bool> {
             dev1,
             dev2,
             device,
+            features,
+            interrupts,
             run,
-        } => commands::fwd(&dev1, &dev2, &device.config(), &run.options()).map(|()| true),
+        } => {
+            let config = interrupts.apply(features.apply(device.config()));
+            if features.queues > 1 {
+                return oxnet::apps::multiqueue::main(&dev1, &dev2, &config, &run.options());
+            }
+            commands::fwd(&dev1, &dev2, &config, &run.options()).map(|()| true)
+        }
         Command::Pktgen {
             dev,
             size,
             count,
             rate,
             device,
+            features,
             run,
-        } => commands::pktgen(&dev, &device.config(), size, count, rate, &run.options()).map(|()| true),
+        } => {
+            let config = features.apply_one_queue(device.config(), "pktgen")?;
+            commands::pktgen(&dev, &config, size, count, rate, &run.options()).map(|()| true)
+        }
         Command::Pcap {
             dev,
             file,
             count,
             device,
+            features,
+            interrupts,
             run,
-        } => commands::pcap(&dev, &file, &device.config(), count, &run.options()).map(|()| true),
+        } => {
+            let config = interrupts.apply(features.apply_one_queue(device.config(), "pcap")?);
+            commands::pcap(&dev, &file, &config, count, &run.options()).map(|()| true)
+        }
+        Command::Stats {
+            dev,
+            json,
+            seconds,
+            device,
+            features,
+        } => oxnet::apps::stats::main(&dev, &features.apply(device.config()), seconds, json).map(|()| true),
         Command::Devices => {
             print!("{}", oxnet::setup::devices_table()?);
             Ok(true)
         }
         Command::Bench(args) => oxnet::bench::main(&args),
+        Command::Bind {
+            to: BindCommand::Vfio { address, owner },
+        } => {
+            println!("{}", oxnet::setup::bind_vfio(&address, owner.as_deref())?);
+            Ok(true)
+        }
+        Command::Bind {
+            to: BindCommand::Kernel { address },
+        } => {
+            println!("{}", oxnet::setup::bind_kernel(&address)?);
+            Ok(true)
+        }
         Command::Setup {
             what: SetupCommand::Hugepages { count },
         } => {

@@ -49,6 +49,8 @@ pub fn devices_table() -> Result<String> {
     for d in &devices {
         let ours = if oxnet_driver::ixgbe::supports(d.vendor, d.device) {
             "ixgbe"
+        } else if oxnet_driver::igb::supports(d.vendor, d.device) {
+            "igb"
         } else {
             "-"
         };
@@ -67,4 +69,24 @@ pub fn devices_table() -> Result<String> {
         out.push_str("(no PCI network devices; `oxnet demo` runs on simulated 82599 ports)\n");
     }
     Ok(out)
+}
+
+fn parse_address(address: &str) -> Result<pci::PciAddress> {
+    pci::PciAddress::parse(address).ok_or_else(|| {
+        Error::BadSpec(format!(
+            "'{address}' is not a PCI address like 0000:03:00.0 (`oxnet devices` lists them)"
+        ))
+    })
+}
+
+/// `oxnet bind vfio ADDRESS [--owner USER]`: hands the device to vfio-pci
+/// (root), optionally giving its /dev/vfio node to USER.
+pub fn bind_vfio(address: &str, owner: Option<&str>) -> Result<String> {
+    let owner = owner.map(oxnet_driver::vfio::bind::Owner::parse).transpose()?;
+    oxnet_driver::vfio::bind::bind_vfio(&parse_address(address)?, owner)
+}
+
+/// `oxnet bind kernel ADDRESS`: gives the device back to the kernel.
+pub fn bind_kernel(address: &str) -> Result<String> {
+    oxnet_driver::vfio::bind::bind_kernel(&parse_address(address)?)
 }

@@ -16,6 +16,7 @@
 //! volatile loads and stores into BAR0, inlined; under test it is the
 //! software 82599 of `oxnet-sim`.
 
+pub mod features;
 pub mod regs;
 mod rx;
 mod tx;
@@ -26,6 +27,7 @@ use crate::memory::MemoryKind;
 use crate::mempool::Mempool;
 use crate::packet::PacketBatch;
 use crate::regs::RegisterAccess;
+use crate::wait::wait_bits;
 use regs::*;
 use std::time::{Duration, Instant};
 
@@ -64,9 +66,6 @@ pub fn supports(vendor: u16, device: u16) -> bool {
     vendor == INTEL_VENDOR_ID && DEVICE_IDS.iter().any(|(id, _)| *id == device)
 }
 
-/// How long the datasheet's "wait until" steps may take before we give up.
-const INIT_TIMEOUT: Duration = Duration::from_secs(2);
-
 /// An initialised 82599 with its queues.
 pub struct IxgbeDevice<R: RegisterAccess> {
     regs: R,
@@ -75,6 +74,8 @@ pub struct IxgbeDevice<R: RegisterAccess> {
     tx_queues: Vec<TxQueue>,
     /// Hardware counters are clear-on-read; we add them up here.
     stats: DeviceStats,
+    /// Per-queue hardware counters (QPRC, QBRC, QPTC, QBTC), accumulated.
+    queue_hw: Vec<(u64, u64, u64, u64)>,
     mac: [u8; 6],
 }
 
@@ -86,6 +87,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
     /// pages for a real NIC, plain memory for the model.
     pub fn init(regs: R, spec: &str, config: &Config, default_memory: MemoryKind) -> Result<IxgbeDevice<R>> {
         config.validate()?;
+        features::validate(config)?;
         if config.rx_queues > 64 || config.tx_queues > 64 {
             return Err(Error::Config(
                 "the 82599 driver supports at most 64 queues per direction".into(),
@@ -98,6 +100,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
             rx_queues: Vec::new(),
             tx_queues: Vec::new(),
             stats: DeviceStats::default(),
+            queue_hw: vec![(0, 0, 0, 0); config.rx_queues.max(config.tx_queues).min(STAT_QUEUES as u16) as usize],
             mac: [0; 6],
         };
         dev.reset()?;
@@ -120,6 +123,11 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         dev.set_promisc(config.promiscuous)?;
         dev.wait_for_link(config.link_timeout);
         Ok(dev)
+    }
+
+    /// Transmit queue `q` (tests look at its head write-back and errors).
+    pub fn tx_queue(&self, q: u16) -> Option<&TxQueue> {
+        self.tx_queues.get(q as usize)
     }
 
     /// The register interface (tests of the model use it to look inside).
@@ -189,6 +197,8 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
             let queue = RxQueue::new(&self.regs, q, config, memory, &self.spec)?;
             self.rx_queues.push(queue);
         }
+        // Offload switches: RSS, checksum, statistics mapping (features.rs).
+        features::init_rx(&self.regs, config);
         // §4.6.7: "set CTRL_EXT.NS_DIS" (no snoop disable).
         self.regs.set_flags32(CTRL_EXT, CTRL_EXT_NS_DIS);
         self.regs.set_flags32(RXCTRL, RXCTRL_RXEN);
@@ -214,6 +224,8 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
             self.tx_queues.push(queue);
         }
         self.regs.clear_flags32(RTTDCS, RTTDCS_ARBDIS);
+        features::init_tso(&self.regs, config);
+        features::init_dca(&self.regs, config);
         // §8.2.3.9.2: global transmit enable.
         self.regs.set_flags32(DMATXCTL, DMATXCTL_TE);
         Ok(())
@@ -227,6 +239,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         self.regs.set_flags32(rxdctl(q32), DCTL_ENABLE);
         wait_bits(
             &self.regs,
+            "82599",
             rxdctl(q32),
             DCTL_ENABLE,
             DCTL_ENABLE,
@@ -248,6 +261,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         self.regs.set_flags32(txdctl(q32), DCTL_ENABLE);
         wait_bits(
             &self.regs,
+            "82599",
             txdctl(q32),
             DCTL_ENABLE,
             DCTL_ENABLE,
@@ -281,11 +295,11 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
     }
 
     fn wait_set(&self, offset: u32, mask: u32, what: &str) -> Result<()> {
-        wait_bits(&self.regs, offset, mask, mask, what)
+        wait_bits(&self.regs, "82599", offset, mask, mask, what)
     }
 
     fn wait_clear(&self, offset: u32, mask: u32, what: &str) -> Result<()> {
-        wait_bits(&self.regs, offset, mask, 0, what)
+        wait_bits(&self.regs, "82599", offset, mask, 0, what)
     }
 
     /// Reads the clear-on-read counters of §8.2.3.23 and adds them up.
@@ -301,7 +315,16 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
             missed += r.read32(mpc(n)) as u64;
         }
         let crc_errors = r.read32(CRCERRS) as u64;
-        let _length_errors = r.read32(RLEC);
+        let length_errors = r.read32(RLEC) as u64;
+        let undersize = r.read32(RUC) as u64;
+        let oversize = r.read32(ROC) as u64;
+        for (n, q) in self.queue_hw.iter_mut().enumerate() {
+            let n = n as u32;
+            q.0 += r.read32(qprc(n)) as u64;
+            q.1 += r.read32(qbrc_l(n)) as u64 | ((r.read32(qbrc_h(n)) as u64 & 0xF) << 32);
+            q.2 += r.read32(qptc(n)) as u64;
+            q.3 += r.read32(qbtc_l(n)) as u64 | ((r.read32(qbtc_h(n)) as u64 & 0xF) << 32);
+        }
         self.stats.add(&DeviceStats {
             rx_packets,
             tx_packets,
@@ -309,26 +332,11 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
             tx_bytes,
             rx_missed: missed,
             rx_crc_errors: crc_errors,
+            rx_length_errors: length_errors,
+            rx_undersize: undersize,
+            rx_oversize: oversize,
             ..DeviceStats::default()
         });
-    }
-}
-
-/// Polls `offset` until `(value & mask) == expected`, or fails after
-/// [`INIT_TIMEOUT`] with a message that says which datasheet step hung.
-fn wait_bits<R: RegisterAccess>(regs: &R, offset: u32, mask: u32, expected: u32, what: &str) -> Result<()> {
-    let start = Instant::now();
-    loop {
-        if regs.read32(offset) & mask == expected {
-            return Ok(());
-        }
-        if start.elapsed() > INIT_TIMEOUT {
-            return Err(Error::Device(format!(
-                "82599 did not complete {what} within {} ms (register {offset:#07x})",
-                INIT_TIMEOUT.as_millis()
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -396,6 +404,39 @@ impl<R: RegisterAccess> Device for IxgbeDevice<R> {
             self.regs.clear_flags32(FCTRL, FCTRL_UPE | FCTRL_MPE);
         }
         Ok(())
+    }
+
+    fn queue_stats(&mut self) -> Vec<crate::device::QueueStats> {
+        self.read_hardware_stats();
+        let n = self.rx_queues.len().max(self.tx_queues.len());
+        (0..n)
+            .map(|q| {
+                let mut s = crate::device::QueueStats::new(q as u16);
+                if let Some(rx) = self.rx_queues.get(q) {
+                    let r = rx.software_stats();
+                    s.rx_descriptors = r.rx_descriptors;
+                    s.rx_packets = r.rx_packets;
+                    s.rx_bytes = r.rx_bytes;
+                }
+                if let Some(tx) = self.tx_queues.get(q) {
+                    let t = tx.software_stats();
+                    s.tx_descriptors = t.tx_descriptors;
+                    s.tx_packets = t.tx_packets;
+                    s.tx_bytes = t.tx_bytes;
+                    s.tx_context_descriptors = t.tx_context_descriptors;
+                    s.tx_software_fallback = t.tx_software_fallback;
+                    s.tx_descriptors_per_packet = t.tx_descriptors_per_packet;
+                }
+                if let Some(&(rp, rb, tp, tb)) = self.queue_hw.get(q) {
+                    (s.hw_rx_packets, s.hw_rx_bytes, s.hw_tx_packets, s.hw_tx_bytes) = (rp, rb, tp, tb);
+                }
+                s
+            })
+            .collect()
+    }
+
+    fn feature_registers(&self) -> Vec<(String, u32)> {
+        features::registers(&self.regs, self.rx_queues.len() as u16, self.tx_queues.len() as u16)
     }
 
     fn features(&self) -> Features {

@@ -224,3 +224,163 @@ pub const GORCH: u32 = 0x0408C;
 pub const GOTCL: u32 = 0x04090;
 /// Good Octets Transmitted Count, high 4 bits.
 pub const GOTCH: u32 = 0x04094;
+
+// ---------------------------------------------------------------------------
+// Hardware features (the switches of `Config::offloads`).
+
+// §8.2.3.7 Receive filter registers: checksum and RSS.
+/// Receive Checksum Control (§8.2.3.7.5).
+pub const RXCSUM: u32 = 0x05000;
+/// RXCSUM.IPPCSE: IP payload checksum enable (fragment checksum).
+pub const RXCSUM_IPPCSE: u32 = 1 << 12;
+/// RXCSUM.PCSD: packet checksum disable — the descriptor's dword 1 then
+/// carries the RSS hash instead of the fragment checksum (§7.1.6.2).
+pub const RXCSUM_PCSD: u32 = 1 << 13;
+/// Receive Filter Control (§8.2.3.7.6).
+pub const RFCTL: u32 = 0x05008;
+/// RFCTL.RSC_DIS: RSC disable (global).
+pub const RFCTL_RSC_DIS: u32 = 1 << 5;
+/// RFCTL.NFSW_DIS / NFSR_DIS: no NFS write / read header recognition
+/// (Linux sets both with RSC, so NFS headers do not end a coalesced flow).
+pub const RFCTL_NFSW_DIS: u32 = 1 << 6;
+/// See [`RFCTL_NFSW_DIS`].
+pub const RFCTL_NFSR_DIS: u32 = 1 << 7;
+/// Multiple Receive Queues Command (§8.2.3.7.12).
+pub const MRQC: u32 = 0x05818;
+/// MRQC.MRQE = 0001b: RSS only (bits 3:0).
+pub const MRQC_RSSEN: u32 = 0b0001;
+/// MRQC field enables (bits 31:16): which packet types are hashed.
+pub const MRQC_RSS_FIELD_IPV4_TCP: u32 = 1 << 16;
+/// Hash IPv4 packets (addresses only).
+pub const MRQC_RSS_FIELD_IPV4: u32 = 1 << 17;
+/// Hash UDP/IPv4 packets with their ports.
+pub const MRQC_RSS_FIELD_IPV4_UDP: u32 = 1 << 22;
+/// Redirection Table n (§8.2.3.7.13), n < 32: four 8-bit entries each, the
+/// low 4 bits the queue. (0x05C00 is the 82598-compatible alias that Linux
+/// uses; the 82599 datasheet lists 0x0EB00.)
+pub const fn reta(n: u32) -> u32 {
+    0x0EB00 + 4 * n
+}
+/// RSS Random Key n (§8.2.3.7.14), n < 10: 40 bytes, byte 0 in the low
+/// byte of RSSRK(0).
+pub const fn rssrk(n: u32) -> u32 {
+    0x0EB80 + 4 * n
+}
+
+// §8.2.3.8 / §7.11 Receive side coalescing.
+/// RSC Control n (§8.2.3.8.13), per queue.
+pub const fn rscctl(q: u32) -> u32 {
+    0x0102C + 0x40 * q
+}
+/// RSCCTL.RSCEN.
+pub const RSCCTL_RSCEN: u32 = 1 << 0;
+/// RSCCTL.MAXDESC (bits 3:2): 00b = 1, 01b = 4, 10b = 8, 11b = 16
+/// descriptors per coalesced packet at most.
+pub const RSCCTL_MAXDESC_SHIFT: u32 = 2;
+/// Packet Split Receive Type n (§8.2.3.7.4), per pool/queue, n < 64.
+pub const fn psrtype(n: u32) -> u32 {
+    0x0EA00 + 4 * n
+}
+/// PSRTYPE bits: split after TCP / UDP / IPv4 / IPv6 / L2 headers. RSC
+/// needs the header types recognised (§7.11.3).
+pub const PSRTYPE_TCPHDR: u32 = 1 << 4;
+/// See [`PSRTYPE_TCPHDR`].
+pub const PSRTYPE_UDPHDR: u32 = 1 << 5;
+/// See [`PSRTYPE_TCPHDR`].
+pub const PSRTYPE_IPV4HDR: u32 = 1 << 8;
+/// See [`PSRTYPE_TCPHDR`].
+pub const PSRTYPE_IPV6HDR: u32 = 1 << 9;
+/// See [`PSRTYPE_TCPHDR`].
+pub const PSRTYPE_L2HDR: u32 = 1 << 12;
+/// RDRXCTL.RSCFRSTSIZE (bits 21:17): must be 0 with RSC (§8.2.3.8.8).
+pub const RDRXCTL_RSCFRSTSIZE: u32 = 0x1F << 17;
+/// RDRXCTL.RSCACKC: must be 1 with RSC (§8.2.3.8.8).
+pub const RDRXCTL_RSCACKC: u32 = 1 << 25;
+/// RDRXCTL.FCOE_WRFIX: must be 1 with RSC (§8.2.3.8.8).
+pub const RDRXCTL_FCOE_WRFIX: u32 = 1 << 26;
+/// Max Frame Size (§8.2.3.22.13): MFS in bits 31:16.
+pub const MAXFRS: u32 = 0x04268;
+/// HLREG0.JUMBOEN: accept frames up to MAXFRS.MFS.
+pub const HLREG0_JUMBOEN: u32 = 1 << 2;
+
+// §8.2.3.9 Transmit: head write-back and TSO flags.
+/// Tx Descriptor Completion Write Back Address Low (§8.2.3.9.11): bit 0
+/// Head_WB_En, bits 31:2 the address.
+pub const fn tdwbal(q: u32) -> u32 {
+    0x06038 + 0x40 * q
+}
+/// Tx Descriptor Completion Write Back Address High.
+pub const fn tdwbah(q: u32) -> u32 {
+    0x0603C + 0x40 * q
+}
+/// TDWBAL.Head_WB_En.
+pub const TDWBAL_HEAD_WB_EN: u32 = 1 << 0;
+/// TXDCTL.WTHRESH (bits 22:16): must be 0 with head write-back.
+pub const TXDCTL_WTHRESH_MASK: u32 = 0x7F << 16;
+/// DMA Tx TCP Flags Control Low (§8.2.3.9.12): TCP flags kept in the first
+/// (bits 11:0) and middle (27:16) segments of a TSO packet.
+pub const DTXTCPFLGL: u32 = 0x04A88;
+/// DMA Tx TCP Flags Control High: kept in the last segment (bits 11:0).
+pub const DTXTCPFLGH: u32 = 0x04A8C;
+
+// §8.2.3.11 DCA.
+/// DCA Control (§8.2.3.11.4? — Linux IXGBE_DCA_CTRL): bit 0 DCA_DIS, bits
+/// 4:1 DCA_MODE (0001b = DCA 1.0).
+pub const DCA_CTRL: u32 = 0x11074;
+/// DCA_CTRL.DCA_DIS.
+pub const DCA_CTRL_DISABLE: u32 = 1 << 0;
+/// DCA_CTRL.DCA_MODE = DCA 1.0.
+pub const DCA_CTRL_MODE_10: u32 = 0b0001 << 1;
+/// Tx DCA Control n (§8.2.3.11.2).
+pub const fn dca_txctrl(q: u32) -> u32 {
+    0x0600C + 0x40 * q
+}
+/// DCA_RXCTRL / DCA_TXCTRL: descriptor DCA enable.
+pub const DCA_DESC_EN: u32 = 1 << 5;
+/// DCA_RXCTRL: header DCA enable.
+pub const DCA_RXCTRL_HEAD_EN: u32 = 1 << 6;
+/// DCA_RXCTRL: payload DCA enable.
+pub const DCA_RXCTRL_DATA_EN: u32 = 1 << 7;
+/// DCA_RXCTRL / DCA_TXCTRL: CPU id, bits 31:24 (DCA 1.0 mode).
+pub const DCA_CPUID_SHIFT: u32 = 24;
+
+// §8.2.3.23 Per-queue statistics (16 counter sets; RQSMR/TQSM map queues
+// to sets, 4 queues per register, 4 bits each at bits 3:0, 11:8, ...).
+/// Receive Queue Statistic Mapping n (§8.2.3.8.?), n < 32.
+pub const fn rqsmr(n: u32) -> u32 {
+    0x02300 + 4 * n
+}
+/// Transmit Queue Statistic Mapping n (§8.2.3.9.?), n < 32.
+pub const fn tqsm(n: u32) -> u32 {
+    0x08600 + 4 * n
+}
+/// Queue Packets Received Count n (§8.2.3.23.71), n < 16.
+pub const fn qprc(n: u32) -> u32 {
+    0x01030 + 0x40 * n
+}
+/// Queue Bytes Received Count n, low / high (§8.2.3.23.73/74).
+pub const fn qbrc_l(n: u32) -> u32 {
+    0x01034 + 0x40 * n
+}
+/// See [`qbrc_l`].
+pub const fn qbrc_h(n: u32) -> u32 {
+    0x01038 + 0x40 * n
+}
+/// Queue Packets Transmitted Count n (§8.2.3.23.72).
+pub const fn qptc(n: u32) -> u32 {
+    0x06030 + 0x40 * n
+}
+/// Queue Bytes Transmitted Count n, low / high (§8.2.3.23.75/76).
+pub const fn qbtc_l(n: u32) -> u32 {
+    0x08700 + 8 * n
+}
+/// See [`qbtc_l`].
+pub const fn qbtc_h(n: u32) -> u32 {
+    0x08704 + 8 * n
+}
+/// Receive Undersize / Oversize Count (§8.2.3.23.16/18).
+pub const RUC: u32 = 0x040A4;
+/// See [`RUC`].
+pub const ROC: u32 = 0x040AC;
+/// Queues with their own statistics counters.
+pub const STAT_QUEUES: u32 = 16;

@@ -3,13 +3,19 @@
 
 use super::regs::*;
 use crate::advanced::{
-    acquire_after_status, release_before_tail, DescriptorPtr, DESCRIPTOR_SIZE, RX_STATUS_DD, RX_STATUS_EOP,
+    acquire_after_status, release_before_tail, DescriptorPtr, DESCRIPTOR_SIZE, RX_ERROR_IPE, RX_ERROR_TCPE,
+    RX_NEXTP_MASK, RX_NEXTP_SHIFT, RX_RSCCNT_MASK, RX_RSS_TYPE_MASK, RX_STATUS_DD, RX_STATUS_EOP, RX_STATUS_IPCS,
+    RX_STATUS_L4CS,
 };
-use crate::device::Config;
+use crate::device::{Config, QueueStats};
 use crate::error::{Error, Result};
 use crate::memory::{DmaMemory, MemoryKind};
 use crate::mempool::Mempool;
 use crate::packet::{Metadata, Packet, PacketBatch};
+use crate::packet::{
+    FLAG_CSUM_BAD, FLAG_CSUM_CHECKED, FLAG_IP_CSUM_BAD, FLAG_IP_CSUM_GOOD, FLAG_L4_CSUM_BAD, FLAG_L4_CSUM_GOOD,
+    FLAG_RSS_HASH,
+};
 use crate::regs::RegisterAccess;
 use crate::ring::RingIndex;
 
@@ -32,6 +38,15 @@ pub struct RxQueue {
     /// Inside a frame spread over several descriptors, dropping up to EOP.
     discarding: bool,
     discarded: u64,
+    /// Software counters.
+    stats: QueueStats,
+    /// Offload switches that change the receive path (checksum flags, RSS
+    /// hash, chained packets); all off: the fast path.
+    rx_checksum: bool,
+    rss: bool,
+    /// Partial chains (frames spread over several descriptors, RSC), kept
+    /// at the index of the descriptor that continues them (NEXTP).
+    chains: Vec<Option<Packet>>,
 }
 
 impl RxQueue {
@@ -87,6 +102,14 @@ impl RxQueue {
             pool_empty: 0,
             discarding: false,
             discarded: 0,
+            stats: QueueStats::new(id),
+            rx_checksum: config.offloads.rx_checksum,
+            rss: config.offloads.rss,
+            chains: if config.offloads.rsc || config.offloads.rx_checksum || config.offloads.rss {
+                (0..size).map(|_| None).collect()
+            } else {
+                Vec::new()
+            },
         })
     }
 
@@ -135,10 +158,18 @@ impl RxQueue {
         Ok(())
     }
 
+    /// The driver's own counters of this queue.
+    pub fn software_stats(&self) -> &QueueStats {
+        &self.stats
+    }
+
     /// Receives up to `max` packets (§7.1: the NIC sets DD in the write-back
     /// when a descriptor is done).
     #[inline]
     pub(super) fn rx_batch<R: RegisterAccess>(&mut self, regs: &R, batch: &mut PacketBatch, max: usize) -> usize {
+        if !self.chains.is_empty() {
+            return self.rx_batch_features(regs, batch, max);
+        }
         // Fresh buffers for the descriptors we are about to take over, one
         // pool access per batch.
         if self.spare.len() < max {
@@ -215,10 +246,99 @@ impl RxQueue {
         }
         self.discarding = discarding;
         if i != self.rx_index {
+            self.stats.rx_descriptors += self.index.distance(self.rx_index, i) as u64;
+            self.stats.rx_packets += received as u64;
             self.rx_index = i;
             // Hand the re-armed descriptors back: RDT = last one processed
             // (one behind rx_index, see start_rx_queue). One MMIO write per
             // batch.
+            release_before_tail();
+            regs.write32(rdt(self.id), self.index.prev(i) as u32);
+        }
+        received
+    }
+
+    /// The receive path with offloads on: checksum verdicts and RSS hash
+    /// into the metadata, frames over several descriptors (RSC, §7.11)
+    /// assembled into one chained packet by following NEXTP.
+    fn rx_batch_features<R: RegisterAccess>(&mut self, regs: &R, batch: &mut PacketBatch, max: usize) -> usize {
+        let start = self.rx_index;
+        let mut i = start;
+        let mut received = 0;
+        while received < max {
+            let desc = self.descriptor(i);
+            let status = desc.rx_status();
+            if status & RX_STATUS_DD == 0 {
+                break;
+            }
+            acquire_after_status();
+            if self.spare.is_empty() && self.pool.alloc_batch_for_receive(&mut self.spare, max.max(32)) == 0 {
+                self.pool_empty += 1;
+                break;
+            }
+            let fresh = self.spare.pop().expect("refilled above");
+            let length = (desc.rx_length() as usize).min(self.capacity);
+            let lower = desc.rx_lower();
+            let rss_hash = desc.rx_rss_hash();
+            desc.rx_arm(fresh.data_iova());
+            let mut segment = std::mem::replace(&mut self.buffers[i as usize], fresh);
+            // SAFETY: length <= capacity of this buffer (clamped above).
+            unsafe { segment.set_len_unchecked(length) };
+            let mut head = match self.chains[i as usize].take() {
+                Some(mut head) => {
+                    head.append(segment);
+                    head
+                }
+                None => segment,
+            };
+            let next = self.index.next(i);
+            self.stats.rx_descriptors += 1;
+            if status & RX_STATUS_EOP == 0 {
+                // §7.1.6.2: with RSC (RSCCNT != 0) NEXTP names the
+                // descriptor that continues this packet; otherwise it is
+                // the next one in the ring.
+                let continue_at = if lower & RX_RSCCNT_MASK != 0 {
+                    ((status & RX_NEXTP_MASK) >> RX_NEXTP_SHIFT) as usize % self.index.size()
+                } else {
+                    next as usize
+                };
+                self.chains[continue_at] = Some(head);
+                i = next;
+                continue;
+            }
+            let mut flags = 0;
+            if self.rss && lower & RX_RSS_TYPE_MASK != 0 {
+                flags |= FLAG_RSS_HASH;
+            }
+            if self.rx_checksum {
+                flags |= FLAG_CSUM_CHECKED;
+                if status & RX_STATUS_IPCS != 0 {
+                    flags |= if status & RX_ERROR_IPE != 0 {
+                        FLAG_IP_CSUM_BAD | FLAG_CSUM_BAD
+                    } else {
+                        FLAG_IP_CSUM_GOOD
+                    };
+                }
+                if status & RX_STATUS_L4CS != 0 {
+                    flags |= if status & RX_ERROR_TCPE != 0 {
+                        FLAG_L4_CSUM_BAD | FLAG_CSUM_BAD
+                    } else {
+                        FLAG_L4_CSUM_GOOD
+                    };
+                }
+            }
+            *head.meta_mut() = Metadata {
+                rss_hash: if flags & FLAG_RSS_HASH != 0 { rss_hash } else { 0 },
+                flags,
+            };
+            self.stats.rx_packets += 1;
+            self.stats.rx_bytes += head.total_len() as u64;
+            batch.push(head);
+            received += 1;
+            i = next;
+        }
+        if i != start {
+            self.rx_index = i;
             release_before_tail();
             regs.write32(rdt(self.id), self.index.prev(i) as u32);
         }

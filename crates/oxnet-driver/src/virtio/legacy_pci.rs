@@ -7,7 +7,13 @@
 //! * `in`/`out` instructions after `ioperm` (needs CAP_SYS_RAWIO) — no
 //!   system call, the faster option, used for the queue notifications on the
 //!   data path. Permissions from `ioperm` belong to a thread, so each thread
-//!   that notifies asks for them once.
+//!   that notifies asks for them once;
+//! * through vfio, when the device is bound to vfio-pci: `pread`/`pwrite`
+//!   on the BAR's region of the vfio device fd (vfio-pci does the port
+//!   access). Only there can the device interrupt us: its MSI-X vectors go
+//!   to eventfds ([`Transport::enable_queue_interrupts`]). DMA memory stays
+//!   huge pages with physical addresses (root): a legacy device bypasses
+//!   the IOMMU (see `memory_kind`).
 
 use super::transport::Transport;
 use super::virtqueue::{Virtqueue, LEGACY_ALIGN};
@@ -15,6 +21,7 @@ use crate::device::Config;
 use crate::error::{Error, Result};
 use crate::memory::MemoryKind;
 use crate::pci::{self, PciDeviceInfo};
+use crate::vfio::{self, InterruptKind, VfioDevice};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
@@ -33,9 +40,19 @@ const QUEUE_SIZE: u16 = 0x0C; // 16 bit, read
 const QUEUE_SELECT: u16 = 0x0E; // 16 bit
 const QUEUE_NOTIFY: u16 = 0x10; // 16 bit
 const DEVICE_STATUS: u16 = 0x12; // 8 bit
-/// Device-specific configuration starts here while MSI-X is disabled
-/// (it moves to 0x18 with MSI-X, which this driver does not enable).
+/// Device-specific configuration starts here while MSI-X is disabled.
 const DEVICE_CONFIG: u16 = 0x14;
+// §4.1.4.8: with MSI-X enabled two 16-bit registers come first, and the
+// device-specific configuration moves to 0x18.
+/// Vector for configuration changes (MSI-X only).
+const MSI_CONFIG_VECTOR: u16 = 0x14;
+/// Vector of the selected queue (MSI-X only).
+const MSI_QUEUE_VECTOR: u16 = 0x16;
+/// Device-specific configuration while MSI-X is enabled.
+const DEVICE_CONFIG_MSIX: u16 = 0x18;
+/// VIRTIO_MSI_NO_VECTOR: no interrupt (also what a device answers when it
+/// cannot use the vector asked for, §4.1.5.1.2.1).
+const NO_VECTOR: u16 = 0xFFFF;
 
 /// How the I/O BAR is reached.
 enum PortAccess {
@@ -43,14 +60,18 @@ enum PortAccess {
     Sysfs(File),
     /// in/out instructions at this base port.
     PortIo { base: u16, len: u16 },
+    /// pread/pwrite on the BAR's region of the vfio device.
+    Vfio { device: VfioDevice, bar: vfio::Region },
 }
 
 /// A legacy virtio device on PCI.
 pub struct LegacyPci {
     address: String,
     access: PortAccess,
-    /// The sysfs file stays open for configuration reads either way.
-    resource: File,
+    /// The sysfs file stays open for configuration reads (not with vfio).
+    resource: Option<File>,
+    /// Where the device-specific configuration starts (moves with MSI-X).
+    device_config: u16,
 }
 
 impl LegacyPci {
@@ -58,21 +79,7 @@ impl LegacyPci {
     /// its I/O BAR (port I/O if `config.port_io` and permitted).
     pub fn open(info: &PciDeviceInfo, config: &Config) -> Result<LegacyPci> {
         let address = info.address.to_string();
-        match info.device {
-            LEGACY_NET_DEVICE_ID => {}
-            MODERN_NET_DEVICE_ID => {
-                return Err(Error::Pci(format!(
-                    "{address} is a modern-only virtio-net device (1af4:1041); oxnet drives the legacy interface: \
-                     start QEMU with -device virtio-net-pci,disable-modern=on"
-                )))
-            }
-            other => {
-                return Err(Error::Pci(format!(
-                    "{address} (1af4:{other:04x}) is a virtio device but not a network card; oxnet drives \
-                     virtio-net (1af4:1000)"
-                )))
-            }
-        }
+        check_ids(info)?;
         let (start, end, flags) = bar0(info)?;
         const IORESOURCE_IO: u64 = 0x100;
         if flags & IORESOURCE_IO == 0 {
@@ -103,7 +110,28 @@ impl LegacyPci {
         Ok(LegacyPci {
             address,
             access,
-            resource,
+            resource: Some(resource),
+            device_config: DEVICE_CONFIG,
+        })
+    }
+
+    /// Opens a device bound to vfio-pci: BAR 0 through the vfio device's
+    /// region, bus mastering through its config region. No root needed.
+    pub fn open_vfio(info: &PciDeviceInfo, device: VfioDevice) -> Result<LegacyPci> {
+        check_ids(info)?;
+        let bar = device.bar(0)?;
+        if bar.mappable {
+            return Err(Error::Pci(format!(
+                "{}: BAR 0 is memory, not I/O ports; is this a legacy virtio device?",
+                info.address
+            )));
+        }
+        device.enable_bus_master()?;
+        Ok(LegacyPci {
+            address: info.address.to_string(),
+            access: PortAccess::Vfio { device, bar },
+            resource: None,
+            device_config: DEVICE_CONFIG,
         })
     }
 
@@ -112,10 +140,18 @@ impl LegacyPci {
         matches!(self.access, PortAccess::PortIo { .. })
     }
 
+    /// True if the device is reached through vfio.
+    pub fn uses_vfio(&self) -> bool {
+        matches!(self.access, PortAccess::Vfio { .. })
+    }
+
     fn write(&self, offset: u16, bytes: &[u8]) {
         match &self.access {
             PortAccess::Sysfs(file) => {
                 let _ = file.write_all_at(bytes, offset as u64);
+            }
+            PortAccess::Vfio { device, bar } => {
+                let _ = device.write_region(bar, offset as u64, bytes);
             }
             PortAccess::PortIo { base, len } => {
                 ensure_ports(*base, *len);
@@ -137,6 +173,11 @@ impl LegacyPci {
         match &self.access {
             PortAccess::Sysfs(file) => {
                 if file.read_exact_at(bytes, offset as u64).is_err() {
+                    bytes.fill(0xFF);
+                }
+            }
+            PortAccess::Vfio { device, bar } => {
+                if device.read_region(bar, offset as u64, bytes).is_err() {
                     bytes.fill(0xFF);
                 }
             }
@@ -180,6 +221,14 @@ impl Transport for LegacyPci {
     }
 
     fn memory_kind(&self) -> MemoryKind {
+        // Even behind vfio: a legacy device bypasses the IOMMU. Only a
+        // device that negotiated VIRTIO_F_ACCESS_PLATFORM (bit 33, VirtIO
+        // 1.1 §6.1) has its addresses translated; a legacy device has 32
+        // feature bits and "the same access to memory addresses supplied to
+        // it as the driver has", i.e. physical ones (QEMU's legacy
+        // virtio-net-pci does exactly that, whatever the vIOMMU). So the
+        // rings and buffers are huge pages with physical addresses, and
+        // vfio gives us the BAR, bus mastering and MSI-X.
         MemoryKind::HugePages
     }
 
@@ -235,17 +284,76 @@ impl Transport for LegacyPci {
     }
 
     fn read_config(&self, offset: u16, buf: &mut [u8]) -> Result<bool> {
-        // Configuration bytes are read one at a time through the file;
-        // multi-byte fields of legacy devices are guest-endian (x86: LE).
+        // Configuration bytes are read one at a time through the file (or
+        // the vfio region); multi-byte fields of legacy devices are
+        // guest-endian (x86: LE).
         for (i, b) in buf.iter_mut().enumerate() {
+            let at = self.device_config + i as u16 + offset;
             let mut byte = [0u8];
-            self.resource
-                .read_exact_at(&mut byte, (DEVICE_CONFIG + i as u16 + offset) as u64)
-                .map_err(|e| Error::Io(format!("{}: reading config space: {e}", self.address)))?;
+            match (&self.resource, &self.access) {
+                (Some(file), _) => file
+                    .read_exact_at(&mut byte, at as u64)
+                    .map_err(|e| Error::Io(format!("{}: reading config space: {e}", self.address)))?,
+                (None, PortAccess::Vfio { device, bar }) => device.read_region(bar, at as u64, &mut byte)?,
+                (None, _) => self.read(at, &mut byte),
+            }
             *b = byte[0];
         }
         Ok(true)
     }
+
+    fn enable_queue_interrupts(&mut self, queues: &[u16]) -> Result<Vec<File>> {
+        let PortAccess::Vfio { device, .. } = &mut self.access else {
+            return Err(Error::Config(format!(
+                "{}: receive interrupts need the device bound to vfio-pci (`oxnet bind vfio {}`)",
+                self.address, self.address
+            )));
+        };
+        let interrupts = device.enable_interrupts(queues.len())?;
+        if interrupts.kind != InterruptKind::MsiX {
+            return Err(Error::Device(format!("{}: the device has no MSI-X", self.address)));
+        }
+        // vfio-pci has set MSI-X Enable: the device-specific configuration
+        // now starts at 0x18 (§4.1.4.8).
+        self.device_config = DEVICE_CONFIG_MSIX;
+        // No interrupt for configuration changes (we read the link state
+        // when asked); queue i of the list signals vector i (§4.1.5.1.2.1:
+        // the device answers NO_VECTOR if it cannot use the vector).
+        self.write(MSI_CONFIG_VECTOR, &NO_VECTOR.to_le_bytes());
+        for (vector, queue) in queues.iter().enumerate() {
+            self.write(QUEUE_SELECT, &queue.to_le_bytes());
+            self.write(MSI_QUEUE_VECTOR, &(vector as u16).to_le_bytes());
+            if self.read16(MSI_QUEUE_VECTOR) != vector as u16 {
+                return Err(Error::Device(format!(
+                    "{}: the device refused MSI-X vector {vector} for queue {queue}",
+                    self.address
+                )));
+            }
+        }
+        Ok(interrupts.eventfds)
+    }
+}
+
+/// Legacy virtio-net only; a modern-only device or another virtio device
+/// gets an error that says what to do.
+fn check_ids(info: &PciDeviceInfo) -> Result<()> {
+    let address = info.address.to_string();
+    match info.device {
+        LEGACY_NET_DEVICE_ID => {}
+        MODERN_NET_DEVICE_ID => {
+            return Err(Error::Pci(format!(
+                "{address} is a modern-only virtio-net device (1af4:1041); oxnet drives the legacy interface: \
+                     start QEMU with -device virtio-net-pci,disable-modern=on"
+            )))
+        }
+        other => {
+            return Err(Error::Pci(format!(
+                "{address} (1af4:{other:04x}) is a virtio device but not a network card; oxnet drives \
+                     virtio-net (1af4:1000)"
+            )))
+        }
+    }
+    Ok(())
 }
 
 /// BAR 0 from the sysfs `resource` file: start, end, flags.

@@ -59,6 +59,8 @@ pub struct VirtioNet<T: Transport> {
     stats: DeviceStats,
     /// Receive completions too short to hold a header (device bug).
     rx_errors: u64,
+    /// The receive queue's interrupt (an eventfd), with `config.interrupts`.
+    rx_interrupt: Option<std::fs::File>,
 }
 
 impl<T: Transport> VirtioNet<T> {
@@ -103,6 +105,17 @@ impl<T: Transport> VirtioNet<T> {
         } else {
             None
         };
+        // Interrupts: only the receive queue gets a vector; both queues
+        // start with interrupts suppressed (§2.4.7) until the application
+        // arms the receive queue (set_rx_interrupt).
+        let rx_interrupt = if config.interrupts {
+            let mut fds = transport.enable_queue_interrupts(&[net::RX_QUEUE])?;
+            rx.set_interrupts(false);
+            tx.set_interrupts(false);
+            Some(fds.remove(0))
+        } else {
+            None
+        };
         let pool_size = config
             .effective_pool_size()
             .max(rx.size() as usize + tx.size() as usize + 2 * config.batch_size);
@@ -132,6 +145,7 @@ impl<T: Transport> VirtioNet<T> {
             mac,
             stats: DeviceStats::default(),
             rx_errors: 0,
+            rx_interrupt,
         };
         dev.fill_rx()?;
         dev.set_promisc(config.promiscuous)?;
@@ -365,6 +379,23 @@ impl<T: Transport> Device for VirtioNet<T> {
 
     fn queues(&self) -> (u16, u16) {
         (1, 1)
+    }
+
+    fn rx_interrupt_fd(&self, queue: u16) -> Option<std::os::unix::io::RawFd> {
+        use std::os::unix::io::AsRawFd;
+        (queue == 0).then_some(self.rx_interrupt.as_ref()?.as_raw_fd())
+    }
+
+    fn set_rx_interrupt(&mut self, queue: u16, enabled: bool) -> Result<()> {
+        if queue != 0 || self.rx_interrupt.is_none() {
+            return Err(Error::Config(format!(
+                "{}: no receive interrupt on queue {queue} (open the device with interrupts, bound to vfio-pci)",
+                self.spec
+            )));
+        }
+        // Interrupt suppression is a flag in the available ring (§2.4.7.1).
+        self.rx.set_interrupts(enabled);
+        Ok(())
     }
 }
 

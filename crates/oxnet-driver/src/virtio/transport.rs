@@ -3,7 +3,7 @@
 //! §4.1.4.8) and vhost-user (a Unix socket to a backend such as DPDK).
 
 use super::virtqueue::Virtqueue;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::memory::MemoryKind;
 
 /// Device status bits (VirtIO 1.0 §2.1).
@@ -52,5 +52,14 @@ pub trait Transport: Send {
     /// The device is still there (a vhost-user backend may close the socket).
     fn check_alive(&mut self) -> Result<()> {
         Ok(())
+    }
+    /// Wires an interrupt per queue of `queues` (vector i for the i-th) to
+    /// an eventfd each, returned in the same order. Only legacy PCI over
+    /// vfio can; the others refuse.
+    fn enable_queue_interrupts(&mut self, _queues: &[u16]) -> Result<Vec<std::fs::File>> {
+        Err(Error::Config(format!(
+            "{}: receive interrupts are not available on this transport",
+            self.describe()
+        )))
     }
 }

@@ -285,6 +285,18 @@ impl Virtqueue {
         };
     }
 
+    /// Lets the device interrupt again after used buffers (`true`: avail
+    /// flags 0) or asks it not to (VIRTQ_AVAIL_F_NO_INTERRUPT, §2.4.7.1).
+    /// A full barrier follows, so that a caller that checks the used ring
+    /// next sees what the device wrote before it read the flag: a packet
+    /// that raced with arming is found by that check, not lost.
+    pub fn set_interrupts(&self, on: bool) {
+        let flags = if on { 0 } else { AVAIL_F_NO_INTERRUPT };
+        // SAFETY: avail.flags is at the start of the available ring.
+        unsafe { write_volatile(self.base().add(self.layout.avail) as *mut u16, flags.to_le()) };
+        fence(Ordering::SeqCst);
+    }
+
     /// True unless the device set VIRTQ_USED_F_NO_NOTIFY (§2.4.7.2). A full
     /// barrier first, so the flag is read after avail.idx was written.
     #[inline]

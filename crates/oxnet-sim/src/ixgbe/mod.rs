@@ -10,9 +10,12 @@
 //!   need not be written first (§8.2.3.22.19 describes auto-negotiation;
 //!   the model's link partner is always there and always 10 Gb/s);
 //! * no interrupts: EICR always reads 0;
-//! * all received frames go to queue 0 (no RSS, no pools yet).
+//! * receive queues are chosen by RSS only (no pools, no flow director);
+//! * RSC closes its open contexts at the end of each burst (see rx.rs).
 
+pub(crate) mod packet;
 pub(crate) mod regs;
+pub(crate) mod rsc;
 pub(crate) mod rx;
 pub(crate) mod stats;
 pub(crate) mod tx;
@@ -40,6 +43,7 @@ pub(crate) struct RxQueue {
     pub srrctl: u32,
     pub rdt: u32,
     pub rxdctl: u32,
+    pub rscctl: u32,
     enable_reads_left: u8,
 }
 
@@ -55,6 +59,9 @@ pub(crate) struct TxQueue {
     pub txdctl: u32,
     pub tdwbal: u32,
     pub tdwbah: u32,
+    /// The context last given by a context descriptor (§7.2.3.2.3):
+    /// dwords 0, 2 and 3 (MACLEN/IPLEN, TUCMD, MSS/L4LEN).
+    pub context: [u32; 3],
     enable_reads_left: u8,
 }
 
@@ -90,7 +97,9 @@ pub(crate) struct Ixgbe {
     pub stats: Stats,
     /// The receive packet buffer (§7.1.3.2): frames (with CRC) that arrived
     /// but are not yet in host memory, bounded by RXPBSIZE(0) bytes.
-    pub rx_buffer: VecDeque<Vec<u8>>,
+    pub rx_buffer: VecDeque<(Vec<u8>, u32)>,
+    /// Open RSC contexts (rsc.rs).
+    pub rsc: Vec<rsc::Context>,
     pub rx_buffer_bytes: usize,
     /// This receiver has sent XOFF and not yet XON (§8.2.3.3).
     pub xoff_sent: bool,
@@ -147,6 +156,7 @@ impl Ixgbe {
                 .collect(),
             stats: Stats::default(),
             rx_buffer: VecDeque::new(),
+            rsc: Vec::new(),
             rx_buffer_bytes: 0,
             xoff_sent: false,
             tx_frame: Vec::with_capacity(16 * 1024),
@@ -171,6 +181,19 @@ impl Ixgbe {
         self.tx_frame = tx_frame;
         self.reset_bits = bits;
         self.reset_reads_left = RESET_READS;
+    }
+
+    /// The value of a stored-only register (RXCSUM, MRQC, RETA, ...).
+    /// RDRXCTL as the driver wrote it.
+    pub fn rdrxctl(&self) -> u32 {
+        self.rdrxctl
+    }
+
+    pub fn plain(&self, offset: u32) -> u32 {
+        match decode(offset) {
+            Some(Reg::Plain(slot)) => self.plain[slot],
+            _ => panic!("{offset:#x} is not a stored-only register"),
+        }
     }
 
     /// Bytes the receive packet buffer holds (RXPBSIZE(0), bits 19:10 in KB).
@@ -275,6 +298,7 @@ fn read_rx(queue: &mut RxQueue, reg: RxReg) -> u32 {
         RxReg::Srrctl => queue.srrctl,
         RxReg::Rdt => queue.rdt,
         RxReg::Rxdctl => enable_bit(queue.rxdctl, &mut queue.enable_reads_left),
+        RxReg::Rscctl => queue.rscctl,
     }
 }
 
@@ -358,6 +382,7 @@ fn write_rx(state: &mut WorldState, port: usize, q: usize, reg: RxReg, value: u3
             // move to host memory now.
             rx::drain(state, port);
         }
+        RxReg::Rscctl => queue.rscctl = value,
         RxReg::Rxdctl => {
             if value & QUEUE_ENABLE != 0 && queue.rxdctl & QUEUE_ENABLE == 0 {
                 queue.enable_reads_left = ENABLE_READS;

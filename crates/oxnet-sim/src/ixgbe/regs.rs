@@ -103,6 +103,37 @@ pub const MRQC: u32 = 0x05818;
 pub const RAL_BASE: u32 = 0x0A200; // RAL(n) at +8·n, RAH(n) at +8·n + 4, n < 128
 pub const RETA_BASE: u32 = 0x0EB00; // n < 32
 pub const RSSRK_BASE: u32 = 0x0EB80; // n < 10
+pub const RFCTL: u32 = 0x05008;
+pub const PSRTYPE_BASE: u32 = 0x0EA00; // n < 64
+/// RXCSUM.PCSD (§8.2.3.7.5): dword 1 of the write-back holds the RSS hash.
+pub const RXCSUM_PCSD: u32 = 1 << 13;
+/// MRQC (§8.2.3.7.12): MRQE in bits 3:0 (0001b RSS), field enables.
+pub const MRQC_MRQE_MASK: u32 = 0xF;
+pub const MRQC_MRQE_RSS: u32 = 0b0001;
+pub const MRQC_TCPIPV4: u32 = 1 << 16;
+pub const MRQC_IPV4: u32 = 1 << 17;
+pub const MRQC_UDPIPV4: u32 = 1 << 22;
+/// RFCTL.RSC_DIS (§8.2.3.7.6).
+pub const RFCTL_RSC_DIS: u32 = 1 << 5;
+/// RSCCTL (§8.2.3.8.13): RSCEN, MAXDESC (bits 3:2).
+pub const RSCCTL_RSCEN: u32 = 1 << 0;
+/// RDRXCTL bits RSC needs (§8.2.3.8.8).
+pub const RDRXCTL_RSCACKC: u32 = 1 << 25;
+pub const RDRXCTL_FCOE_WRFIX: u32 = 1 << 26;
+pub const RDRXCTL_RSCFRSTSIZE: u32 = 0x1F << 17;
+
+// Per-queue statistics mapping and counters (§8.2.3.8.?, §8.2.3.23.71-76).
+pub const RQSMR_BASE: u32 = 0x02300; // n < 32
+pub const TQSM_BASE: u32 = 0x08600; // n < 32
+pub const QBTC_BASE: u32 = 0x08700; // QBTC_L(n) at +8n, QBTC_H(n) at +8n + 4
+
+// §8.2.3.11 DCA, §8.2.3.9.12 TSO flags.
+pub const DCA_ID: u32 = 0x11070;
+pub const DCA_CTRL: u32 = 0x11074;
+pub const DTXTCPFLGL: u32 = 0x04A88;
+pub const DTXTCPFLGH: u32 = 0x04A8C;
+/// TDWBAL.Head_WB_En (§8.2.3.9.11).
+pub const TDWBAL_HEAD_WB_EN: u32 = 1 << 0;
 /// FCTRL bits (§8.2.3.7.1).
 pub const FCTRL_MPE: u32 = 1 << 8;
 pub const FCTRL_UPE: u32 = 1 << 9;
@@ -126,6 +157,7 @@ pub enum RxReg {
     Srrctl,
     Rdt,
     Rxdctl,
+    Rscctl,
 }
 
 /// A per-queue transmit register (offset from TDBAL(n)).
@@ -160,6 +192,13 @@ pub enum Stat {
     Ruc,
     Roc,
     Mpc(usize),
+    /// Per-queue counter sets n < 16 (§8.2.3.23.71–76).
+    Qprc(usize),
+    QbrcL(usize),
+    QbrcH(usize),
+    Qptc(usize),
+    QbtcL(usize),
+    QbtcH(usize),
 }
 
 /// A decoded register: what the model does on an access to it.
@@ -218,24 +257,32 @@ const fn plain(name: &'static str, base: u32, count: u32, stride: u32, reset: u3
 /// Every stored-only register, listed explicitly (an offset not here and
 /// not decoded below is a fault).
 pub const PLAIN: &[PlainGroup] = &[
-    plain("CTRL_EXT", CTRL_EXT, 1, 0, 0),              // §8.2.3.1.3
-    plain("EIAC", EIAC, 1, 0, 0),                      // §8.2.3.5.7
-    plain("EITR", EITR_BASE, 24, 4, 0),                // §8.2.3.5.12
-    plain("EIAM", EIAM, 1, 0, 0),                      // §8.2.3.5.6
-    plain("GPIE", GPIE, 1, 0, 0),                      // §8.2.3.5.11
-    plain("IVAR", IVAR_BASE, 64, 4, 0),                // §8.2.3.5.16
-    plain("FCTTV", FCTTV_BASE, 4, 4, 0),               // §8.2.3.3.1
-    plain("FCRTV", FCRTV, 1, 0, 0),                    // §8.2.3.3.5
-    plain("RXCSUM", RXCSUM, 1, 0, 0),                  // §8.2.3.7.5
-    plain("VLNCTRL", VLNCTRL, 1, 0, 0),                // §8.2.3.7.2
-    plain("MTA", MTA_BASE, 128, 4, 0),                 // §8.2.3.7.7
-    plain("MRQC", MRQC, 1, 0, 0),                      // §8.2.3.7.12
-    plain("RETA", RETA_BASE, 32, 4, 0),                // §8.2.3.7.13
-    plain("RSSRK", RSSRK_BASE, 10, 4, 0),              // §8.2.3.7.14
-    plain("RTTDCS", RTTDCS, 1, 0, 0),                  // §8.2.3.10.2
-    plain("DTXMXSZRQ", DTXMXSZRQ, 1, 0, 0x10),         // §8.2.3.9.15
-    plain("MTQC", MTQC, 1, 0, 0),                      // §8.2.3.9.16
-    plain("TXPBSIZE0", TXPBSIZE_BASE, 1, 0, 0xA_0000), // §8.2.3.9.13: 160 KB
+    plain("CTRL_EXT", CTRL_EXT, 1, 0, 0),               // §8.2.3.1.3
+    plain("EIAC", EIAC, 1, 0, 0),                       // §8.2.3.5.7
+    plain("EITR", EITR_BASE, 24, 4, 0),                 // §8.2.3.5.12
+    plain("EIAM", EIAM, 1, 0, 0),                       // §8.2.3.5.6
+    plain("GPIE", GPIE, 1, 0, 0),                       // §8.2.3.5.11
+    plain("IVAR", IVAR_BASE, 64, 4, 0),                 // §8.2.3.5.16
+    plain("FCTTV", FCTTV_BASE, 4, 4, 0),                // §8.2.3.3.1
+    plain("FCRTV", FCRTV, 1, 0, 0),                     // §8.2.3.3.5
+    plain("RXCSUM", RXCSUM, 1, 0, 0),                   // §8.2.3.7.5
+    plain("VLNCTRL", VLNCTRL, 1, 0, 0),                 // §8.2.3.7.2
+    plain("MTA", MTA_BASE, 128, 4, 0),                  // §8.2.3.7.7
+    plain("MRQC", MRQC, 1, 0, 0),                       // §8.2.3.7.12
+    plain("RETA", RETA_BASE, 32, 4, 0),                 // §8.2.3.7.13
+    plain("RSSRK", RSSRK_BASE, 10, 4, 0),               // §8.2.3.7.14
+    plain("RFCTL", RFCTL, 1, 0, 0),                     // §8.2.3.7.6
+    plain("PSRTYPE", PSRTYPE_BASE, 64, 4, 0),           // §8.2.3.7.4
+    plain("RQSMR", RQSMR_BASE, 32, 4, 0),               // queue -> statistics set
+    plain("TQSM", TQSM_BASE, 32, 4, 0),                 // queue -> statistics set
+    plain("DCA_ID", DCA_ID, 1, 0, 0),                   // §8.2.3.11.3
+    plain("DCA_CTRL", DCA_CTRL, 1, 0, 1),               // §8.2.3.11.4: DCA_DIS at reset
+    plain("DTXTCPFLGL", DTXTCPFLGL, 1, 0, 0x0FF6_0FF6), // §8.2.3.9.12
+    plain("DTXTCPFLGH", DTXTCPFLGH, 1, 0, 0x0000_0FFF), // §8.2.3.9.13
+    plain("RTTDCS", RTTDCS, 1, 0, 0),                   // §8.2.3.10.2
+    plain("DTXMXSZRQ", DTXMXSZRQ, 1, 0, 0x10),          // §8.2.3.9.15
+    plain("MTQC", MTQC, 1, 0, 0),                       // §8.2.3.9.16
+    plain("TXPBSIZE0", TXPBSIZE_BASE, 1, 0, 0xA_0000),  // §8.2.3.9.13: 160 KB
     plain("TXPBSIZE", TXPBSIZE_BASE + 4, 7, 4, 0),
 ];
 
@@ -286,7 +333,7 @@ pub fn decode(offset: u32) -> Option<Reg> {
         0x04090 => Some(Reg::Stat(Stat::Gotcl)),
         0x04094 => Some(Reg::Stat(Stat::Gotch)),
         0x040A4 => Some(Reg::Stat(Stat::Ruc)),
-        0x040A8 => Some(Reg::Stat(Stat::Roc)),
+        0x040AC => Some(Reg::Stat(Stat::Roc)), // §8.2.3.23.18 (0x040A8 is RFC)
         _ => None,
     };
     if single.is_some() {
@@ -294,6 +341,12 @@ pub fn decode(offset: u32) -> Option<Reg> {
     }
     if let Some(n) = indexed(offset, 0x03FA0, 8, 4) {
         return Some(Reg::Stat(Stat::Mpc(n)));
+    }
+    if let Some(n) = indexed(offset, QBTC_BASE, 16, 8) {
+        return Some(Reg::Stat(Stat::QbtcL(n)));
+    }
+    if let Some(n) = indexed(offset, QBTC_BASE + 4, 16, 8) {
+        return Some(Reg::Stat(Stat::QbtcH(n)));
     }
     if let Some(n) = indexed(offset, RXPBSIZE_BASE, 8, 4) {
         return Some(Reg::Rxpbsize(n));
@@ -321,6 +374,10 @@ pub fn decode(offset: u32) -> Option<Reg> {
             0x14 => RxReg::Srrctl,
             0x18 => RxReg::Rdt,
             0x28 => RxReg::Rxdctl,
+            0x2C => RxReg::Rscctl, // §8.2.3.8.13
+            0x30 if queue < 16 => return Some(Reg::Stat(Stat::Qprc(queue))),
+            0x34 if queue < 16 => return Some(Reg::Stat(Stat::QbrcL(queue))),
+            0x38 if queue < 16 => return Some(Reg::Stat(Stat::QbrcH(queue))),
             _ => return None,
         };
         return Some(Reg::Rx(queue, reg));
@@ -335,6 +392,7 @@ pub fn decode(offset: u32) -> Option<Reg> {
             0x10 => TxReg::Tdh,
             0x18 => TxReg::Tdt,
             0x28 => TxReg::Txdctl,
+            0x30 if queue < 16 => return Some(Reg::Stat(Stat::Qptc(queue))),
             0x38 => TxReg::Tdwbal,
             0x3C => TxReg::Tdwbah,
             _ => return None,

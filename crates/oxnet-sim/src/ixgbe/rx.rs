@@ -1,5 +1,6 @@
 //! Receive path (§7.1): wire → CRC check → address filter → packet buffer
-//! → descriptor ring in host memory (queue 0).
+//! → queue choice (RSS, §7.1.2.8) → descriptor ring in host memory, with
+//! the checksum verdict (§7.1.6.2) and RSS hash in the write-back.
 //!
 //! A frame goes straight to host memory when queue 0 is enabled and has
 //! enough free descriptors, and nothing is waiting in the packet buffer
@@ -8,7 +9,7 @@
 //! (§8.2.3.23.4 MPC). Writing RDT (or enabling the queue) drains the FIFO.
 
 use super::regs::*;
-use super::Ixgbe;
+use super::{packet, rsc, Ixgbe};
 use crate::world::WorldState;
 use crate::{crc, dma};
 
@@ -22,6 +23,91 @@ const MIN_FRAME: usize = 64;
 const DESCRIPTOR_SIZE: usize = 16;
 const STATUS_DD: u32 = 1 << 0;
 const STATUS_EOP: u32 = 1 << 1;
+const STATUS_UDPCS: u32 = 1 << 4;
+/// RSC write-back fields (§7.1.6.2): NEXTP in status bits 19:4 of a
+/// descriptor that is not the last, RSCCNT in dword 0 bits 20:17.
+const NEXTP_SHIFT: u32 = 4;
+const RSCCNT_SHIFT: u32 = 17;
+const STATUS_L4CS: u32 = 1 << 5;
+const STATUS_IPCS: u32 = 1 << 6;
+const ERROR_TCPE: u32 = 1 << 30;
+const ERROR_IPE: u32 = 1 << 31;
+/// RSS types in write-back dword 0 bits 3:0 (§7.1.6.2).
+const RSS_TYPE_TCP_IPV4: u32 = 0x1;
+const RSS_TYPE_IPV4: u32 = 0x2;
+const RSS_TYPE_UDP_IPV4: u32 = 0x7;
+/// Packet type bits (dword 0 bits 16:4): IPv4, TCP, UDP.
+const PACKET_TYPE_IPV4: u32 = 1 << 4;
+const PACKET_TYPE_TCP: u32 = 1 << 8;
+const PACKET_TYPE_UDP: u32 = 1 << 9;
+
+/// Where a frame goes and what the write-back says about it.
+struct Classified {
+    queue: usize,
+    rss_hash: u32,
+    /// Dword 0: RSS type and packet type.
+    lower: u32,
+}
+
+/// §7.1.2.8: with MRQC.MRQE = RSS, hash the enabled fields with RSSRK and
+/// take the queue from RETA[hash & 0x7F]; otherwise queue 0.
+fn classify(nic: &Ixgbe, frame: &[u8]) -> Classified {
+    let parsed = packet::parse(frame);
+    let mut lower = 0;
+    if let Some(p) = &parsed {
+        lower |= PACKET_TYPE_IPV4;
+        if p.protocol == packet::TCP {
+            lower |= PACKET_TYPE_TCP;
+        } else if p.protocol == packet::UDP {
+            lower |= PACKET_TYPE_UDP;
+        }
+    }
+    let mrqc = nic.plain(MRQC);
+    let Some(p) = parsed.filter(|_| mrqc & MRQC_MRQE_MASK == MRQC_MRQE_RSS) else {
+        return Classified {
+            queue: 0,
+            rss_hash: 0,
+            lower,
+        };
+    };
+    let mut key = [0u8; 40];
+    for n in 0..10 {
+        key[4 * n..4 * n + 4].copy_from_slice(&nic.plain(RSSRK_BASE + 4 * n as u32).to_le_bytes());
+    }
+    let mut input = Vec::with_capacity(12);
+    input.extend_from_slice(&frame[p.ip + 12..p.ip + 20]);
+    let rss_type = match p.l4 {
+        Some(l4) if p.protocol == packet::TCP && mrqc & MRQC_TCPIPV4 != 0 => {
+            input.extend_from_slice(&frame[l4..l4 + 4]);
+            RSS_TYPE_TCP_IPV4
+        }
+        Some(l4) if p.protocol == packet::UDP && mrqc & MRQC_UDPIPV4 != 0 => {
+            input.extend_from_slice(&frame[l4..l4 + 4]);
+            RSS_TYPE_UDP_IPV4
+        }
+        _ if mrqc & MRQC_IPV4 != 0 => RSS_TYPE_IPV4,
+        _ => {
+            return Classified {
+                queue: 0,
+                rss_hash: 0,
+                lower,
+            }
+        }
+    };
+    let hash = packet::toeplitz(&key, &input);
+    let index = (hash & 0x7F) as usize;
+    let entry = (nic.plain(RETA_BASE + 4 * (index / 4) as u32) >> (8 * (index % 4))) & 0xF;
+    Classified {
+        queue: entry as usize,
+        rss_hash: hash,
+        lower: lower | rss_type,
+    }
+}
+
+/// The statistics set queue `q` counts in (RQSMR/TQSM: 4 bits per queue).
+pub(crate) fn statistics_set(nic: &Ixgbe, base: u32, q: usize) -> usize {
+    ((nic.plain(base + 4 * (q / 4) as u32) >> (8 * (q % 4))) & 0xF) as usize
+}
 
 /// A frame (CRC included) arrives from the wire at `port`.
 pub(crate) fn receive(state: &mut WorldState, port: usize, frame: &[u8]) {
@@ -52,10 +138,51 @@ pub(crate) fn receive(state: &mut WorldState, port: usize, frame: &[u8]) {
     if !accepts(nic, frame) {
         return; // filtered: dropped silently, not a missed packet
     }
+    let q = classify(nic, frame).queue;
+    match rsc::enabled(nic, q) {
+        Ok(false) => deliver(state, port, frame, 0, true),
+        Ok(true) => {
+            // Counted on arrival: a segment may wait in a context.
+            nic.stats.count_received(frame.len());
+            let mut ready = Vec::new();
+            rsc::offer(nic, q, &frame[..frame.len() - 4], &mut ready);
+            deliver_coalesced(state, port, ready);
+        }
+        Err(message) => state.fault(port, message),
+    }
+}
+
+/// End of a burst on the wire into `port`: RSC contexts close (see rsc.rs).
+pub(crate) fn end_burst(state: &mut WorldState, port: usize) {
+    let nic = &mut state.ports[port].nic;
+    if nic.rsc.is_empty() {
+        return;
+    }
+    let mut ready = Vec::new();
+    rsc::close_all(nic, &mut ready);
+    deliver_coalesced(state, port, ready);
+}
+
+/// Packets from RSC (no FCS), with their segment counts, to the ring.
+fn deliver_coalesced(state: &mut WorldState, port: usize, ready: Vec<rsc::Ready>) {
+    for (mut frame, segments) in ready {
+        crc::append_fcs(&mut frame);
+        deliver(state, port, &frame, segments, false);
+    }
+}
+
+/// Straight to host memory if nothing waits in the packet buffer and the
+/// ring has room, into the packet buffer otherwise (or missed when full).
+/// `segments`: an RSC packet of that many segments; `count`: count it in
+/// GPRC/GORC (RSC counts segments as they arrive).
+fn deliver(state: &mut WorldState, port: usize, frame: &[u8], segments: u32, count: bool) {
+    let nic = &mut state.ports[port].nic;
     if nic.rx_buffer.is_empty() {
-        match try_dma(nic, frame) {
+        match try_dma(nic, frame, segments) {
             Ok(true) => {
-                nic.stats.count_received(frame.len());
+                if count {
+                    nic.stats.count_received(frame.len());
+                }
                 return;
             }
             Ok(false) => {}
@@ -70,12 +197,14 @@ pub(crate) fn receive(state: &mut WorldState, port: usize, frame: &[u8]) {
         return;
     }
     // GPRC counts a frame once it is in the packet buffer (§8.2.3.23.26).
-    nic.stats.count_received(frame.len());
+    if count {
+        nic.stats.count_received(frame.len());
+    }
     nic.rx_buffer_bytes += frame.len();
     let mut stored = state.spare.pop().unwrap_or_default();
     stored.clear();
     stored.extend_from_slice(frame);
-    state.ports[port].nic.rx_buffer.push_back(stored);
+    state.ports[port].nic.rx_buffer.push_back((stored, segments));
     check_xoff(state, port);
 }
 
@@ -100,12 +229,12 @@ fn accepts(nic: &Ixgbe, frame: &[u8]) -> bool {
 pub(crate) fn drain(state: &mut WorldState, port: usize) {
     loop {
         let nic = &mut state.ports[port].nic;
-        let Some(frame) = nic.rx_buffer.pop_front() else {
+        let Some((frame, segments)) = nic.rx_buffer.pop_front() else {
             break;
         };
-        let result = try_dma(nic, &frame);
+        let result = try_dma(nic, &frame, segments);
         if let Ok(false) = result {
-            nic.rx_buffer.push_front(frame);
+            nic.rx_buffer.push_front((frame, segments));
             break;
         }
         nic.rx_buffer_bytes -= frame.len();
@@ -120,33 +249,35 @@ pub(crate) fn drain(state: &mut WorldState, port: usize) {
 /// Writes `frame` into queue 0's ring. `Ok(false)`: the queue is disabled
 /// or has too few free descriptors; `Err`: a configuration the model cannot
 /// follow (the frame is dropped and the caller records a fault).
-fn try_dma(nic: &mut Ixgbe, frame: &[u8]) -> Result<bool, String> {
-    let queue = &nic.rx[0];
+fn try_dma(nic: &mut Ixgbe, frame: &[u8], segments: u32) -> Result<bool, String> {
+    let class = classify(nic, frame);
+    let q = class.queue;
+    let queue = &nic.rx[q];
     if nic.rxctrl & RXCTRL_RXEN == 0 || queue.rxdctl & QUEUE_ENABLE == 0 {
         return Ok(false);
     }
     let ring_size = (queue.rdlen as usize) / DESCRIPTOR_SIZE;
     if queue.rdlen == 0 || !queue.rdlen.is_multiple_of(128) {
         return Err(format!(
-            "RX queue 0: RDLEN {} is not a non-zero multiple of 128 (§8.2.3.8.3)",
+            "RX queue {q}: RDLEN {} is not a non-zero multiple of 128 (§8.2.3.8.3)",
             queue.rdlen
         ));
     }
     let (head, tail) = (queue.rdh as usize, queue.rdt as usize);
     if head >= ring_size || tail >= ring_size {
         return Err(format!(
-            "RX queue 0: RDH {head} or RDT {tail} outside a ring of {ring_size}"
+            "RX queue {q}: RDH {head} or RDT {tail} outside a ring of {ring_size}"
         ));
     }
     if queue.srrctl & SRRCTL_DESCTYPE_MASK != SRRCTL_DESCTYPE_ADV_ONE_BUFFER {
         return Err(format!(
-            "RX queue 0: SRRCTL.DESCTYPE {:#05b} not modelled, only 001b advanced one-buffer (§8.2.3.8.7)",
+            "RX queue {q}: SRRCTL.DESCTYPE {:#05b} not modelled, only 001b advanced one-buffer (§8.2.3.8.7)",
             queue.srrctl >> SRRCTL_DESCTYPE_SHIFT & 0b111
         ));
     }
     let buffer_size = (queue.srrctl & SRRCTL_BSIZEPACKET_MASK) as usize * 1024;
     if buffer_size == 0 {
-        return Err("RX queue 0: SRRCTL.BSIZEPACKET is 0".into());
+        return Err(format!("RX queue {q}: SRRCTL.BSIZEPACKET is 0"));
     }
     // §8.2.3.22.8 / §8.2.3.8.8: the two CRC strip bits must agree.
     let strip = nic.hlreg0 & HLREG0_RXCRCSTRP != 0;
@@ -162,7 +293,7 @@ fn try_dma(nic: &mut Ixgbe, frame: &[u8]) -> Result<bool, String> {
     let base = (u64::from(queue.rdbah) << 32) | u64::from(queue.rdbal);
     if !base.is_multiple_of(128) {
         return Err(format!(
-            "RX queue 0: ring base {base:#x} is not 128-byte aligned (§8.2.3.8.1)"
+            "RX queue {q}: ring base {base:#x} is not 128-byte aligned (§8.2.3.8.1)"
         ));
     }
     let ring = dma::map(base, ring_size * DESCRIPTOR_SIZE, "the RX descriptor ring")?;
@@ -177,6 +308,30 @@ fn try_dma(nic: &mut Ixgbe, frame: &[u8]) -> Result<bool, String> {
         dma::map(address, chunk.len(), "an RX packet buffer")?;
     }
     let chunks = data.chunks(buffer_size).count();
+    // §7.1.6.2: checksum status (IPCS/L4CS/UDPCS) and errors (IPE/TCPE)
+    // in the last descriptor; RSS hash in dword 1 when RXCSUM.PCSD is set.
+    // An RSC packet: every segment's checksums were checked good before
+    // it was coalesced (rsc.rs); its TCP checksum field is stale.
+    let (ipcs, ipe, l4cs, tcpe, udp) = if segments > 0 {
+        (true, false, true, false, false)
+    } else {
+        packet::verdict(data)
+    };
+    let mut checksum_status = 0;
+    if ipcs {
+        checksum_status |= STATUS_IPCS | if ipe { ERROR_IPE } else { 0 };
+    }
+    if l4cs {
+        checksum_status |= STATUS_L4CS | if tcpe { ERROR_TCPE } else { 0 };
+        if udp {
+            checksum_status |= STATUS_UDPCS;
+        }
+    }
+    let dword1 = if nic.plain(RXCSUM) & RXCSUM_PCSD != 0 {
+        class.rss_hash
+    } else {
+        0
+    };
     for (i, chunk) in data.chunks(buffer_size).enumerate() {
         let desc = descriptor(i);
         // SAFETY: desc is 16 mapped, 16-byte aligned bytes (the base is
@@ -184,17 +339,33 @@ fn try_dma(nic: &mut Ixgbe, frame: &[u8]) -> Result<bool, String> {
         unsafe {
             let buffer = dma::map(dma::read_u64(desc), chunk.len(), "an RX packet buffer")?;
             dma::copy_to(buffer, chunk);
-            // §7.1.6.2 write-back: packet type/RSS hash 0, PKT_LEN, VLAN 0,
-            // and the status (DD, EOP) last.
-            dma::write_u32(desc, 0);
-            dma::write_u32(desc.add(4), 0);
+            // §7.1.6.2 write-back: packet and RSS type, RSS hash, PKT_LEN,
+            // VLAN 0, and the status (DD, EOP, checksums) last.
+            // RSC (§7.1.6.2): RSCCNT (dword 0 bits 20:17) in every
+            // descriptor of the packet, NEXTP (bits 19:4 of the status) in
+            // all but the last; the model's are consecutive.
+            let rsccnt = if segments > 0 {
+                (chunks.min(15) as u32) << RSCCNT_SHIFT
+            } else {
+                0
+            };
+            dma::write_u32(desc, class.lower | rsccnt);
+            dma::write_u32(desc.add(4), dword1);
             dma::write_u32(desc.add(12), chunk.len() as u32);
-            let eop = if i + 1 == chunks { STATUS_EOP } else { 0 };
-            dma::publish_u32(desc.add(8), STATUS_DD | eop);
+            let status = if i + 1 == chunks {
+                STATUS_EOP | checksum_status
+            } else if segments > 0 {
+                (((head + i + 1) % ring_size) as u32) << NEXTP_SHIFT
+            } else {
+                0
+            };
+            dma::publish_u32(desc.add(8), STATUS_DD | status);
         }
     }
-    let queue = &mut nic.rx[0];
+    let queue = &mut nic.rx[q];
     queue.rdh = ((head + needed) % ring_size) as u32;
+    let set = statistics_set(nic, RQSMR_BASE, q);
+    nic.stats.count_queue_received(set, data.len());
     Ok(true)
 }
 

@@ -30,6 +30,14 @@ pub(crate) struct Stats {
     gotc_high_latch: u32,
     /// MPC(n): one per packet buffer; the model has one buffer (n = 0).
     pub missed: [u32; 8],
+    /// Per-queue statistics sets (§8.2.3.23.71–76): packets and 36-bit
+    /// byte counts, received and transmitted.
+    pub queue_rx_packets: [u32; 16],
+    pub queue_rx_bytes: [u64; 16],
+    pub queue_tx_packets: [u32; 16],
+    pub queue_tx_bytes: [u64; 16],
+    queue_latch: [u32; 16],
+    queue_tx_latch: [u32; 16],
 }
 
 impl Stats {
@@ -45,6 +53,18 @@ impl Stats {
     pub fn count_sent(&mut self, len: usize) {
         self.good_packets_sent = self.good_packets_sent.wrapping_add(1);
         self.good_octets_sent = (self.good_octets_sent + len as u64) & OCTET_COUNTER_MASK;
+    }
+
+    /// A frame of `len` bytes went to host memory through statistics set `set`.
+    pub fn count_queue_received(&mut self, set: usize, len: usize) {
+        self.queue_rx_packets[set] = self.queue_rx_packets[set].wrapping_add(1);
+        self.queue_rx_bytes[set] = (self.queue_rx_bytes[set] + len as u64) & OCTET_COUNTER_MASK;
+    }
+
+    /// A frame of `len` bytes was sent from a queue of statistics set `set`.
+    pub fn count_queue_sent(&mut self, set: usize, len: usize) {
+        self.queue_tx_packets[set] = self.queue_tx_packets[set].wrapping_add(1);
+        self.queue_tx_bytes[set] = (self.queue_tx_bytes[set] + len as u64) & OCTET_COUNTER_MASK;
     }
 
     /// Reads (and clears) a statistics register.
@@ -76,6 +96,20 @@ impl Stats {
                 value as u32
             }
             Stat::Gotch => take(&mut self.gotc_high_latch),
+            Stat::Qprc(n) => take(&mut self.queue_rx_packets[n]),
+            Stat::Qptc(n) => take(&mut self.queue_tx_packets[n]),
+            Stat::QbrcL(n) => {
+                let value = std::mem::take(&mut self.queue_rx_bytes[n]);
+                self.queue_latch[n] = (value >> 32) as u32;
+                value as u32
+            }
+            Stat::QbrcH(n) => take(&mut self.queue_latch[n]),
+            Stat::QbtcL(n) => {
+                let value = std::mem::take(&mut self.queue_tx_bytes[n]);
+                self.queue_tx_latch[n] = (value >> 32) as u32;
+                value as u32
+            }
+            Stat::QbtcH(n) => take(&mut self.queue_tx_latch[n]),
         }
     }
 }

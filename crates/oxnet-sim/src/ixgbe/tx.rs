@@ -7,7 +7,7 @@
 //! (GPTC counts packets "transmitted successfully", §8.2.3.23.32).
 
 use super::regs::*;
-use super::{link_up, Ixgbe};
+use super::{link_up, packet, Ixgbe};
 use crate::world::{put_on_wire, WorldState};
 use crate::{crc, dma};
 
@@ -49,11 +49,25 @@ struct Gathered {
     insert_fcs: bool,
     /// Why the packet is dropped instead of sent, if it is.
     problem: Option<String>,
+    /// A context descriptor alone: nothing to send.
+    context_only: bool,
+    /// DCMD.TSE of the data descriptors.
+    tse: bool,
+    /// POPTS (IXSM bit 8, TXSM bit 9) and PAYLEN of the first data descriptor.
+    popts: u32,
+    paylen: usize,
 }
 
 /// Sends packets from queue `q` until TDH reaches TDT, the queue stops, or
-/// the link partner pauses us.
+/// the link partner pauses us; then the burst has ended for the receiver
+/// (its RSC contexts close, see rsc.rs).
 pub(crate) fn transmit(state: &mut WorldState, port: usize, q: usize) {
+    transmit_burst(state, port, q);
+    let receiver = state.destination(port);
+    super::rx::end_burst(state, receiver);
+}
+
+fn transmit_burst(state: &mut WorldState, port: usize, q: usize) {
     loop {
         let nic = &state.ports[port].nic;
         let queue = &nic.tx[q];
@@ -73,9 +87,16 @@ pub(crate) fn transmit(state: &mut WorldState, port: usize, q: usize) {
         };
         match &packet.problem {
             Some(problem) => state.fault(port, format!("TX queue {q}: {problem}")),
-            None => send(state, port, packet.insert_fcs),
+            None if packet.context_only => {}
+            None => {
+                if let Err(problem) = offload(state, port, q, &packet) {
+                    state.fault(port, format!("TX queue {q}: {problem}"));
+                }
+            }
         }
-        write_back(&mut state.ports[port].nic, q, &packet);
+        if let Err(problem) = write_back(&mut state.ports[port].nic, q, &packet) {
+            state.fault(port, format!("TX queue {q}: {problem}"));
+        }
     }
 }
 
@@ -106,6 +127,10 @@ fn gather(nic: &mut Ixgbe, q: usize) -> Result<Option<Gathered>, String> {
         descriptors: 0,
         insert_fcs: false,
         problem: None,
+        context_only: false,
+        tse: false,
+        popts: 0,
+        paylen: 0,
     };
     let mut index = head;
     loop {
@@ -125,22 +150,32 @@ fn gather(nic: &mut Ixgbe, q: usize) -> Result<Option<Gathered>, String> {
                 .problem
                 .get_or_insert_with(|| "legacy descriptor (DEXT = 0) not modelled".into());
         } else if dtyp == DTYP_CONTEXT {
-            // A context descriptor stands alone (it has no EOP).
-            packet
-                .problem
-                .get_or_insert_with(|| "context descriptor (DTYP 0010b) not modelled yet".into());
+            // §7.2.3.2.3: a context descriptor stands alone (no EOP); it
+            // sets the context for the packets that follow.
+            // SAFETY: desc points at 16 mapped bytes.
+            let (d0, d3) = unsafe { (dma::read_u32(desc), dma::read_u32(desc.add(12))) };
+            nic.tx[q].context = [d0, command, d3];
             if packet.descriptors == 1 {
+                packet.context_only = true;
                 return Ok(Some(packet));
             }
+            packet
+                .problem
+                .get_or_insert_with(|| "context descriptor inside a packet".into());
         } else if dtyp != DTYP_DATA {
             packet
                 .problem
                 .get_or_insert_with(|| format!("descriptor type {dtyp:#06b} not modelled"));
-        } else if command & DCMD_TSE != 0 {
-            packet
-                .problem
-                .get_or_insert_with(|| "TCP segmentation (DCMD.TSE) not modelled yet".into());
         } else if packet.problem.is_none() {
+            if packet.descriptors == 1 {
+                // §7.2.3.2.4: POPTS and PAYLEN count in the first data
+                // descriptor; TSE must be set alike in all of them.
+                // SAFETY: desc points at 16 mapped bytes.
+                let d3 = unsafe { dma::read_u32(desc.add(12)) };
+                packet.popts = d3 & (0x3F << 8);
+                packet.paylen = (d3 >> 14) as usize;
+                packet.tse = command & DCMD_TSE != 0;
+            }
             match dma::map(address, length, "a TX packet buffer") {
                 // SAFETY: map checked `length` bytes at `buffer`.
                 Ok(buffer) => unsafe { dma::copy_from(buffer, length, &mut nic.tx_frame) },
@@ -154,8 +189,139 @@ fn gather(nic: &mut Ixgbe, q: usize) -> Result<Option<Gathered>, String> {
     }
 }
 
+/// What the DMA engine does to a gathered packet before the MAC: TCP
+/// segmentation (§7.2.4) or checksum insertion (§7.2.5), then send.
+fn offload(state: &mut WorldState, port: usize, q: usize, packet: &Gathered) -> Result<(), String> {
+    let nic = &mut state.ports[port].nic;
+    let [d0, tucmd, d3] = nic.tx[q].context;
+    let maclen = ((d0 >> 9) & 0x7F) as usize;
+    let iplen = (d0 & 0x1FF) as usize;
+    let l4_is_tcp = (tucmd >> 11) & 0b11 == 0b01;
+    let ixsm = packet.popts & POPTS_IXSM != 0;
+    let txsm = packet.popts & POPTS_TXSM != 0;
+    let frame = std::mem::take(&mut nic.tx_frame);
+    if packet.tse {
+        let result = segment(state, port, q, &frame, maclen, iplen, d3, packet);
+        state.ports[port].nic.tx_frame = frame;
+        return result;
+    }
+    let mut frame = frame;
+    if ixsm || txsm {
+        if maclen + iplen + 8 > frame.len() || iplen < 20 {
+            state.ports[port].nic.tx_frame = frame;
+            return Err(format!(
+                "checksum context MACLEN {maclen} IPLEN {iplen} does not fit a {}-byte packet",
+                packet_len(packet)
+            ));
+        }
+        if ixsm {
+            ip_checksum(&mut frame[maclen..maclen + iplen]);
+        }
+        if txsm {
+            l4_checksum(&mut frame[maclen + iplen..], l4_is_tcp, 0);
+        }
+    }
+    state.ports[port].nic.tx_frame = frame;
+    send(state, port, q, packet.insert_fcs);
+    Ok(())
+}
+
+fn packet_len(packet: &Gathered) -> usize {
+    packet.paylen
+}
+
+const POPTS_IXSM: u32 = 1 << 8;
+const POPTS_TXSM: u32 = 1 << 9;
+
+/// §7.2.5: IXSM — the IPv4 header checksum, computed by the NIC.
+fn ip_checksum(ip: &mut [u8]) {
+    ip[10] = 0;
+    ip[11] = 0;
+    let checksum = !packet::fold(packet::sum(ip));
+    ip[10..12].copy_from_slice(&checksum.to_be_bytes());
+}
+
+/// §7.2.5: TXSM — the one's-complement sum over the L4 packet from its
+/// start to the end, *including* what the driver put in the checksum field
+/// (the pseudo-header sum), plus `extra` (TSO: the segment's L4 length,
+/// which the driver's seed leaves out, §7.2.4.7).
+fn l4_checksum(l4: &mut [u8], tcp: bool, extra: usize) {
+    let field = if tcp { 16 } else { 6 };
+    let mut checksum = !packet::fold(packet::sum(l4) + extra as u64);
+    if !tcp && checksum == 0 {
+        checksum = 0xFFFF;
+    }
+    l4[field..field + 2].copy_from_slice(&checksum.to_be_bytes());
+}
+
+/// §7.2.4: TCP segmentation. The header (MACLEN + IPLEN + L4LEN bytes) is
+/// repeated in front of every MSS bytes of payload; per segment the NIC
+/// writes the IPv4 total length, identification (+1 each), header
+/// checksum, TCP sequence number, the flags masked by DTXTCPFLGL/H (first,
+/// middle, last segment, §8.2.3.9.12/13), and the TCP checksum.
+#[allow(clippy::too_many_arguments)]
+fn segment(
+    state: &mut WorldState,
+    port: usize,
+    q: usize,
+    frame: &[u8],
+    maclen: usize,
+    iplen: usize,
+    d3: u32,
+    packet: &Gathered,
+) -> Result<(), String> {
+    let mss = (d3 >> 16) as usize;
+    let l4len = ((d3 >> 8) & 0xFF) as usize;
+    let header = maclen + iplen + l4len;
+    if mss == 0 || l4len < 20 || header > frame.len() {
+        return Err(format!(
+            "TSO context MSS {mss} L4LEN {l4len} HDR {header} on a {}-byte packet",
+            frame.len()
+        ));
+    }
+    let payload = &frame[header..];
+    if payload.len() != packet.paylen {
+        return Err(format!(
+            "TSO PAYLEN {} differs from the {} payload bytes in the data descriptors (§7.2.3.2.4)",
+            packet.paylen,
+            payload.len()
+        ));
+    }
+    let nic = &state.ports[port].nic;
+    let low = nic.plain(DTXTCPFLGL);
+    let masks = (low & 0xFFF, (low >> 16) & 0xFFF, nic.plain(DTXTCPFLGH) & 0xFFF);
+    let chunks = payload.len().div_ceil(mss).max(1);
+    let ip_id = u16::from_be_bytes([frame[maclen + 4], frame[maclen + 5]]);
+    let tcp = maclen + iplen;
+    let seq = u32::from_be_bytes([frame[tcp + 4], frame[tcp + 5], frame[tcp + 6], frame[tcp + 7]]);
+    let flags_word = u16::from_be_bytes([frame[tcp + 12], frame[tcp + 13]]);
+    for k in 0..chunks {
+        let chunk = &payload[(k * mss).min(payload.len())..((k + 1) * mss).min(payload.len())];
+        let mut segment = Vec::with_capacity(header + chunk.len() + 4);
+        segment.extend_from_slice(&frame[..header]);
+        segment.extend_from_slice(chunk);
+        let mask = if k + 1 == chunks {
+            masks.2
+        } else if k == 0 {
+            masks.0
+        } else {
+            masks.1
+        } as u16;
+        segment[maclen + 2..maclen + 4].copy_from_slice(&((iplen + l4len + chunk.len()) as u16).to_be_bytes());
+        segment[maclen + 4..maclen + 6].copy_from_slice(&ip_id.wrapping_add(k as u16).to_be_bytes());
+        segment[tcp + 4..tcp + 8].copy_from_slice(&seq.wrapping_add((k * mss) as u32).to_be_bytes());
+        segment[tcp + 12..tcp + 14].copy_from_slice(&((flags_word & 0xF000) | (flags_word & mask)).to_be_bytes());
+        ip_checksum(&mut segment[maclen..tcp]);
+        let l4_length = l4len + chunk.len();
+        l4_checksum(&mut segment[tcp..], true, l4_length);
+        state.ports[port].nic.tx_frame = segment;
+        send(state, port, q, packet.insert_fcs);
+    }
+    Ok(())
+}
+
 /// The MAC's part: pad, append the CRC, count, put it on the wire.
-fn send(state: &mut WorldState, port: usize, insert_fcs: bool) {
+fn send(state: &mut WorldState, port: usize, q: usize, insert_fcs: bool) {
     let nic = &mut state.ports[port].nic;
     let mut frame = std::mem::take(&mut nic.tx_frame);
     if nic.hlreg0 & HLREG0_TXPADEN != 0 && frame.len() < MIN_FRAME_WITHOUT_CRC {
@@ -166,17 +332,30 @@ fn send(state: &mut WorldState, port: usize, insert_fcs: bool) {
     }
     if link_up(state, port) {
         // §8.2.3.23.32-33: GOTC counts destination address through CRC.
-        state.ports[port].nic.stats.count_sent(frame.len());
+        let nic = &mut state.ports[port].nic;
+        nic.stats.count_sent(frame.len());
+        let set = super::rx::statistics_set(nic, TQSM_BASE, q);
+        nic.stats.count_queue_sent(set, frame.len());
         put_on_wire(state, port, &frame);
     }
     state.ports[port].nic.tx_frame = frame;
 }
 
 /// §7.2.3.5.1: DD in every descriptor of the packet that has RS, then TDH
-/// moves past the packet.
-fn write_back(nic: &mut Ixgbe, q: usize, packet: &Gathered) {
+/// moves past the packet. With head write-back (TDWBAL.Head_WB_En,
+/// §7.2.3.5.2) the NIC writes no DD bits; it writes TDH to host memory
+/// instead, after a descriptor with RS.
+fn write_back(nic: &mut Ixgbe, q: usize, packet: &Gathered) -> Result<(), String> {
     let queue = &mut nic.tx[q];
     let head = queue.tdh as usize;
+    if queue.tdwbal & TDWBAL_HEAD_WB_EN != 0 {
+        queue.tdh = ((head + packet.descriptors) % packet.ring_size) as u32;
+        let address = (u64::from(queue.tdwbah) << 32) | u64::from(queue.tdwbal & !0x3);
+        let target = dma::map(address, 4, "the TX head write-back address")?;
+        // SAFETY: mapped for 4 bytes just above, 4-byte aligned (bits 1:0 are 0).
+        unsafe { dma::publish_u32(target, queue.tdh) };
+        return Ok(());
+    }
     for i in 0..packet.descriptors {
         // SAFETY: the ring was mapped by `gather` in this same register
         // access (the driver cannot free it while it waits for the access).
@@ -189,4 +368,5 @@ fn write_back(nic: &mut Ixgbe, q: usize, packet: &Gathered) {
         }
     }
     queue.tdh = ((head + packet.descriptors) % packet.ring_size) as u32;
+    Ok(())
 }

@@ -4,10 +4,14 @@
 
 pub mod capture;
 pub mod fwd;
+pub mod multiqueue;
+pub mod napi;
 pub mod pktgen;
 pub mod seq;
+pub mod stats;
 
 pub use capture::Capture;
 pub use fwd::Forwarder;
+pub use napi::Napi;
 pub use pktgen::PacketGenerator;
 pub use seq::SequenceChecker;

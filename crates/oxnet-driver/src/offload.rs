@@ -1,0 +1,458 @@
+//! Checksums and TCP segmentation in software: what a NIC's offloads do,
+//! for when a switch is off (or the device has none), so that an
+//! application sees the same bytes and the same verdicts either way.
+//!
+//! * transmit: [`fill_checksums`] inserts the IPv4 / TCP / UDP checksums a
+//!   [`TxOffload`] asks for; [`segment`] cuts a TSO packet into MSS-sized
+//!   frames exactly as the 82599 does (§7.2.4.7: IP length, identification
+//!   and checksum, TCP sequence number, flags and checksum per segment);
+//!   [`linearize`] copies a chained packet into one buffer;
+//! * receive: [`rx_checksum`] returns the checksum verdict flags, from the
+//!   NIC when it checked ([`FLAG_CSUM_CHECKED`]), computed here otherwise;
+//! * the 82599 and 82576 drivers seed the TCP checksum field for TSO with
+//!   [`pseudo_header_sum`] (without the length, §7.2.4.7).
+//!
+//! Only IPv4 (RFC 791) with TCP (RFC 793) or UDP (RFC 768) is handled, as
+//! the issue asks; a packet this module cannot parse gets an error.
+
+use crate::error::{Error, Result};
+use crate::mempool::Mempool;
+use crate::packet::{
+    Packet, TxOffload, FLAG_CSUM_BAD, FLAG_CSUM_CHECKED, FLAG_IP_CSUM_BAD, FLAG_IP_CSUM_GOOD, FLAG_L4_CSUM_BAD,
+    FLAG_L4_CSUM_GOOD, TX_IP_CSUM, TX_TCP_CSUM, TX_TSO, TX_UDP_CSUM,
+};
+
+/// EtherType of IPv4.
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// EtherType of an 802.1Q VLAN tag.
+pub const ETHERTYPE_VLAN: u16 = 0x8100;
+/// IP protocol numbers.
+pub const IPPROTO_TCP: u8 = 6;
+/// See [`IPPROTO_TCP`].
+pub const IPPROTO_UDP: u8 = 17;
+
+/// Largest TSO payload the 82599 takes: PAYLEN is 18 bits (§7.2.3.2.4),
+/// so 256 KiB - 1.
+pub const MAX_TSO_PAYLOAD: usize = 256 * 1024 - 1;
+/// Largest number of data descriptors one packet may use (§7.2.3.3: "the
+/// maximum number of data descriptors per packet is 40"; DPDK's
+/// IXGBE_TX_MAX_SEG).
+pub const MAX_DATA_DESCRIPTORS: usize = 40;
+
+/// TCP flags kept in the first, middle and last segment of a TSO packet:
+/// the reset values of the 82599's DTXTCPFLGL/DTXTCPFLGH (§8.2.3.9.11/12):
+/// FIN and PSH only in the last segment. The driver programs the same
+/// values, so hardware and software segmentation agree.
+pub const TSO_FLAGS_FIRST: u16 = 0xFF6;
+/// See [`TSO_FLAGS_FIRST`].
+pub const TSO_FLAGS_MIDDLE: u16 = 0xFF6;
+/// See [`TSO_FLAGS_FIRST`].
+pub const TSO_FLAGS_LAST: u16 = 0xFFF;
+
+/// Header lengths and L4 protocol of an Ethernet/IPv4/TCP-or-UDP frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Headers {
+    pub l2_len: usize,
+    pub l3_len: usize,
+    /// TCP header with options, or 8 for UDP.
+    pub l4_len: usize,
+    /// `IPPROTO_TCP` or `IPPROTO_UDP`.
+    pub protocol: u8,
+    /// The IP packet is a fragment (no L4 checksum can be checked).
+    pub fragment: bool,
+}
+
+/// Parses Ethernet (with at most one VLAN tag), IPv4, TCP or UDP. `None`:
+/// not such a frame, or truncated. Never panics.
+pub fn parse(frame: &[u8]) -> Option<Headers> {
+    let mut l2_len = 14;
+    let mut ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+    if ethertype == ETHERTYPE_VLAN {
+        l2_len = 18;
+        ethertype = u16::from_be_bytes([*frame.get(16)?, *frame.get(17)?]);
+    }
+    if ethertype != ETHERTYPE_IPV4 {
+        return None;
+    }
+    let ip = frame.get(l2_len..)?;
+    if ip.len() < 20 || ip[0] >> 4 != 4 {
+        return None;
+    }
+    let l3_len = (ip[0] & 0xF) as usize * 4;
+    if l3_len < 20 || ip.len() < l3_len {
+        return None;
+    }
+    let protocol = ip[9];
+    let fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x3FFF != 0;
+    let l4 = &ip[l3_len..];
+    let l4_len = match protocol {
+        IPPROTO_TCP if l4.len() >= 20 => (l4[12] >> 4) as usize * 4,
+        IPPROTO_UDP if l4.len() >= 8 => 8,
+        _ => return None,
+    };
+    if l4_len < 8 || l4.len() < l4_len {
+        return None;
+    }
+    Some(Headers {
+        l2_len,
+        l3_len,
+        l4_len,
+        protocol,
+        fragment,
+    })
+}
+
+/// The [`TxOffload`] lengths of `frame` with the given request flags.
+pub fn offload_for(frame: &[u8], flags: u32, mss: u16) -> Result<TxOffload> {
+    let h = parse(frame).ok_or_else(|| not_parsed(frame.len()))?;
+    Ok(TxOffload {
+        flags,
+        l2_len: h.l2_len as u8,
+        l3_len: h.l3_len as u16,
+        l4_len: h.l4_len as u8,
+        mss,
+    })
+}
+
+fn not_parsed(len: usize) -> Error {
+    Error::Config(format!(
+        "offload request on a {len}-byte packet that is not Ethernet/IPv4/TCP-or-UDP"
+    ))
+}
+
+/// RFC 1071 one's-complement sum of `data` added to `sum` (not folded).
+pub fn ones_sum(data: &[u8], mut sum: u64) -> u64 {
+    let mut chunks = data.chunks_exact(2);
+    for c in &mut chunks {
+        sum += u16::from_be_bytes([c[0], c[1]]) as u64;
+    }
+    if let [last] = chunks.remainder() {
+        sum += (*last as u64) << 8;
+    }
+    sum
+}
+
+/// Folds a sum to 16 bits (not complemented).
+pub fn fold(mut sum: u64) -> u16 {
+    while sum >> 16 != 0 {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    sum as u16
+}
+
+/// The IPv4 pseudo-header sum (source, destination, protocol, and the L4
+/// length if given), folded, not complemented: what goes into the TCP/UDP
+/// checksum field before the NIC completes it. For TSO the length is left
+/// out (the NIC adds each segment's own, §7.2.4.7).
+pub fn pseudo_header_sum(frame: &[u8], l2_len: usize, protocol: u8, l4_length: Option<usize>) -> u16 {
+    let ip = &frame[l2_len..];
+    let mut sum = ones_sum(&ip[12..20], protocol as u64);
+    if let Some(len) = l4_length {
+        sum += len as u64;
+    }
+    fold(sum)
+}
+
+/// Inserts the checksums `offload` asks for into `frame` (a whole frame in
+/// one buffer), as the NIC would.
+pub fn fill_checksums(frame: &mut [u8], offload: &TxOffload) -> Result<()> {
+    let (l2, l3, l4) = (
+        offload.l2_len as usize,
+        offload.l3_len as usize,
+        offload.l4_len as usize,
+    );
+    if l2 + l3 + l4 > frame.len() || l3 < 20 {
+        return Err(Error::Config(format!(
+            "offload lengths {l2}+{l3}+{l4} do not fit a {}-byte packet",
+            frame.len()
+        )));
+    }
+    if offload.flags & (TX_IP_CSUM | TX_TSO) != 0 {
+        set_ipv4_checksum(&mut frame[l2..l2 + l3]);
+    }
+    let protocol = if offload.flags & TX_UDP_CSUM != 0 {
+        Some(IPPROTO_UDP)
+    } else if offload.flags & (TX_TCP_CSUM | TX_TSO) != 0 {
+        Some(IPPROTO_TCP)
+    } else {
+        None
+    };
+    if let Some(protocol) = protocol {
+        set_l4_checksum(frame, l2, l3, protocol);
+    }
+    Ok(())
+}
+
+/// Recomputes the checksum of an IPv4 header in place.
+pub fn set_ipv4_checksum(ip: &mut [u8]) {
+    ip[10] = 0;
+    ip[11] = 0;
+    let checksum = !fold(ones_sum(ip, 0));
+    ip[10..12].copy_from_slice(&checksum.to_be_bytes());
+}
+
+/// Computes the TCP or UDP checksum (pseudo-header included) of the L4
+/// packet starting at `l2 + l3` and running to the end of `frame`.
+pub fn set_l4_checksum(frame: &mut [u8], l2: usize, l3: usize, protocol: u8) {
+    let field = l2 + l3 + if protocol == IPPROTO_TCP { 16 } else { 6 };
+    frame[field] = 0;
+    frame[field + 1] = 0;
+    let l4_length = frame.len() - l2 - l3;
+    let sum = ones_sum(
+        &frame[l2 + l3..],
+        pseudo_header_sum(frame, l2, protocol, Some(l4_length)) as u64,
+    );
+    let mut checksum = !fold(sum);
+    if protocol == IPPROTO_UDP && checksum == 0 {
+        checksum = 0xFFFF; // RFC 768: 0 means "no checksum"
+    }
+    frame[field..field + 2].copy_from_slice(&checksum.to_be_bytes());
+}
+
+/// The checksum verdict of a received frame, computed in software with the
+/// same meaning as the NIC's (IPCS/L4CS and IPE/TCPE, §7.1.6.2): IP header
+/// checked for IPv4, TCP/UDP checked unless a fragment or a UDP checksum 0.
+pub fn checksum_verdict(frame: &[u8]) -> u32 {
+    let Some(h) = parse(frame) else {
+        // Not TCP/UDP over IPv4: still check an IPv4 header if there is one.
+        return ip_only_verdict(frame);
+    };
+    let ip = &frame[h.l2_len..h.l2_len + h.l3_len];
+    let mut flags = if fold(ones_sum(ip, 0)) == 0xFFFF {
+        FLAG_IP_CSUM_GOOD
+    } else {
+        FLAG_IP_CSUM_BAD | FLAG_CSUM_BAD
+    };
+    let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
+    let l4_end = (h.l2_len + total).min(frame.len());
+    let l4_start = h.l2_len + h.l3_len;
+    let udp_without_checksum = h.protocol == IPPROTO_UDP && frame[l4_start + 6] == 0 && frame[l4_start + 7] == 0;
+    if !h.fragment && !udp_without_checksum && l4_end > l4_start {
+        let l4 = &frame[l4_start..l4_end];
+        let sum = ones_sum(
+            l4,
+            pseudo_header_sum(frame, h.l2_len, h.protocol, Some(l4.len())) as u64,
+        );
+        flags |= if fold(sum) == 0xFFFF {
+            FLAG_L4_CSUM_GOOD
+        } else {
+            FLAG_L4_CSUM_BAD | FLAG_CSUM_BAD
+        };
+    }
+    flags
+}
+
+fn ip_only_verdict(frame: &[u8]) -> u32 {
+    if frame.len() >= 34 && frame[12..14] == ETHERTYPE_IPV4.to_be_bytes() && frame[14] >> 4 == 4 {
+        let l3 = (frame[14] & 0xF) as usize * 4;
+        if l3 >= 20 && frame.len() >= 14 + l3 {
+            return if fold(ones_sum(&frame[14..14 + l3], 0)) == 0xFFFF {
+                FLAG_IP_CSUM_GOOD
+            } else {
+                FLAG_IP_CSUM_BAD | FLAG_CSUM_BAD
+            };
+        }
+    }
+    0
+}
+
+/// Verdict bits of [`checksum_verdict`].
+pub const VERDICT_MASK: u32 =
+    FLAG_IP_CSUM_GOOD | FLAG_L4_CSUM_GOOD | FLAG_CSUM_BAD | FLAG_IP_CSUM_BAD | FLAG_L4_CSUM_BAD;
+
+/// The checksum verdict of a received packet: the NIC's when receive
+/// checksum offload was on, otherwise computed here. The same bits either
+/// way. A chained packet (RSC) is checked over all its segments.
+pub fn rx_checksum(packet: &Packet) -> u32 {
+    if packet.meta().flags & FLAG_CSUM_CHECKED != 0 {
+        return packet.meta().flags & VERDICT_MASK;
+    }
+    if packet.is_chained() {
+        let mut frame = Vec::with_capacity(packet.total_len());
+        packet.copy_chain_to(&mut frame);
+        checksum_verdict(&frame)
+    } else {
+        checksum_verdict(packet)
+    }
+}
+
+/// Checks that a TSO request can be done by the 82599 (and so by the
+/// software fallback, which gives the same result): a TCP/IPv4 packet,
+/// MSS > 0, payload at most [`MAX_TSO_PAYLOAD`], at most
+/// [`MAX_DATA_DESCRIPTORS`] buffers.
+pub fn check_tso(packet: &Packet) -> Result<()> {
+    let o = packet.tx_offload();
+    let header = o.l2_len as usize + o.l3_len as usize + o.l4_len as usize;
+    let total = packet.total_len();
+    if o.mss == 0 {
+        return Err(Error::Config("TSO packet with MSS 0".into()));
+    }
+    if o.l4_len < 20 || o.l3_len < 20 || header > packet.len() {
+        return Err(Error::Config(format!(
+            "TSO packet: the headers ({}+{}+{} bytes) must be TCP/IPv4 and lie in the first segment ({} bytes)",
+            o.l2_len,
+            o.l3_len,
+            o.l4_len,
+            packet.len()
+        )));
+    }
+    if total - header > MAX_TSO_PAYLOAD {
+        return Err(Error::Config(format!(
+            "TSO payload of {} bytes exceeds the 82599's limit of {MAX_TSO_PAYLOAD} (256 KiB - 1, PAYLEN is 18 bits, §7.2.3.2.4)",
+            total - header
+        )));
+    }
+    if packet.segment_count() > MAX_DATA_DESCRIPTORS {
+        return Err(Error::Config(format!(
+            "TSO packet of {} segments: the 82599 takes at most {MAX_DATA_DESCRIPTORS} data descriptors per packet (§7.2.3.3); \
+             use --tso single or fewer, larger segments",
+            packet.segment_count()
+        )));
+    }
+    Ok(())
+}
+
+/// Copies a chained packet into one buffer of `pool`, keeping its offload
+/// request and metadata. The result must fit one buffer.
+pub fn linearize(packet: &Packet, pool: &Mempool) -> Result<Packet> {
+    let total = packet.total_len();
+    let mut out = pool.alloc()?;
+    if total > out.capacity() {
+        return Err(Error::Config(format!(
+            "a chained packet of {total} bytes does not fit one {}-byte buffer",
+            out.capacity()
+        )));
+    }
+    out.set_len(total)?;
+    let mut at = 0;
+    for segment in packet.segments() {
+        out[at..at + segment.len()].copy_from_slice(segment);
+        at += segment.len();
+    }
+    *out.meta_mut() = *packet.meta();
+    out.set_tx_offload(packet.tx_offload());
+    Ok(out)
+}
+
+/// TCP segmentation in software, with exactly the bytes the 82599 puts on
+/// the wire (§7.2.4.7): each segment gets the headers of the original with
+/// IPv4 total length, identification (+1 per segment) and header checksum,
+/// TCP sequence number (+ the payload before it), flags masked as
+/// [`TSO_FLAGS_FIRST`]/`MIDDLE`/`LAST` say, and the TCP checksum. The
+/// frames are allocated from `pool` and appended to `out`, plain (no
+/// offload request left).
+pub fn segment(packet: &Packet, pool: &Mempool, out: &mut Vec<Packet>) -> Result<()> {
+    check_tso(packet)?;
+    let o = packet.tx_offload();
+    let (l2, l3, l4) = (o.l2_len as usize, o.l3_len as usize, o.l4_len as usize);
+    let header_len = l2 + l3 + l4;
+    let mss = o.mss as usize;
+    let mut data = Vec::with_capacity(packet.total_len());
+    packet.copy_chain_to(&mut data);
+    let (header, payload) = data.split_at(header_len);
+    if header_len + mss > pool.data_room() {
+        return Err(Error::Config(format!(
+            "MSS {mss} plus {header_len} header bytes does not fit a {}-byte buffer",
+            pool.data_room()
+        )));
+    }
+    let chunks = payload.len().div_ceil(mss).max(1);
+    let ip_id = u16::from_be_bytes([header[l2 + 4], header[l2 + 5]]);
+    let tcp = l2 + l3;
+    let seq = u32::from_be_bytes([header[tcp + 4], header[tcp + 5], header[tcp + 6], header[tcp + 7]]);
+    // Data offset (bits 15:12) stays; the 12 flag bits below are masked.
+    let offset_flags = u16::from_be_bytes([header[tcp + 12], header[tcp + 13]]);
+    for k in 0..chunks {
+        let chunk = &payload[(k * mss).min(payload.len())..((k + 1) * mss).min(payload.len())];
+        let mut frame = pool.alloc()?;
+        frame.set_len(header_len + chunk.len())?;
+        frame[..header_len].copy_from_slice(header);
+        frame[header_len..].copy_from_slice(chunk);
+        let mask = if k + 1 == chunks {
+            TSO_FLAGS_LAST
+        } else if k == 0 {
+            TSO_FLAGS_FIRST
+        } else {
+            TSO_FLAGS_MIDDLE
+        };
+        let ip_total = (l3 + l4 + chunk.len()) as u16;
+        frame[l2 + 2..l2 + 4].copy_from_slice(&ip_total.to_be_bytes());
+        frame[l2 + 4..l2 + 6].copy_from_slice(&ip_id.wrapping_add(k as u16).to_be_bytes());
+        frame[tcp + 4..tcp + 8].copy_from_slice(&seq.wrapping_add((k * mss) as u32).to_be_bytes());
+        frame[tcp + 12..tcp + 14].copy_from_slice(&((offset_flags & 0xF000) | (offset_flags & mask)).to_be_bytes());
+        set_ipv4_checksum(&mut frame[l2..l2 + l3]);
+        set_l4_checksum(&mut frame, l2, l3, IPPROTO_TCP);
+        out.push(frame);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MemoryKind;
+
+    /// Ethernet + IPv4 + TCP with `payload` bytes, checksums valid.
+    pub(crate) fn tcp_frame(payload: usize) -> Vec<u8> {
+        let mut f = vec![0u8; 54 + payload];
+        f[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+        f[14] = 0x45;
+        f[16..18].copy_from_slice(&((40 + payload) as u16).to_be_bytes());
+        f[18..20].copy_from_slice(&0x1234u16.to_be_bytes());
+        f[22] = 64;
+        f[23] = IPPROTO_TCP;
+        f[26..30].copy_from_slice(&[10, 0, 0, 1]);
+        f[30..34].copy_from_slice(&[10, 0, 0, 2]);
+        f[34..36].copy_from_slice(&1000u16.to_be_bytes());
+        f[36..38].copy_from_slice(&80u16.to_be_bytes());
+        f[38..42].copy_from_slice(&7u32.to_be_bytes());
+        f[46] = 5 << 4;
+        f[47] = 0x18; // PSH ACK
+        for (i, b) in f[54..].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        set_ipv4_checksum(&mut f[14..34]);
+        set_l4_checksum(&mut f, 14, 20, IPPROTO_TCP);
+        f
+    }
+
+    #[test]
+    fn verdicts_of_good_and_damaged_frames() {
+        let f = tcp_frame(100);
+        assert_eq!(checksum_verdict(&f), FLAG_IP_CSUM_GOOD | FLAG_L4_CSUM_GOOD);
+        let mut bad = f.clone();
+        bad[60] ^= 1;
+        assert_eq!(
+            checksum_verdict(&bad),
+            FLAG_IP_CSUM_GOOD | FLAG_L4_CSUM_BAD | FLAG_CSUM_BAD
+        );
+        let mut bad_ip = f.clone();
+        bad_ip[22] ^= 1;
+        assert_eq!(checksum_verdict(&bad_ip) & FLAG_IP_CSUM_BAD, FLAG_IP_CSUM_BAD);
+        assert_eq!(checksum_verdict(&[0u8; 10]), 0);
+    }
+
+    #[test]
+    fn software_segmentation_gives_valid_segments() {
+        let pool = Mempool::new("seg", 64, MemoryKind::Plain).unwrap();
+        let f = tcp_frame(1500);
+        let mut p = pool.alloc().unwrap();
+        p.set_len(f.len()).unwrap();
+        p.copy_from_slice(&f);
+        p.set_tx_offload(offload_for(&f, TX_TSO, 500).unwrap());
+        let mut out = Vec::new();
+        segment(&p, &pool, &mut out).unwrap();
+        assert_eq!(out.len(), 3);
+        for (k, s) in out.iter().enumerate() {
+            assert_eq!(
+                checksum_verdict(s),
+                FLAG_IP_CSUM_GOOD | FLAG_L4_CSUM_GOOD,
+                "segment {k}"
+            );
+            assert_eq!(u32::from_be_bytes(s[38..42].try_into().unwrap()), 7 + 500 * k as u32);
+            assert_eq!(u16::from_be_bytes([s[18], s[19]]), 0x1234 + k as u16);
+            assert_eq!(s[47] & 0x08 != 0, k == 2, "PSH only in the last segment");
+            assert_eq!(&s[54..], &f[54 + 500 * k..54 + 500 * (k + 1)]);
+        }
+    }
+}
