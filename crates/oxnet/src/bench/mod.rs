@@ -14,6 +14,7 @@
 //! batch 32); they are not measured here.
 
 pub mod callgrind;
+pub mod features;
 pub mod fwd;
 pub mod mempool;
 pub mod report;
@@ -57,9 +58,48 @@ pub struct BenchArgs {
     pub mempool_packets: u64,
 }
 
-/// The processes `oxnet bench` runs (under callgrind or not).
+/// The processes `oxnet bench` runs (under callgrind or not), and `oxnet
+/// bench features`.
 #[derive(Subcommand, Debug, Clone)]
 pub enum InnerCommand {
+    /// Instructions and descriptors per packet of a TCP-like bulk stream
+    /// for each combination of TSO (off/single/multi) x RSC x TX head
+    /// write-back, and the cost of the Mutex of `oxnet fwd --queues N`;
+    /// writes features.json (needs valgrind; see docs/bench.md).
+    Features {
+        /// Directory for features.json and the callgrind output files.
+        #[arg(long, default_value = "target/bench")]
+        out: PathBuf,
+        /// 64 KiB messages (45 wire packets each) measured per combination.
+        #[arg(long, default_value_t = 400)]
+        messages: u64,
+        /// Packets forwarded (measured) by each forwarding loop.
+        #[arg(long, default_value_t = 200_000)]
+        packets: u64,
+    },
+    /// Send and receive --messages messages inside measured_features_tx/rx.
+    #[command(hide = true)]
+    FeaturesInner {
+        #[arg(long)]
+        tso: String,
+        #[arg(long)]
+        rsc: bool,
+        #[arg(long)]
+        twb: bool,
+        #[arg(long)]
+        messages: u64,
+    },
+    /// Forward --packets packets with Forwarder::step (--plain) or the
+    /// Mutex step of `fwd --queues` (--mutex).
+    #[command(hide = true)]
+    FeaturesFwdInner {
+        #[arg(long)]
+        plain: bool,
+        #[arg(long)]
+        mutex: bool,
+        #[arg(long)]
+        packets: u64,
+    },
     /// Forward --packets packets at --batch inside measured_forward_loop.
     #[command(hide = true)]
     FwdInner {
@@ -196,8 +236,61 @@ pub fn main(args: &BenchArgs) -> Result<bool> {
             println!("{}", r.to_line());
             Ok(true)
         }
+        Some(InnerCommand::Features { out, messages, packets }) => features_outer(out, *messages, *packets),
+        Some(InnerCommand::FeaturesInner {
+            tso,
+            rsc,
+            twb,
+            messages,
+        }) => {
+            let combination = features::Combination {
+                tso: features::parse_tso(tso)?,
+                rsc: *rsc,
+                twb: *twb,
+            };
+            let r = features::run_stream(combination, *messages)?;
+            println!("{}", r.to_line());
+            Ok(true)
+        }
+        Some(InnerCommand::FeaturesFwdInner { plain, mutex, packets }) => {
+            let kind = match (*plain, *mutex) {
+                (true, false) => features::FwdKind::Plain,
+                (false, true) => features::FwdKind::Mutex,
+                _ => return Err(Error::Config("features-fwd-inner: one of --plain or --mutex".into())),
+            };
+            let r = features::run_fwd(kind, *packets)?;
+            println!("{}", r.to_line());
+            Ok(true)
+        }
         None => outer(args),
     }
+}
+
+/// `oxnet bench features`: table, features.json; false if a run was not clean.
+fn features_outer(out: &Path, messages: u64, packets: u64) -> Result<bool> {
+    let valgrind = callgrind::check_installed()?;
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "oxnet bench features: warning: this is a debug build; the counts mean little. \
+             Build with `cargo build --release -p oxnet`."
+        );
+    }
+    if messages == 0 || packets == 0 {
+        return Err(Error::Config("--messages and --packets must be at least 1".into()));
+    }
+    let exe = std::env::current_exe().map_err(|e| Error::Io(format!("cannot find the oxnet executable: {e}")))?;
+    std::fs::create_dir_all(out).map_err(|e| Error::Io(format!("cannot create {}: {e}", out.display())))?;
+    let report = features::outer(&exe, valgrind, out, messages, packets)?;
+    print!("{}", features::table(&report));
+    let json_path = out.join("features.json");
+    std::fs::write(&json_path, features::json(&report))
+        .map_err(|e| Error::Io(format!("cannot write {}: {e}", json_path.display())))?;
+    println!("wrote {}", json_path.display());
+    let ok = report.rows.iter().all(|r| r.run.clean()) && report.fwd.iter().all(|f| f.clean());
+    if !ok {
+        eprintln!("oxnet bench features: some runs were not clean (see the bytes / check columns)");
+    }
+    Ok(ok)
 }
 
 fn inner_args(words: &[&str], values: &[(&str, String)]) -> Vec<String> {

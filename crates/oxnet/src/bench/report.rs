@@ -179,7 +179,7 @@ pub fn table(r: &BenchReport) -> String {
     s
 }
 
-fn json_str(s: &str) -> String {
+pub(super) fn json_str(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
         match c {
@@ -196,7 +196,7 @@ fn json_str(s: &str) -> String {
     out
 }
 
-fn json_num(v: f64) -> String {
+pub(super) fn json_num(v: f64) -> String {
     if v.is_finite() {
         format!("{v:.3}")
     } else {
