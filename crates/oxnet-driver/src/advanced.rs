@@ -49,6 +49,13 @@ pub const RX_STATUS_IPCS: u32 = 1 << 6;
 pub const RX_ERROR_TCPE: u32 = 1 << 30;
 /// See [`RX_ERROR_TCPE`].
 pub const RX_ERROR_IPE: u32 = 1 << 31;
+/// 82576 RX extended errors (82576 datasheet §7.1.5.2; Linux igb's
+/// E1000_RXDEXT_STATERR_*): L4E, the TCP/UDP checksum error, is bit 29 and
+/// IPE bit 30 — one bit lower than the 82599's TCPE/IPE. The status bits
+/// (IPCS, L4CS, UDPCS) are the same as the 82599's.
+pub const RX_ERROR_82576_L4E: u32 = 1 << 29;
+/// See [`RX_ERROR_82576_L4E`].
+pub const RX_ERROR_82576_IPE: u32 = 1 << 30;
 /// RX status bits 19:4 of a non-EOP RSC descriptor: NEXTP, the index of the
 /// next descriptor of the same coalesced packet (§7.1.6.2).
 pub const RX_NEXTP_MASK: u32 = 0xFFFF << 4;

@@ -276,11 +276,41 @@ pub fn rx_checksum(packet: &Packet) -> u32 {
     }
 }
 
+/// The limits of one NIC's TCP segmentation, and where they come from,
+/// for [`check_tso_with`]'s messages.
+#[derive(Debug, Clone, Copy)]
+pub struct TsoLimits {
+    /// The NIC's name in messages ("82599").
+    pub device: &'static str,
+    /// Largest payload (PAYLEN).
+    pub max_payload: usize,
+    /// Why: the datasheet section of PAYLEN.
+    pub payload_source: &'static str,
+    /// Most data descriptors (= chain segments) per packet.
+    pub max_data_descriptors: usize,
+    /// Why: where that limit comes from.
+    pub descriptors_source: &'static str,
+}
+
+/// The 82599's limits (datasheet rev. 3.3).
+pub const TSO_LIMITS_82599: TsoLimits = TsoLimits {
+    device: "82599",
+    max_payload: MAX_TSO_PAYLOAD,
+    payload_source: "PAYLEN is 18 bits, §7.2.3.2.4",
+    max_data_descriptors: MAX_DATA_DESCRIPTORS,
+    descriptors_source: "§7.2.3.3",
+};
+
 /// Checks that a TSO request can be done by the 82599 (and so by the
 /// software fallback, which gives the same result): a TCP/IPv4 packet,
 /// MSS > 0, payload at most [`MAX_TSO_PAYLOAD`], at most
 /// [`MAX_DATA_DESCRIPTORS`] buffers.
 pub fn check_tso(packet: &Packet) -> Result<()> {
+    check_tso_with(packet, &TSO_LIMITS_82599)
+}
+
+/// [`check_tso`] with another NIC's limits (the 82576's, for igb).
+pub fn check_tso_with(packet: &Packet, limits: &TsoLimits) -> Result<()> {
     let o = packet.tx_offload();
     let header = o.l2_len as usize + o.l3_len as usize + o.l4_len as usize;
     let total = packet.total_len();
@@ -296,17 +326,23 @@ pub fn check_tso(packet: &Packet) -> Result<()> {
             packet.len()
         )));
     }
-    if total - header > MAX_TSO_PAYLOAD {
+    if total - header > limits.max_payload {
         return Err(Error::Config(format!(
-            "TSO payload of {} bytes exceeds the 82599's limit of {MAX_TSO_PAYLOAD} (256 KiB - 1, PAYLEN is 18 bits, §7.2.3.2.4)",
-            total - header
+            "TSO payload of {} bytes exceeds the {}'s limit of {} (256 KiB - 1, {})",
+            total - header,
+            limits.device,
+            limits.max_payload,
+            limits.payload_source
         )));
     }
-    if packet.segment_count() > MAX_DATA_DESCRIPTORS {
+    if packet.segment_count() > limits.max_data_descriptors {
         return Err(Error::Config(format!(
-            "TSO packet of {} segments: the 82599 takes at most {MAX_DATA_DESCRIPTORS} data descriptors per packet (§7.2.3.3); \
+            "TSO packet of {} segments: the {} takes at most {} data descriptors per packet ({}); \
              use --tso single or fewer, larger segments",
-            packet.segment_count()
+            packet.segment_count(),
+            limits.device,
+            limits.max_data_descriptors,
+            limits.descriptors_source
         )));
     }
     Ok(())

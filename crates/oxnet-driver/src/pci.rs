@@ -207,7 +207,7 @@ pub(crate) fn sysfs_file(address: &PciAddress, name: &str) -> PathBuf {
 }
 
 /// Unbinds the kernel driver, enables bus mastering and maps BAR0.
-fn map_bar0(info: &PciDeviceInfo) -> Result<Mmio> {
+pub(crate) fn map_bar0(info: &PciDeviceInfo) -> Result<Mmio> {
     take_over(info)?;
     let dir = info.address.sysfs();
     let path = dir.join("resource0");

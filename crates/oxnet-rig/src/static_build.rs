@@ -88,7 +88,7 @@ fn test_executable(selection: &[&str]) -> Result<PathBuf> {
     output
         .lines()
         .rev()
-        .filter(|l| l.contains("\"reason\":\"compiler-artifact\"") && l.contains("\"test\":true"))
+        .filter(|l| l.contains("\"reason\":\"compiler-artifact\"") && built_as_test(l))
         .find_map(|l| json_string_field(l, "executable"))
         .map(PathBuf::from)
         .ok_or_else(|| {
@@ -97,6 +97,16 @@ fn test_executable(selection: &[&str]) -> Result<PathBuf> {
                 selection.join(" ")
             ))
         })
+}
+
+/// True if a compiler-artifact message is for a target built in test mode:
+/// its "profile" object says "test":true (a target's own "test" field is
+/// true for binaries too, so only the profile tells).
+fn built_as_test(message: &str) -> bool {
+    message
+        .split_once("\"profile\":{")
+        .and_then(|(_, rest)| rest.split_once('}'))
+        .is_some_and(|(profile, _)| profile.contains("\"test\":true"))
 }
 
 /// Runs cargo with the static flags; returns its stdout.

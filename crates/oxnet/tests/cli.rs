@@ -2,15 +2,10 @@
 //! the demo, pktgen, fwd and pcap work and print their JSON; pcap output is
 //! read back by an independent reader (tcpdump).
 
+mod common;
+use common::{field, json_line, oxnet};
 use std::path::PathBuf;
 use std::process::{Command, Output};
-
-fn oxnet(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_oxnet"))
-        .args(args)
-        .output()
-        .expect("run oxnet")
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -30,23 +25,6 @@ fn assert_fails_with(args: &[&str], message: &str) {
         stderr(&o)
     );
     assert!(!stderr(&o).contains("panicked"), "{args:?} panicked: {}", stderr(&o));
-}
-
-/// The last line of stdout, which --json promises is one JSON object.
-fn json_line(o: &Output) -> String {
-    stdout(o).lines().last().unwrap_or("").to_string()
-}
-
-fn field(json: &str, key: &str) -> u64 {
-    let at = json
-        .find(&format!("\"{key}\":"))
-        .unwrap_or_else(|| panic!("{key} missing in {json}"));
-    json[at + key.len() + 3..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect::<String>()
-        .parse()
-        .unwrap()
 }
 
 #[test]

@@ -10,12 +10,14 @@
 //! Back-end on CPU 1, the test's busy-polling side on CPU 0: two
 //! busy-polling threads on one CPU make both crawl.
 
+mod common;
+use common::{field, oxnet, text};
 use oxnet::apps::{Capture, PacketGenerator};
 use oxnet_driver::{Config, Device};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const TESTPMD: &str = "dpdk-testpmd";
@@ -160,29 +162,6 @@ impl Drop for Backend {
         let _ = std::fs::remove_file(&self.log);
         let _ = std::fs::remove_file(self.log.with_extension("err"));
     }
-}
-
-fn oxnet(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_oxnet"))
-        .args(args)
-        .output()
-        .expect("run oxnet")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn field(json: &str, key: &str) -> u64 {
-    let at = json
-        .find(&format!("\"{key}\":"))
-        .unwrap_or_else(|| panic!("{key} missing in {json}"));
-    json[at + key.len() + 3..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect::<String>()
-        .parse()
-        .unwrap()
 }
 
 fn open(spec: &str) -> Box<dyn Device> {

@@ -5,44 +5,10 @@
 //!
 //! Each test boots its own guest (about 8 s) and stays under ~40 s.
 
-use oxnet_rig::{static_binary, Vm, IGB, VFIO_MODULES, VFIO_OPTIONAL_MODULES, VIRTIO_LEGACY};
+mod common;
+use common::{field, line, number, static_oxnet as oxnet, wait_ready};
+use oxnet_rig::{Vm, IGB, VFIO_MODULES, VFIO_OPTIONAL_MODULES, VIRTIO_LEGACY};
 use std::time::Duration;
-
-fn oxnet() -> std::path::PathBuf {
-    static_binary("oxnet", "oxnet").expect("static build of oxnet")
-}
-
-/// Number after `"key":` in a JSON line (digits and a decimal point).
-fn number(json: &str, key: &str) -> f64 {
-    let at = json
-        .find(&format!("\"{key}\":"))
-        .unwrap_or_else(|| panic!("{key} missing in {json}"));
-    json[at + key.len() + 3..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.')
-        .collect::<String>()
-        .parse()
-        .unwrap_or_else(|_| panic!("{key} is not a number in {json}"))
-}
-
-fn field(json: &str, key: &str) -> u64 {
-    number(json, key) as u64
-}
-
-/// The line of the guest's output that starts with `prefix`.
-fn line<'a>(out: &'a str, prefix: &str) -> &'a str {
-    out.lines()
-        .find(|l| l.starts_with(prefix))
-        .unwrap_or_else(|| panic!("no line {prefix:?} in:\n{out}"))
-}
-
-/// Waits (in the guest) until `file` has `lines` lines saying "ready".
-fn wait_ready(file: &str, lines: usize) -> String {
-    format!(
-        "n=0; until [ \"$(grep -c ready {file} 2>/dev/null)\" -ge {lines} ]; do n=$((n+1)); \
-         [ $n -gt 300 ] && {{ echo 'timeout waiting for {file}'; cat {file}; exit 9; }}; sleep 0.1; done"
-    )
-}
 
 /// A q35 guest with the IOMMU, the vfio modules and `nics` NICs of
 /// `model`, two per hub. Legacy VirtIO devices bypass the IOMMU (they have

@@ -5,41 +5,10 @@
 //! The ixy-ci topology: pktgen on NIC 0 → (hub 0) → NIC 1 → fwd → NIC 2 →
 //! (hub 1) → NIC 3 → pcap, every sequence number checked once, in order.
 
-use oxnet_rig::{static_binary, Vm, VIRTIO_LEGACY};
+mod common;
+use common::{field, line, static_oxnet as oxnet, wait_ready};
+use oxnet_rig::{Vm, VIRTIO_LEGACY};
 use std::time::Duration;
-
-fn oxnet() -> std::path::PathBuf {
-    static_binary("oxnet", "oxnet").expect("static build of oxnet")
-}
-
-/// Number after `"key":` in a JSON line.
-fn field(json: &str, key: &str) -> u64 {
-    let at = json
-        .find(&format!("\"{key}\":"))
-        .unwrap_or_else(|| panic!("{key} missing in {json}"));
-    json[at + key.len() + 3..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect::<String>()
-        .parse()
-        .unwrap()
-}
-
-/// The line of the guest's output that starts with `prefix`.
-fn line<'a>(out: &'a str, prefix: &str) -> &'a str {
-    out.lines()
-        .find(|l| l.starts_with(prefix))
-        .unwrap_or_else(|| panic!("no line {prefix:?} in:\n{out}"))
-}
-
-/// Waits (in the guest) until `file` has `lines` lines saying "ready", at
-/// most 60 s.
-fn wait_ready(file: &str, lines: usize) -> String {
-    format!(
-        "n=0; until [ \"$(grep -c ready {file} 2>/dev/null)\" -ge {lines} ]; do n=$((n+1)); \
-         [ $n -gt 600 ] && {{ echo 'timeout waiting for {file}'; cat {file}; exit 9; }}; sleep 0.1; done"
-    )
-}
 
 fn topology_script(count: u64, extra: &str) -> String {
     let nic = Vm::nic_address;

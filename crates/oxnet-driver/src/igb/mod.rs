@@ -15,12 +15,16 @@
 //! * transmit: clean finished descriptors in batches of [`TX_CLEAN_BATCH`],
 //!   fill descriptors, write TDT once per batch;
 //! * more than one receive queue: receive-side scaling (RSS) spreads flows
-//!   over them by a hash of addresses and ports.
+//!   over them by a hash of addresses and ports;
+//! * the hardware features of [`Config::offloads`] the 82576 has (checksum
+//!   offload, TSO, head write-back, DCA, RSS) as switches, as the ixgbe
+//!   driver does them ([`features`]); RSC, which it lacks, is refused.
 //!
 //! The driver is generic over [`RegisterAccess`]: on hardware that is
 //! volatile loads and stores into BAR0 (mapped through sysfs or vfio).
 //! It is tested against QEMU's `igb` device model (docs/igb.md).
 
+pub mod features;
 pub mod regs;
 mod rx;
 mod tx;
@@ -101,6 +105,7 @@ impl<R: RegisterAccess> IgbDevice<R> {
         max_queues: u16,
     ) -> Result<IgbDevice<R>> {
         config.validate()?;
+        features::validate(config).map_err(|e| Error::Config(format!("{spec}: {}", config_message(e))))?;
         if config.rx_queues > max_queues || config.tx_queues > max_queues {
             return Err(Error::Config(format!(
                 "{spec}: this igb device has {max_queues} queues per direction, {} rx / {} tx asked for",
@@ -170,6 +175,11 @@ impl<R: RegisterAccess> IgbDevice<R> {
         self.rx_interrupts = eventfds;
         self.rx_interrupts.truncate(self.rx_queues.len());
         Ok(())
+    }
+
+    /// Transmit queue `q` (tests look at its head write-back and errors).
+    pub fn tx_queue(&self, q: u16) -> Option<&TxQueue> {
+        self.tx_queues.get(q as usize)
     }
 
     /// The register interface.
@@ -295,11 +305,8 @@ impl<R: RegisterAccess> IgbDevice<R> {
             let queue = RxQueue::new(&self.regs, q, config, memory, &self.spec)?;
             self.rx_queues.push(queue);
         }
-        if config.rx_queues > 1 {
-            self.enable_rss(config.rx_queues);
-        } else {
-            self.regs.write32(MRQC, 0);
-        }
+        // Offload switches: RSS, checksum control (features.rs).
+        features::init_rx(&self.regs, config);
         // §8.10.1 RCTL: accept broadcast, strip the CRC (the application
         // never sees the 4 CRC bytes), no long packets, 2 KB buffers in
         // RCTL.BSIZE = 00b (SRRCTL's size is the one used). UPE/MPE are
@@ -314,38 +321,6 @@ impl<R: RegisterAccess> IgbDevice<R> {
         Ok(())
     }
 
-    /// Receive-side scaling over `queues` queues (§7.1.2: MRQC selects
-    /// RSS, RETA maps the low 7 bits of the hash to a queue, RSSRK holds
-    /// the key). The hash covers IPv4/IPv6 addresses and TCP/UDP ports.
-    fn enable_rss(&mut self, queues: u16) {
-        // The key of Microsoft's RSS verification suite (crate::rss, shared
-        // with the ixgbe driver), four bytes per register, byte 0 lowest.
-        for (n, word) in crate::rss::DEFAULT_KEY.chunks_exact(4).enumerate() {
-            let value = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
-            self.regs.write32(rssrk(n as u32), value);
-        }
-        // 128 one-byte entries, round-robin over the queues, four per
-        // register with entry 0 in the lowest byte.
-        let table = crate::rss::default_reta(queues);
-        for (n, entries) in table.chunks_exact(4).enumerate() {
-            let value = u32::from_le_bytes([entries[0], entries[1], entries[2], entries[3]]);
-            self.regs.write32(reta(n as u32), value);
-        }
-        // RXCSUM.PCSD: the descriptor's dword 1 carries the RSS hash (the
-        // packet checksum field is not written then).
-        self.regs.set_flags32(RXCSUM, RXCSUM_PCSD);
-        self.regs.write32(
-            MRQC,
-            MRQC_RSS
-                | MRQC_RSS_FIELD_IPV4
-                | MRQC_RSS_FIELD_IPV4_TCP
-                | MRQC_RSS_FIELD_IPV4_UDP
-                | MRQC_RSS_FIELD_IPV6
-                | MRQC_RSS_FIELD_IPV6_TCP
-                | MRQC_RSS_FIELD_IPV6_UDP,
-        );
-    }
-
     /// §4.5.9 transmit initialisation (the per-queue part is in tx.rs).
     fn init_tx(&mut self, config: &Config, memory: MemoryKind) -> Result<()> {
         // §8.12.1 TCTL: pad short packets, collision threshold and distance
@@ -357,6 +332,7 @@ impl<R: RegisterAccess> IgbDevice<R> {
             let queue = TxQueue::new(&self.regs, q, config, memory)?;
             self.tx_queues.push(queue);
         }
+        features::init_dca(&self.regs, config);
         for q in 0..config.tx_queues {
             self.start_tx_queue(q)?;
         }
@@ -389,7 +365,8 @@ impl<R: RegisterAccess> IgbDevice<R> {
     fn start_tx_queue(&mut self, q: u16) -> Result<()> {
         let q32 = q as u32;
         // §4.5.9: enable the queue and poll until it reads back enabled.
-        self.regs.write32(txdctl(q32), TxQueue::txdctl_enable());
+        let txdctl_value = self.tx_queues[q as usize].txdctl_enable();
+        self.regs.write32(txdctl(q32), txdctl_value);
         wait_bits(
             &self.regs,
             NAME,
@@ -429,6 +406,39 @@ impl<R: RegisterAccess> IgbDevice<R> {
             ..DeviceStats::default()
         });
     }
+}
+
+/// The text of a configuration error (without the "configuration:" prefix
+/// its Display adds), to put the device's name in front.
+fn config_message(e: Error) -> String {
+    match e {
+        Error::Config(message) => message,
+        other => other.to_string(),
+    }
+}
+
+/// Opens the igb device at PCI address `address` (through sysfs, as
+/// `oxnet_driver::open` does) and returns the driver itself rather than a
+/// `Box<dyn Device>`, for code that needs its queues (tests of head
+/// write-back and of refused packets).
+pub fn open_pci(address: &str, config: &Config) -> Result<IgbDevice<crate::regs::Mmio>> {
+    let pci_address = crate::pci::PciAddress::parse(address)
+        .ok_or_else(|| Error::Config(format!("{address} is not a PCI address (0000:03:00.0)")))?;
+    let info = crate::pci::info(&pci_address)?;
+    if !supports(info.vendor, info.device) {
+        return Err(Error::Pci(format!(
+            "{address} ({:04x}:{:04x}) is not an 82576/I350 copper port",
+            info.vendor, info.device
+        )));
+    }
+    let registers = crate::pci::map_bar0(&info)?;
+    IgbDevice::init(
+        registers,
+        address,
+        config,
+        MemoryKind::HugePages,
+        max_queues(info.device),
+    )
 }
 
 impl<R: RegisterAccess> Device for IgbDevice<R> {
@@ -502,6 +512,37 @@ impl<R: RegisterAccess> Device for IgbDevice<R> {
             hardware_stats: true,
             flow_control: false,
         }
+    }
+
+    fn queue_stats(&mut self) -> Vec<crate::device::QueueStats> {
+        // Software counters only: the 82576's per-queue counters (PQGPRC...)
+        // belong to its virtualisation pools, which this driver leaves off.
+        let n = self.rx_queues.len().max(self.tx_queues.len());
+        (0..n)
+            .map(|q| {
+                let mut s = crate::device::QueueStats::new(q as u16);
+                if let Some(rx) = self.rx_queues.get(q) {
+                    let r = rx.software_stats();
+                    s.rx_descriptors = r.rx_descriptors;
+                    s.rx_packets = r.rx_packets;
+                    s.rx_bytes = r.rx_bytes;
+                }
+                if let Some(tx) = self.tx_queues.get(q) {
+                    let t = tx.software_stats();
+                    s.tx_descriptors = t.tx_descriptors;
+                    s.tx_packets = t.tx_packets;
+                    s.tx_bytes = t.tx_bytes;
+                    s.tx_context_descriptors = t.tx_context_descriptors;
+                    s.tx_software_fallback = t.tx_software_fallback;
+                    s.tx_descriptors_per_packet = t.tx_descriptors_per_packet;
+                }
+                s
+            })
+            .collect()
+    }
+
+    fn feature_registers(&self) -> Vec<(String, u32)> {
+        features::registers(&self.regs, self.rx_queues.len() as u16, self.tx_queues.len() as u16)
     }
 
     fn mempool(&self, queue: u16) -> Mempool {

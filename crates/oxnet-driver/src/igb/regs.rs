@@ -126,6 +126,11 @@ pub const RXCSUM: u32 = 0x05000;
 /// RXCSUM.PCSD: packet checksum disable — the RSS hash is written back in
 /// the descriptor instead of the fragment checksum / IP identification.
 pub const RXCSUM_PCSD: u32 = 1 << 13;
+/// RXCSUM.IPOFLD: check the IPv4 header checksum (IPCS/IPE in the
+/// write-back).
+pub const RXCSUM_IPOFLD: u32 = 1 << 8;
+/// RXCSUM.TUOFLD: check the TCP/UDP checksum (L4CS/UDPCS/L4E).
+pub const RXCSUM_TUOFLD: u32 = 1 << 9;
 /// Multicast Table Array, 128 registers.
 pub const MTA: u32 = 0x05200;
 /// Number of MTA registers.
@@ -256,6 +261,45 @@ pub const fn tdt(q: u32) -> u32 {
 pub const fn txdctl(q: u32) -> u32 {
     0x0E028 + 0x40 * q
 }
+
+/// Transmit Descriptor Write-Back Address Low (§8.12.x, head write-back):
+/// the address (4-byte aligned) with Head_WB_En in bit 0.
+pub const fn tdwbal(q: u32) -> u32 {
+    0x0E038 + 0x40 * q
+}
+/// Transmit Descriptor Write-Back Address High.
+pub const fn tdwbah(q: u32) -> u32 {
+    0x0E03C + 0x40 * q
+}
+/// TDWBAL.Head_WB_En: write the head back to memory.
+pub const TDWBAL_HEAD_WB_EN: u32 = 1 << 0;
+
+// §8.13 / §7.7 Direct cache access (DCA). Queues 0–3 also have aliases at
+// 0x02814 / 0x03814 + 0x100 * n (Linux's E1000_RXCTL/TXCTL use those); we
+// use the main addresses, as for the rings.
+/// DCA Control.
+pub const DCA_CTRL: u32 = 0x05B74;
+/// DCA_CTRL.DCA_DIS (bit 0): DCA disabled.
+pub const DCA_CTRL_DISABLE: u32 = 1 << 0;
+/// DCA_CTRL.DCA_MODE (bits 4:1) = 0001b: DCA 1.0 (CB2 in Linux's igb).
+pub const DCA_CTRL_MODE_10: u32 = 1 << 1;
+/// Rx DCA Control of queue q.
+pub const fn dca_rxctrl(q: u32) -> u32 {
+    0x0C014 + 0x40 * q
+}
+/// Tx DCA Control of queue q.
+pub const fn dca_txctrl(q: u32) -> u32 {
+    0x0E014 + 0x40 * q
+}
+/// DCA_RXCTRL/TXCTRL.Desc_DCA_EN: tag descriptor writes.
+pub const DCA_DESC_EN: u32 = 1 << 5;
+/// DCA_RXCTRL.Head_DCA_EN: tag header writes.
+pub const DCA_RXCTRL_HEAD_EN: u32 = 1 << 6;
+/// DCA_RXCTRL.Data_DCA_EN: tag payload writes.
+pub const DCA_RXCTRL_DATA_EN: u32 = 1 << 7;
+/// CPUID field of DCA_RXCTRL/TXCTRL on the 82576: bits 31:24 (the 82575
+/// has it in bits 4:0).
+pub const DCA_CPUID_SHIFT: u32 = 24;
 
 // §8.19 Statistics registers: clear on read.
 /// CRC Error Count.

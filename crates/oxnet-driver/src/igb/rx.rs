@@ -4,13 +4,17 @@
 
 use super::regs::*;
 use crate::advanced::{
-    acquire_after_status, release_before_tail, DescriptorPtr, DESCRIPTOR_SIZE, RX_STATUS_DD, RX_STATUS_EOP,
+    acquire_after_status, release_before_tail, DescriptorPtr, DESCRIPTOR_SIZE, RX_ERROR_82576_IPE, RX_ERROR_82576_L4E,
+    RX_RSS_TYPE_MASK, RX_STATUS_DD, RX_STATUS_EOP, RX_STATUS_IPCS, RX_STATUS_L4CS,
 };
-use crate::device::Config;
+use crate::device::{Config, QueueStats};
 use crate::error::{Error, Result};
 use crate::memory::{DmaMemory, MemoryKind};
 use crate::mempool::Mempool;
-use crate::packet::{Metadata, Packet, PacketBatch};
+use crate::packet::{
+    Metadata, Packet, PacketBatch, FLAG_CSUM_BAD, FLAG_CSUM_CHECKED, FLAG_IP_CSUM_BAD, FLAG_IP_CSUM_GOOD,
+    FLAG_L4_CSUM_BAD, FLAG_L4_CSUM_GOOD, FLAG_RSS_HASH,
+};
 use crate::regs::RegisterAccess;
 use crate::ring::RingIndex;
 
@@ -39,6 +43,12 @@ pub struct RxQueue {
     /// Inside a frame spread over several descriptors, dropping up to EOP.
     discarding: bool,
     discarded: u64,
+    /// Offload switches that change the receive path (checksum verdicts,
+    /// RSS hash flag); both off: the fast path.
+    rx_checksum: bool,
+    rss: bool,
+    /// Software counters of the features path.
+    stats: QueueStats,
 }
 
 impl RxQueue {
@@ -97,6 +107,9 @@ impl RxQueue {
             pool_empty: 0,
             discarding: false,
             discarded: 0,
+            rx_checksum: config.offloads.rx_checksum,
+            rss: super::features::rss_enabled(config),
+            stats: QueueStats::new(id),
         })
     }
 
@@ -123,6 +136,12 @@ impl RxQueue {
     /// Receive calls that could not refill a descriptor (pool empty).
     pub fn pool_empty_count(&self) -> u64 {
         self.pool_empty
+    }
+
+    /// The driver's own counters of this queue (the features path counts;
+    /// the fast path does not).
+    pub fn software_stats(&self) -> &QueueStats {
+        &self.stats
     }
 
     #[inline]
@@ -154,6 +173,9 @@ impl RxQueue {
     /// back with DD set when it is done).
     #[inline]
     pub(super) fn rx_batch<R: RegisterAccess>(&mut self, regs: &R, batch: &mut PacketBatch, max: usize) -> usize {
+        if self.rx_checksum || self.rss {
+            return self.rx_batch_features(regs, batch, max);
+        }
         // Fresh buffers for the descriptors we are about to take over, one
         // pool access per batch.
         if self.spare.len() < max {
@@ -238,5 +260,117 @@ impl RxQueue {
             regs.write32(rdt(self.id), self.index.prev(i) as u32);
         }
         received
+    }
+
+    /// The receive path with offloads on: the NIC's checksum verdict
+    /// (§7.1.5.2: IPCS/L4CS status, IPE/L4E errors — the 82576's error
+    /// bits, see [`RX_ERROR_82576_L4E`]) and the RSS hash with
+    /// `FLAG_RSS_HASH` into the metadata. As ixgbe's features path, without
+    /// RSC: a frame over several descriptors is dropped (no jumbo frames).
+    fn rx_batch_features<R: RegisterAccess>(&mut self, regs: &R, batch: &mut PacketBatch, max: usize) -> usize {
+        let start = self.rx_index;
+        let mut i = start;
+        let mut received = 0;
+        while received < max {
+            let desc = self.descriptor(i);
+            let status = desc.rx_status();
+            if status & RX_STATUS_DD == 0 {
+                break;
+            }
+            acquire_after_status();
+            if self.spare.is_empty() && self.pool.alloc_batch_for_receive(&mut self.spare, max.max(32)) == 0 {
+                self.pool_empty += 1;
+                break;
+            }
+            let fresh = self.spare.pop().expect("refilled above");
+            let length = desc.rx_length() as usize;
+            let lower = desc.rx_lower();
+            let rss_hash = desc.rx_rss_hash();
+            desc.rx_arm(fresh.data_iova());
+            let mut packet = std::mem::replace(&mut self.buffers[i as usize], fresh);
+            i = self.index.next(i);
+            self.stats.rx_descriptors += 1;
+            let end_of_packet = status & RX_STATUS_EOP != 0;
+            if !end_of_packet || self.discarding || length > self.capacity {
+                self.discarding = !end_of_packet;
+                if end_of_packet {
+                    self.discarded += 1;
+                }
+                continue;
+            }
+            // SAFETY: length <= capacity of this buffer, checked above.
+            unsafe { packet.set_len_unchecked(length) };
+            let mut flags = 0;
+            if self.rss && lower & RX_RSS_TYPE_MASK != 0 {
+                flags |= FLAG_RSS_HASH;
+            }
+            if self.rx_checksum {
+                flags |= FLAG_CSUM_CHECKED | checksum_flags(status);
+            }
+            // The hash is there whenever RXCSUM.PCSD is set (RSS on); a frame
+            // RSS does not hash (RSS type 0) gets hash 0 and no flag.
+            let rss_hash = if self.rss { rss_hash } else { 0 };
+            *packet.meta_mut() = Metadata { rss_hash, flags };
+            self.stats.rx_packets += 1;
+            self.stats.rx_bytes += length as u64;
+            batch.push(packet);
+            received += 1;
+        }
+        if i != start {
+            self.rx_index = i;
+            release_before_tail();
+            regs.write32(rdt(self.id), self.index.prev(i) as u32);
+        }
+        received
+    }
+}
+
+/// The checksum verdict flags of an 82576 receive write-back (§7.1.5.2):
+/// IPCS says the IPv4 header checksum was checked, IPE that it was wrong;
+/// L4CS that the TCP/UDP checksum was checked, L4E that it was wrong.
+/// Nothing checked (not IPv4, a fragment, UDP without checksum): no flag,
+/// as `offload::checksum_verdict` computes it in software.
+pub fn checksum_flags(status: u32) -> u32 {
+    let mut flags = 0;
+    if status & RX_STATUS_IPCS != 0 {
+        flags |= if status & RX_ERROR_82576_IPE != 0 {
+            FLAG_IP_CSUM_BAD | FLAG_CSUM_BAD
+        } else {
+            FLAG_IP_CSUM_GOOD
+        };
+    }
+    if status & RX_STATUS_L4CS != 0 {
+        flags |= if status & RX_ERROR_82576_L4E != 0 {
+            FLAG_L4_CSUM_BAD | FLAG_CSUM_BAD
+        } else {
+            FLAG_L4_CSUM_GOOD
+        };
+    }
+    flags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksum_flags_use_the_82576_error_bits() {
+        assert_eq!(checksum_flags(RX_STATUS_DD), 0, "nothing checked");
+        assert_eq!(
+            checksum_flags(RX_STATUS_IPCS | RX_STATUS_L4CS),
+            FLAG_IP_CSUM_GOOD | FLAG_L4_CSUM_GOOD
+        );
+        assert_eq!(
+            checksum_flags(RX_STATUS_IPCS | RX_STATUS_L4CS | (1 << 29)),
+            FLAG_IP_CSUM_GOOD | FLAG_L4_CSUM_BAD | FLAG_CSUM_BAD,
+            "L4E is bit 29 on the 82576"
+        );
+        assert_eq!(
+            checksum_flags(RX_STATUS_IPCS | (1 << 30)),
+            FLAG_IP_CSUM_BAD | FLAG_CSUM_BAD,
+            "IPE is bit 30 on the 82576"
+        );
+        // The 82599's IPE (bit 31) means nothing here (it is RXE, a frame error).
+        assert_eq!(checksum_flags(RX_STATUS_IPCS | (1 << 31)), FLAG_IP_CSUM_GOOD);
     }
 }
