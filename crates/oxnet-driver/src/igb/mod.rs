@@ -39,8 +39,34 @@ use crate::wait::{poll_bits, wait_bits};
 use regs::*;
 use std::time::{Duration, Instant};
 
-pub use rx::RxQueue;
-pub use tx::{TxQueue, TX_CLEAN_BATCH};
+pub use crate::advanced::TX_CLEAN_BATCH;
+
+/// The 82576's side of the advanced-descriptor queues
+/// ([`crate::advanced::Nic`]).
+pub struct Nic82576;
+
+impl crate::advanced::Nic for Nic82576 {
+    #[inline]
+    fn rdt(queue: u32) -> u32 {
+        regs::rdt(queue)
+    }
+    #[inline]
+    fn tdt(queue: u32) -> u32 {
+        regs::tdt(queue)
+    }
+    // §7.1.5.2: L4E and IPE are one bit lower than the 82599's.
+    const RX_ERROR_IPE: u32 = crate::advanced::RX_ERROR_82576_IPE;
+    const RX_ERROR_L4E: u32 = crate::advanced::RX_ERROR_82576_L4E;
+    // No RSC on the 82576 (features.rs refuses the switch).
+    const RSC: bool = false;
+    const COUNT_FAST_RX: bool = false;
+    const TSO_LIMITS: crate::offload::TsoLimits = features::TSO_LIMITS;
+}
+
+/// A receive queue of the 82576 (set up in rx.rs).
+pub type RxQueue = crate::advanced::RxQueue<Nic82576>;
+/// A transmit queue of the 82576 (set up in tx.rs).
+pub type TxQueue = crate::advanced::TxQueue<Nic82576>;
 
 /// PCI vendor id of Intel.
 pub const INTEL_VENDOR_ID: u16 = 0x8086;
@@ -302,7 +328,7 @@ impl<R: RegisterAccess> IgbDevice<R> {
             self.regs.write32(MTA + 4 * n, 0);
         }
         for q in 0..config.rx_queues {
-            let queue = RxQueue::new(&self.regs, q, config, memory, &self.spec)?;
+            let queue = rx::new_rx_queue(&self.regs, q, config, memory, &self.spec)?;
             self.rx_queues.push(queue);
         }
         // Offload switches: RSS, checksum control (features.rs).
@@ -329,7 +355,7 @@ impl<R: RegisterAccess> IgbDevice<R> {
         self.regs
             .write32(TCTL, tctl | TCTL_PSP | TCTL_CT_15 | TCTL_COLD_63 | TCTL_RTLC);
         for q in 0..config.tx_queues {
-            let queue = TxQueue::new(&self.regs, q, config, memory)?;
+            let queue = tx::new_tx_queue(&self.regs, q, config, memory)?;
             self.tx_queues.push(queue);
         }
         features::init_dca(&self.regs, config);
@@ -345,7 +371,7 @@ impl<R: RegisterAccess> IgbDevice<R> {
         queue.arm_all()?;
         let q32 = q as u32;
         // §4.5.8: enable the queue, poll until RXDCTL.ENABLE reads back.
-        self.regs.write32(rxdctl(q32), RxQueue::rxdctl_enable());
+        self.regs.write32(rxdctl(q32), rx::rxdctl_enable());
         wait_bits(
             &self.regs,
             NAME,
@@ -365,7 +391,7 @@ impl<R: RegisterAccess> IgbDevice<R> {
     fn start_tx_queue(&mut self, q: u16) -> Result<()> {
         let q32 = q as u32;
         // §4.5.9: enable the queue and poll until it reads back enabled.
-        let txdctl_value = self.tx_queues[q as usize].txdctl_enable();
+        let txdctl_value = tx::txdctl_enable(&self.tx_queues[q as usize]);
         self.regs.write32(txdctl(q32), txdctl_value);
         wait_bits(
             &self.regs,
@@ -469,13 +495,7 @@ impl<R: RegisterAccess> Device for IgbDevice<R> {
     fn stats(&mut self) -> DeviceStats {
         self.read_hardware_stats();
         let mut stats = self.stats;
-        for q in &self.rx_queues {
-            stats.rx_pool_empty += q.pool_empty_count();
-        }
-        for q in &self.tx_queues {
-            stats.tx_ring_full += q.ring_full_count();
-            stats.tx_invalid += q.invalid_count();
-        }
+        crate::advanced::add_queue_counters(&mut stats, &self.rx_queues, &self.tx_queues);
         stats
     }
 
@@ -517,28 +537,7 @@ impl<R: RegisterAccess> Device for IgbDevice<R> {
     fn queue_stats(&mut self) -> Vec<crate::device::QueueStats> {
         // Software counters only: the 82576's per-queue counters (PQGPRC...)
         // belong to its virtualisation pools, which this driver leaves off.
-        let n = self.rx_queues.len().max(self.tx_queues.len());
-        (0..n)
-            .map(|q| {
-                let mut s = crate::device::QueueStats::new(q as u16);
-                if let Some(rx) = self.rx_queues.get(q) {
-                    let r = rx.software_stats();
-                    s.rx_descriptors = r.rx_descriptors;
-                    s.rx_packets = r.rx_packets;
-                    s.rx_bytes = r.rx_bytes;
-                }
-                if let Some(tx) = self.tx_queues.get(q) {
-                    let t = tx.software_stats();
-                    s.tx_descriptors = t.tx_descriptors;
-                    s.tx_packets = t.tx_packets;
-                    s.tx_bytes = t.tx_bytes;
-                    s.tx_context_descriptors = t.tx_context_descriptors;
-                    s.tx_software_fallback = t.tx_software_fallback;
-                    s.tx_descriptors_per_packet = t.tx_descriptors_per_packet;
-                }
-                s
-            })
-            .collect()
+        crate::advanced::software_queue_stats(&self.rx_queues, &self.tx_queues)
     }
 
     fn feature_registers(&self) -> Vec<(String, u32)> {

@@ -5,7 +5,9 @@
 //! §4.6.8 and §7.2. The structure is ixy's (ixgbe.c), in Rust:
 //!
 //! * one descriptor ring per queue in DMA memory, advanced descriptors
-//!   ([`crate::advanced`], shared with the igb driver);
+//!   and the receive and transmit queues built on them
+//!   ([`crate::advanced`], shared with the igb driver; [`Nic82599`] says
+//!   what is particular to the 82599);
 //! * receive: check DD in the descriptor in memory (never read RDH — an MMIO
 //!   read costs a PCIe round trip), hand the buffer to the application,
 //!   re-arm the descriptor with a fresh buffer, write RDT once per batch;
@@ -31,8 +33,32 @@ use crate::wait::wait_bits;
 use regs::*;
 use std::time::{Duration, Instant};
 
-pub use rx::RxQueue;
-pub use tx::{TxQueue, TX_CLEAN_BATCH};
+pub use crate::advanced::TX_CLEAN_BATCH;
+
+/// The 82599's side of the advanced-descriptor queues
+/// ([`crate::advanced::Nic`]).
+pub struct Nic82599;
+
+impl crate::advanced::Nic for Nic82599 {
+    #[inline]
+    fn rdt(queue: u32) -> u32 {
+        regs::rdt(queue)
+    }
+    #[inline]
+    fn tdt(queue: u32) -> u32 {
+        regs::tdt(queue)
+    }
+    const RX_ERROR_IPE: u32 = crate::advanced::RX_ERROR_IPE;
+    const RX_ERROR_L4E: u32 = crate::advanced::RX_ERROR_TCPE;
+    const RSC: bool = true;
+    const COUNT_FAST_RX: bool = true;
+    const TSO_LIMITS: crate::offload::TsoLimits = crate::offload::TSO_LIMITS_82599;
+}
+
+/// A receive queue of the 82599 (set up in rx.rs).
+pub type RxQueue = crate::advanced::RxQueue<Nic82599>;
+/// A transmit queue of the 82599 (set up in tx.rs).
+pub type TxQueue = crate::advanced::TxQueue<Nic82599>;
 
 /// PCI vendor id of Intel.
 pub const INTEL_VENDOR_ID: u16 = 0x8086;
@@ -194,7 +220,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         // Accept broadcast frames (§8.2.3.7.1).
         self.regs.set_flags32(FCTRL, FCTRL_BAM);
         for q in 0..config.rx_queues {
-            let queue = RxQueue::new(&self.regs, q, config, memory, &self.spec)?;
+            let queue = rx::new_rx_queue(&self.regs, q, config, memory, &self.spec)?;
             self.rx_queues.push(queue);
         }
         // Offload switches: RSS, checksum, statistics mapping (features.rs).
@@ -220,7 +246,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         self.regs.write32(DTXMXSZRQ, 0xFFF);
         self.regs.set_flags32(RTTDCS, RTTDCS_ARBDIS);
         for q in 0..config.tx_queues {
-            let queue = TxQueue::new(&self.regs, q, config, memory)?;
+            let queue = tx::new_tx_queue(&self.regs, q, config, memory)?;
             self.tx_queues.push(queue);
         }
         self.regs.clear_flags32(RTTDCS, RTTDCS_ARBDIS);
@@ -368,13 +394,7 @@ impl<R: RegisterAccess> Device for IxgbeDevice<R> {
     fn stats(&mut self) -> DeviceStats {
         self.read_hardware_stats();
         let mut stats = self.stats;
-        for q in &self.rx_queues {
-            stats.rx_pool_empty += q.pool_empty_count();
-        }
-        for q in &self.tx_queues {
-            stats.tx_ring_full += q.ring_full_count();
-            stats.tx_invalid += q.invalid_count();
-        }
+        crate::advanced::add_queue_counters(&mut stats, &self.rx_queues, &self.tx_queues);
         stats
     }
 
@@ -408,31 +428,11 @@ impl<R: RegisterAccess> Device for IxgbeDevice<R> {
 
     fn queue_stats(&mut self) -> Vec<crate::device::QueueStats> {
         self.read_hardware_stats();
-        let n = self.rx_queues.len().max(self.tx_queues.len());
-        (0..n)
-            .map(|q| {
-                let mut s = crate::device::QueueStats::new(q as u16);
-                if let Some(rx) = self.rx_queues.get(q) {
-                    let r = rx.software_stats();
-                    s.rx_descriptors = r.rx_descriptors;
-                    s.rx_packets = r.rx_packets;
-                    s.rx_bytes = r.rx_bytes;
-                }
-                if let Some(tx) = self.tx_queues.get(q) {
-                    let t = tx.software_stats();
-                    s.tx_descriptors = t.tx_descriptors;
-                    s.tx_packets = t.tx_packets;
-                    s.tx_bytes = t.tx_bytes;
-                    s.tx_context_descriptors = t.tx_context_descriptors;
-                    s.tx_software_fallback = t.tx_software_fallback;
-                    s.tx_descriptors_per_packet = t.tx_descriptors_per_packet;
-                }
-                if let Some(&(rp, rb, tp, tb)) = self.queue_hw.get(q) {
-                    (s.hw_rx_packets, s.hw_rx_bytes, s.hw_tx_packets, s.hw_tx_bytes) = (rp, rb, tp, tb);
-                }
-                s
-            })
-            .collect()
+        let mut stats = crate::advanced::software_queue_stats(&self.rx_queues, &self.tx_queues);
+        for (s, &(rp, rb, tp, tb)) in stats.iter_mut().zip(&self.queue_hw) {
+            (s.hw_rx_packets, s.hw_rx_bytes, s.hw_tx_packets, s.hw_tx_bytes) = (rp, rb, tp, tb);
+        }
+        stats
     }
 
     fn feature_registers(&self) -> Vec<(String, u32)> {

@@ -1,11 +1,28 @@
-//! Advanced receive and transmit descriptors, shared by the 82599 (ixgbe)
-//! and the 82576 (igb): both use the same 16-byte formats.
+//! Advanced receive and transmit descriptors, and the receive and transmit
+//! queues built on them, shared by the 82599 (ixgbe) and the 82576 (igb):
+//! both use the same 16-byte formats.
 //!
 //! 82599 datasheet §7.1.6 (advanced receive descriptors) and §7.2.3.2.4
 //! (advanced transmit data descriptor); 82576 datasheet §7.1.5 and §7.2.2.3.
 //! Descriptors are little-endian; we read and write them as volatile u64 /
 //! u32 because the NIC writes them concurrently.
+//!
+//! Read it top-down: a driver's `rx_batch` / `tx_batch` call
+//! `RxQueue::rx_batch` and `TxQueue::tx_batch` (`rx.rs` and `tx.rs`),
+//! which read and write descriptors through [`DescriptorPtr`] (this file).
+//! What differs between the two NICs on the data path is data, one [`Nic`]
+//! impl per driver. Each driver keeps its own initialisation: it allocates
+//! a queue here and programs the queue's registers itself (`ixgbe/rx.rs`,
+//! `igb/rx.rs`, ...).
 
+mod rx;
+mod tx;
+
+pub use rx::{checksum_flags, RxQueue};
+pub use tx::{TxQueue, TX_CLEAN_BATCH};
+
+use crate::device::{DeviceStats, QueueStats};
+use crate::offload::TsoLimits;
 use std::ptr;
 use std::sync::atomic::{fence, Ordering};
 
@@ -214,6 +231,75 @@ pub fn acquire_after_status() {
 #[inline]
 pub fn release_before_tail() {
     fence(Ordering::Release);
+}
+
+/// What differs on the data path between the NICs that use advanced
+/// descriptors: a zero-sized type per driver implements it (`Nic82599`,
+/// `Nic82576`), and the queues are generic over it, so every constant
+/// folds into the code (no dynamic dispatch, the same machine code as a
+/// queue written for one NIC).
+pub trait Nic {
+    /// Receive descriptor tail register (RDT) of queue `queue`.
+    fn rdt(queue: u32) -> u32;
+    /// Transmit descriptor tail register (TDT) of queue `queue`.
+    fn tdt(queue: u32) -> u32;
+    /// Extended-error bit of a receive write-back: IPv4 header checksum
+    /// error (82599: IPE, bit 31; 82576: IPE, bit 30).
+    const RX_ERROR_IPE: u32;
+    /// Extended-error bit of a receive write-back: TCP/UDP checksum error
+    /// (82599: TCPE, bit 30; 82576: L4E, bit 29).
+    const RX_ERROR_L4E: u32;
+    /// Receive side coalescing (82599 §7.11): with it, the receive path
+    /// with offloads on assembles a frame spread over several descriptors
+    /// into one chained packet (following NEXTP). Without it (82576) such a
+    /// frame is dropped, as on the fast path.
+    const RSC: bool;
+    /// Whether the fast receive path counts descriptors and packets in the
+    /// queue's software counters. The ixgbe driver always has; the igb
+    /// driver counts on its offload path only (kept, so that no number
+    /// changes).
+    const COUNT_FAST_RX: bool;
+    /// TSO limits and the names in their messages.
+    const TSO_LIMITS: TsoLimits;
+}
+
+/// Adds the queues' software counters (pool empty, ring full, refused
+/// packets) to the device's hardware counters, for `Device::stats`.
+pub fn add_queue_counters<N: Nic>(stats: &mut DeviceStats, rx_queues: &[RxQueue<N>], tx_queues: &[TxQueue<N>]) {
+    for q in rx_queues {
+        stats.rx_pool_empty += q.pool_empty_count();
+    }
+    for q in tx_queues {
+        stats.tx_ring_full += q.ring_full_count();
+        stats.tx_invalid += q.invalid_count();
+    }
+}
+
+/// The software counters of every queue pair, for `Device::queue_stats`
+/// (a driver adds its hardware per-queue counters, if it reads any).
+pub fn software_queue_stats<N: Nic>(rx_queues: &[RxQueue<N>], tx_queues: &[TxQueue<N>]) -> Vec<QueueStats> {
+    let n = rx_queues.len().max(tx_queues.len());
+    (0..n)
+        .map(|q| {
+            let mut s = QueueStats::new(q as u16);
+            if let Some(rx) = rx_queues.get(q) {
+                let r = rx.software_stats();
+                s.rx_descriptors = r.rx_descriptors;
+                s.rx_packets = r.rx_packets;
+                s.rx_bytes = r.rx_bytes;
+            }
+            if let Some(tx) = tx_queues.get(q) {
+                let t = tx.software_stats();
+                s.tx_descriptors = t.tx_descriptors;
+                s.tx_packets = t.tx_packets;
+                s.tx_bytes = t.tx_bytes;
+                s.tx_context_descriptors = t.tx_context_descriptors;
+                s.tx_software_fallback = t.tx_software_fallback;
+                s.tx_descriptors_per_packet = t.tx_descriptors_per_packet;
+            }
+            s
+        })
+        .collect()
 }
 
 #[cfg(test)]

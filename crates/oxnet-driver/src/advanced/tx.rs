@@ -1,0 +1,656 @@
+//! One transmit queue over advanced descriptors, for the 82599 and the
+//! 82576: the ring and the packets in flight, and the transmit path (82599
+//! §7.2, context and data descriptors §7.2.3.2.3/4; 82576 §7.2.2.2/3),
+//! with the offload switches (checksum insertion, TSO, head write-back).
+//! The driver allocates it with [`TxQueue::new`], programs the queue's
+//! registers from [`TxQueue::ring_iova`], [`TxQueue::ring_bytes`] and
+//! [`TxQueue::head_writeback_iova`], and enables it.
+
+use super::{
+    release_before_tail, DescriptorPtr, Nic, DESCRIPTOR_SIZE, TX_DCMD_EOP, TX_DCMD_IFCS, TX_DCMD_RS, TX_DCMD_TSE,
+    TX_L4LEN_SHIFT, TX_MACLEN_SHIFT, TX_MSS_SHIFT, TX_POPTS_IXSM, TX_POPTS_TXSM, TX_STATUS_DD, TX_TUCMD_IPV4,
+    TX_TUCMD_L4T_TCP,
+};
+use crate::device::{Config, QueueStats, TsoMode};
+use crate::error::{Error, Result};
+use crate::memory::{DmaMemory, MemoryKind};
+use crate::mempool::Mempool;
+use crate::offload;
+use crate::packet::{free_ring_run, Packet, PacketBatch, TX_IP_CSUM, TX_TCP_CSUM, TX_TSO, TX_UDP_CSUM};
+use crate::regs::RegisterAccess;
+use crate::ring::RingIndex;
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+
+/// Descriptors cleaned at once: we check the DD bit of the last descriptor
+/// of a batch of this many and free all of them together (ixy's
+/// TX_CLEAN_BATCH; cleaning one at a time costs a cache miss per packet).
+pub const TX_CLEAN_BATCH: u16 = 32;
+
+/// Largest frame one data descriptor can carry without TSO (DTALEN is 16
+/// bits, and without jumbo frames the MAC sends at most 1518 + VLAN bytes;
+/// we refuse what the buffer cannot hold anyway).
+const MAX_FRAME: usize = 16 * 1024 - 1;
+
+/// A transmit ring and the packets in flight on it.
+pub struct TxQueue<N: Nic> {
+    id: u32,
+    ring: DmaMemory,
+    index: RingIndex,
+    /// Next free descriptor.
+    tx_index: u16,
+    /// Oldest descriptor not yet cleaned.
+    clean_index: u16,
+    /// The packet behind each descriptor in flight: the slots from
+    /// `clean_index` up to `tx_index` are initialised, the others are not.
+    packets: Box<[MaybeUninit<Packet>]>,
+    ring_full: u64,
+    invalid: u64,
+    /// Software counters (descriptors, packets, histogram) of the offload
+    /// and software paths.
+    stats: QueueStats,
+    /// Descriptors (= packets) sent by the plain path.
+    plain_descriptors: u64,
+    /// The offload path: set when any transmit switch is on. The plain
+    /// path keeps one packet per descriptor (cleaned in runs of
+    /// [`TX_CLEAN_BATCH`]); the offload path may use several descriptors
+    /// per packet and keeps the packet at its last descriptor.
+    offload: Option<Box<OffloadState>>,
+    /// Buffers for what the driver builds itself: software segments,
+    /// linearised chains (allocated on first use).
+    fallback_pool: Option<Mempool>,
+    memory: MemoryKind,
+    /// Why the last packet was refused, for a person to read.
+    last_error: Option<String>,
+    nic: PhantomData<N>,
+}
+
+/// State of the offload path.
+struct OffloadState {
+    tx_checksum: bool,
+    tso: TsoMode,
+    /// Head write-back (82599 §7.2.3.5.2, 82576 TDWBAL/TDWBAH): the NIC
+    /// writes TDH here.
+    head_writeback: Option<DmaMemory>,
+    /// Ring index of the last descriptor of each packet in flight, oldest first.
+    ends: VecDeque<u16>,
+    /// The context last written (slot 0), to write it only when it changes.
+    context: Option<(u32, u32, u32)>,
+    /// Large buffers for `TsoMode::Single` (a chain copied into one).
+    single_pool: Option<Mempool>,
+}
+
+impl<N: Nic> TxQueue<N> {
+    /// Allocates the ring (and the head write-back word, if that switch is
+    /// on); the driver then programs the queue's registers.
+    pub(crate) fn new(id: u16, config: &Config, memory: MemoryKind) -> Result<TxQueue<N>> {
+        let size = config.tx_ring_size;
+        let ring = DmaMemory::allocate(size * DESCRIPTOR_SIZE, memory)?;
+        // SAFETY: our own allocation (see RxQueue::new for the 0xFF trick).
+        unsafe { std::ptr::write_bytes(ring.virt(), 0xFF, size * DESCRIPTOR_SIZE) };
+        let o = &config.offloads;
+        let head_writeback = if o.tx_head_writeback {
+            let memory = DmaMemory::allocate(64, memory)?;
+            // SAFETY: our own fresh allocation of at least 4 bytes.
+            unsafe { std::ptr::write_volatile(memory.virt() as *mut u32, 0) };
+            Some(memory)
+        } else {
+            None
+        };
+        let offload = (o.tx_checksum || o.tso != TsoMode::Off || o.tx_head_writeback).then(|| {
+            Box::new(OffloadState {
+                tx_checksum: o.tx_checksum,
+                tso: o.tso,
+                head_writeback,
+                ends: VecDeque::with_capacity(size),
+                context: None,
+                single_pool: None,
+            })
+        });
+        Ok(TxQueue {
+            id: id as u32,
+            ring,
+            index: RingIndex::new(size),
+            tx_index: 0,
+            clean_index: 0,
+            packets: (0..size).map(|_| MaybeUninit::uninit()).collect(),
+            ring_full: 0,
+            invalid: 0,
+            stats: QueueStats::new(id),
+            plain_descriptors: 0,
+            offload,
+            fallback_pool: None,
+            memory,
+            last_error: None,
+            nic: PhantomData,
+        })
+    }
+
+    /// IO address of the ring (TDBAL/TDBAH).
+    pub(crate) fn ring_iova(&self) -> u64 {
+        self.ring.iova(0)
+    }
+
+    /// Length of the ring in bytes (TDLEN).
+    pub(crate) fn ring_bytes(&self) -> usize {
+        self.index.size() * DESCRIPTOR_SIZE
+    }
+
+    /// IO address of the word the NIC writes the head to (TDWBAL/TDWBAH),
+    /// if head write-back is on.
+    pub(crate) fn head_writeback_iova(&self) -> Option<u64> {
+        let memory = self.offload.as_ref()?.head_writeback.as_ref()?;
+        Some(memory.iova(0))
+    }
+
+    /// The driver's own counters of this queue.
+    pub fn software_stats(&self) -> QueueStats {
+        let mut stats = self.stats.clone();
+        stats.tx_descriptors += self.plain_descriptors;
+        stats.tx_packets += self.plain_descriptors;
+        stats.tx_descriptors_per_packet[1] += self.plain_descriptors;
+        stats
+    }
+
+    /// Why the last refused packet was refused.
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+
+    /// The head the NIC last wrote back, if head write-back is on.
+    pub fn written_back_head(&self) -> Option<u32> {
+        let memory = self.offload.as_ref()?.head_writeback.as_ref()?;
+        // SAFETY: 4 bytes of our DMA memory that the NIC writes; volatile.
+        Some(u32::from_le(unsafe {
+            std::ptr::read_volatile(memory.virt() as *const u32)
+        }))
+    }
+
+    /// Packets that found the ring full and stayed with the caller.
+    pub fn ring_full_count(&self) -> u64 {
+        self.ring_full
+    }
+
+    /// Packets dropped because they could not be sent.
+    pub fn invalid_count(&self) -> u64 {
+        self.invalid
+    }
+
+    #[inline]
+    fn descriptor(&self, i: u16) -> DescriptorPtr {
+        // SAFETY: i < ring size, so the 16 bytes lie inside the ring.
+        unsafe { DescriptorPtr::new(self.ring.virt().add(i as usize * DESCRIPTOR_SIZE)) }
+    }
+
+    /// Frees the packets of finished descriptors, [`TX_CLEAN_BATCH`] at a
+    /// time: RS is set on every descriptor, so when the last one of a batch
+    /// has DD, all before it are done too (descriptors complete in order,
+    /// §7.2.3.5.1).
+    #[inline]
+    fn clean(&mut self) {
+        if self.index.distance(self.clean_index, self.tx_index) < TX_CLEAN_BATCH {
+            return;
+        }
+        loop {
+            let in_flight = self.index.distance(self.clean_index, self.tx_index);
+            if in_flight < TX_CLEAN_BATCH {
+                break;
+            }
+            let last = self.index.add(self.clean_index, TX_CLEAN_BATCH - 1);
+            if self.descriptor(last).tx_status() & TX_STATUS_DD == 0 {
+                break;
+            }
+            // clean_index is a multiple of TX_CLEAN_BATCH and the ring size
+            // a multiple too, so the run never wraps around the ring.
+            let start = self.clean_index as usize;
+            let run = &self.packets[start..start + TX_CLEAN_BATCH as usize];
+            // SAFETY: the run lies between clean_index and tx_index, so every
+            // slot is initialised; advancing clean_index below gives them up.
+            unsafe { free_ring_run(run) };
+            let i = self.index.add(self.clean_index, TX_CLEAN_BATCH);
+            self.clean_index = i;
+        }
+    }
+
+    /// Sends packets from the front of `batch`; the ones that do not fit
+    /// stay there.
+    #[inline]
+    pub(crate) fn tx_batch<R: RegisterAccess>(&mut self, regs: &R, batch: &mut PacketBatch) -> usize {
+        if self.offload.is_some() {
+            return self.tx_batch_offload(regs, batch);
+        }
+        self.clean();
+        // One descriptor always stays unused: tx_index == clean_index means
+        // "empty", so a full ring holds size - 1 packets.
+        let in_flight = self.index.distance(self.clean_index, self.tx_index) as usize;
+        let free = self.index.size() - 1 - in_flight;
+        let n = batch.len().min(free);
+        if n < batch.len() {
+            self.ring_full += (batch.len() - n) as u64;
+        }
+        let start = self.tx_index;
+        let mut i = start;
+        let index = self.index;
+        let ring = self.ring.virt();
+        // Raw pointers held in registers: through `&mut self.packets` the
+        // compiler reloads the slice and re-reads the batch slot after each
+        // descriptor store (two loads per packet).
+        let slots = self.packets.as_mut_ptr();
+        let mut invalid = 0;
+        let mut special = false;
+        // The batch's array in registers, as in the receive loop.
+        let (base, len) = batch.raw_parts();
+        let mut k = 0;
+        while k < n {
+            // SAFETY: k < n <= len: an initialised packet of the batch. It
+            // is read once, as a value; the slot is given up below.
+            let packet = unsafe { std::ptr::read(base.add(k)) };
+            // Length and request word in one load: only a plain packet of a
+            // sendable length is below MAX_FRAME, so offload requests and
+            // chains cost this path nothing.
+            let len_and_request = packet.len_and_request();
+            if len_and_request.wrapping_sub(1) >= MAX_FRAME as u64 {
+                if len_and_request >> 32 != 0 {
+                    // It stays in the batch (its slot is still there), see below.
+                    std::mem::forget(packet);
+                    special = true;
+                    break;
+                }
+                invalid += 1;
+                drop(packet);
+                k += 1;
+                continue;
+            }
+            // SAFETY: i < ring size, so the descriptor lies inside the ring.
+            let desc = unsafe { DescriptorPtr::new(ring.add(i as usize * DESCRIPTOR_SIZE)) };
+            // §7.2.3.2.4: one data descriptor per packet, end of packet,
+            // report status, insert the CRC.
+            desc.tx_data(
+                packet.data_iova(),
+                len_and_request as u16,
+                TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS,
+            );
+            // SAFETY: ring slot i is outside the initialised run (cleaned or
+            // never used), so nothing is overwritten; i < ring size.
+            unsafe { (*slots.add(i as usize)).write(packet) };
+            i = index.next(i);
+            k += 1;
+        }
+        // SAFETY: the first k packets were moved out; the rest moves down.
+        unsafe {
+            std::ptr::copy(base.add(k), base, len - k);
+            batch.set_len_raw(len - k);
+        }
+        let consumed = k;
+        self.invalid += invalid;
+        // One counter per batch; software_stats() derives packets and the
+        // histogram from it (one descriptor per packet on this path).
+        self.plain_descriptors += index.distance(start, i) as u64;
+        self.tx_index = i;
+        let mut taken = consumed;
+        if special {
+            // An offload request or a chain with every switch off: done in
+            // software, then sent as plain packets.
+            taken += self.tx_software(batch);
+        }
+        if self.tx_index != start {
+            // One tail write per batch.
+            release_before_tail();
+            regs.write32(N::tdt(self.id), self.tx_index as u32);
+        }
+        taken
+    }
+
+    fn pool_for_fallback(&mut self) -> Result<Mempool> {
+        if self.fallback_pool.is_none() {
+            let pool = Mempool::new(
+                &format!("tx{} software offload", self.id),
+                2 * self.index.size(),
+                self.memory,
+            )?;
+            self.fallback_pool = Some(pool);
+        }
+        Ok(self.fallback_pool.clone().expect("just set"))
+    }
+
+    /// Turns one packet into plain single-buffer frames in software: TSO
+    /// segmentation, checksums, chain linearisation — the same bytes the
+    /// NIC would send ([`crate::offload`]).
+    fn software_frames(&mut self, packet: &Packet, out: &mut Vec<Packet>) -> Result<()> {
+        let pool = self.pool_for_fallback()?;
+        let request = packet.tx_offload();
+        if request.flags & TX_TSO != 0 {
+            // The NIC's limits (and messages) first; segment() checks the
+            // 82599's numbers (the same) again.
+            offload::check_tso_with(packet, &N::TSO_LIMITS)?;
+            return offload::segment(packet, &pool, out);
+        }
+        let mut frame = if packet.is_chained() {
+            offload::linearize(packet, &pool)?
+        } else {
+            let mut copy = pool.alloc()?;
+            copy.set_len(packet.len())?;
+            copy.copy_from_slice(packet);
+            copy
+        };
+        offload::fill_checksums(&mut frame, &request)?;
+        frame.set_tx_offload(Default::default());
+        out.push(frame);
+        Ok(())
+    }
+
+    /// The plain path's slow continuation: packets from the front of
+    /// `batch` that need software work, converted and put in the ring one
+    /// frame per descriptor. Stops at the first packet that does not fit.
+    #[cold]
+    fn tx_software(&mut self, batch: &mut PacketBatch) -> usize {
+        let mut taken = 0;
+        let mut frames = Vec::new();
+        while !batch.is_empty() {
+            frames.clear();
+            if batch[0].len_and_request() >> 32 == 0 {
+                break; // a plain packet again: the next call's fast path
+            }
+            if let Err(e) = self.software_frames(&batch[0], &mut frames) {
+                self.refuse(batch, e);
+                taken += 1;
+                continue;
+            }
+            let in_flight = self.index.distance(self.clean_index, self.tx_index) as usize;
+            if frames.len() > self.index.size() - 1 - in_flight {
+                self.ring_full += batch.len() as u64;
+                break;
+            }
+            batch.consume_front(1, drop);
+            taken += 1;
+            self.stats.tx_packets += 1;
+            self.stats.tx_software_fallback += 1;
+            for frame in frames.drain(..) {
+                let i = self.tx_index;
+                self.stats.tx_bytes += frame.len() as u64;
+                self.descriptor(i).tx_data(
+                    frame.data_iova(),
+                    frame.len() as u16,
+                    TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS,
+                );
+                self.packets[i as usize].write(frame);
+                self.tx_index = self.index.next(i);
+                self.stats.tx_descriptors += 1;
+                self.stats.count_tx_descriptors(1, 1);
+            }
+        }
+        taken
+    }
+
+    /// Drops the first packet of `batch`, counting it and keeping why.
+    fn refuse(&mut self, batch: &mut PacketBatch, e: Error) {
+        self.invalid += 1;
+        self.last_error = Some(e.to_string());
+        batch.consume_front(1, drop);
+    }
+
+    // --- The offload path -------------------------------------------------
+
+    /// Frees the packets of finished descriptors: up to the head the NIC
+    /// wrote back (§7.2.3.5.2), or while the last descriptor of the oldest
+    /// packet has DD (§7.2.3.5.1; RS is set there).
+    fn clean_offload(&mut self) {
+        let state = self.offload.as_mut().expect("offload path");
+        let head = state.head_writeback.as_ref().map(|memory| {
+            // SAFETY: 4 bytes of our DMA memory that the NIC writes.
+            u32::from_le(unsafe { std::ptr::read_volatile(memory.virt() as *const u32) }) as u16
+        });
+        while let Some(&end) = state.ends.front() {
+            let done = match head {
+                // Done if `end` lies before the head, counting from clean_index.
+                Some(head) => self.index.distance(self.clean_index, end) < self.index.distance(self.clean_index, head),
+                None => {
+                    // SAFETY: end < ring size.
+                    let desc = unsafe { DescriptorPtr::new(self.ring.virt().add(end as usize * DESCRIPTOR_SIZE)) };
+                    desc.tx_status() & TX_STATUS_DD != 0
+                }
+            };
+            if !done {
+                break;
+            }
+            state.ends.pop_front();
+            // SAFETY: the slot of a packet's last descriptor holds it until
+            // cleaned here, once.
+            drop(unsafe { self.packets[end as usize].assume_init_read() });
+            self.clean_index = self.index.next(end);
+        }
+    }
+
+    fn tx_batch_offload<R: RegisterAccess>(&mut self, regs: &R, batch: &mut PacketBatch) -> usize {
+        self.clean_offload();
+        let start = self.tx_index;
+        let mut taken = 0;
+        let mut frames = Vec::new();
+        while !batch.is_empty() {
+            match self.tx_one_offload(batch, &mut frames) {
+                Ok(true) => taken += 1,
+                Ok(false) => {
+                    self.ring_full += batch.len() as u64;
+                    break;
+                }
+                Err(e) => {
+                    self.refuse(batch, e);
+                    taken += 1;
+                }
+            }
+        }
+        if self.tx_index != start {
+            release_before_tail();
+            regs.write32(N::tdt(self.id), self.tx_index as u32);
+        }
+        taken
+    }
+
+    fn free_descriptors(&self) -> usize {
+        let in_flight = self.index.distance(self.clean_index, self.tx_index) as usize;
+        self.index.size() - 1 - in_flight
+    }
+
+    /// Puts the first packet of `batch` in the ring. `Ok(false)`: no room.
+    fn tx_one_offload(&mut self, batch: &mut PacketBatch, frames: &mut Vec<Packet>) -> Result<bool> {
+        let state = self.offload.as_ref().expect("offload path");
+        let (tx_checksum, tso) = (state.tx_checksum, state.tso);
+        let packet = &batch[0];
+        let request = packet.tx_offload();
+        if packet.len() == 0 {
+            return Err(Error::Config("empty packet".into()));
+        }
+        let hardware = if request.flags & TX_TSO != 0 {
+            offload::check_tso_with(packet, &N::TSO_LIMITS)?;
+            tso != TsoMode::Off
+        } else if request.flags & (TX_IP_CSUM | TX_TCP_CSUM | TX_UDP_CSUM) != 0 {
+            tx_checksum
+        } else {
+            true // nothing to offload: a plain or chained packet
+        };
+        if !hardware {
+            // Software: plain frames, one descriptor each.
+            frames.clear();
+            self.software_frames(packet, frames)?;
+            if frames.len() > self.free_descriptors() {
+                return Ok(false);
+            }
+            batch.consume_front(1, drop);
+            self.stats.tx_packets += 1;
+            self.stats.tx_software_fallback += 1;
+            for frame in frames.drain(..) {
+                self.put_data(vec![frame], None);
+            }
+            return Ok(true);
+        }
+        let single = request.flags & TX_TSO != 0 && tso == TsoMode::Single;
+        let segments = if single { 1 } else { packet.segment_count() };
+        let limits = &N::TSO_LIMITS;
+        if segments > limits.max_data_descriptors {
+            return Err(Error::Config(format!(
+                "a packet of {segments} segments: the {} takes at most {} data descriptors per packet ({})",
+                limits.device, limits.max_data_descriptors, limits.descriptors_source
+            )));
+        }
+        let context = (request.flags != 0).then(|| context_fields(&request));
+        if segments + context.is_some() as usize > self.free_descriptors() {
+            return Ok(false);
+        }
+        let mut packet = None;
+        batch.consume_front(1, |p| packet = Some(p));
+        let mut packet = packet.expect("one packet");
+        if single && packet.is_chained() {
+            let pool = self.single_pool()?;
+            packet = offload::linearize(&packet, &pool)?;
+        }
+        self.stats.tx_packets += 1;
+        self.stats.tx_bytes += packet.total_len() as u64;
+        if request.flags != 0 {
+            seed_checksums(&mut packet, &request);
+        }
+        self.put_data(vec![packet], context.map(|c| (c, request)));
+        Ok(true)
+    }
+
+    /// Large buffers for single-descriptor TSO: DTALEN is 16 bits, so one
+    /// descriptor carries at most 64 KiB - 1 (§7.2.3.2.4).
+    fn single_pool(&mut self) -> Result<Mempool> {
+        let state = self.offload.as_mut().expect("offload path");
+        if state.single_pool.is_none() {
+            let pool = Mempool::with_layout(
+                &format!("tx{} single-descriptor TSO", self.id),
+                32,
+                crate::mempool::DEFAULT_HEADROOM,
+                64 * 1024 - 64,
+                self.memory,
+            )?;
+            state.single_pool = Some(pool);
+        }
+        Ok(state.single_pool.clone().expect("just set"))
+    }
+
+    /// Writes the descriptors of one packet (each of `packets` is one
+    /// packet, possibly chained): the context descriptor if it changed, one
+    /// data descriptor per segment.
+    fn put_data(&mut self, packets: Vec<Packet>, context: Option<((u32, u32, u32), crate::packet::TxOffload)>) {
+        for packet in packets {
+            let mut used = 0;
+            let mut popts = 0;
+            let mut tse = 0;
+            let mut paylen = packet.total_len() as u32;
+            if let Some((fields, request)) = context {
+                let state = self.offload.as_mut().expect("offload path");
+                if state.context != Some(fields) {
+                    state.context = Some(fields);
+                    let i = self.tx_index;
+                    self.descriptor(i).tx_context(fields.0, fields.1, fields.2);
+                    self.tx_index = self.index.next(i);
+                    used += 1;
+                    self.stats.tx_context_descriptors += 1;
+                }
+                if request.flags & TX_TSO != 0 {
+                    tse = TX_DCMD_TSE;
+                    popts = TX_POPTS_IXSM | TX_POPTS_TXSM;
+                    paylen -= (request.l2_len as u32) + request.l3_len as u32 + request.l4_len as u32;
+                } else {
+                    if request.flags & TX_IP_CSUM != 0 {
+                        popts |= TX_POPTS_IXSM;
+                    }
+                    if request.flags & (TX_TCP_CSUM | TX_UDP_CSUM) != 0 {
+                        popts |= TX_POPTS_TXSM;
+                    }
+                }
+            }
+            let segments = packet.segment_count();
+            let mut last = self.tx_index;
+            for (k, segment) in packet.segments().enumerate() {
+                let i = self.tx_index;
+                let eop = if k + 1 == segments { TX_DCMD_EOP | TX_DCMD_RS } else { 0 };
+                // §7.2.3.2.4: PAYLEN and POPTS count in the first data
+                // descriptor of a packet.
+                let (p, o) = if k == 0 { (paylen, popts) } else { (0, 0) };
+                self.descriptor(i).tx_data_offload(
+                    segment.data_iova(),
+                    segment.len() as u16,
+                    TX_DCMD_IFCS | tse | eop,
+                    p,
+                    o,
+                );
+                last = i;
+                self.tx_index = self.index.next(i);
+                used += 1;
+            }
+            self.stats.tx_descriptors += used as u64;
+            self.stats.count_tx_descriptors(used, 1);
+            self.packets[last as usize].write(packet);
+            self.offload.as_mut().expect("offload path").ends.push_back(last);
+        }
+    }
+}
+
+/// The context descriptor's three fields for `request` (§7.2.3.2.3):
+/// MACLEN/IPLEN, TUCMD (IPv4, L4 type), MSS/L4LEN (TSO only).
+fn context_fields(request: &crate::packet::TxOffload) -> (u32, u32, u32) {
+    let maclen_iplen = ((request.l2_len as u32) << TX_MACLEN_SHIFT) | request.l3_len as u32;
+    let mut tucmd = TX_TUCMD_IPV4;
+    if request.flags & (TX_TCP_CSUM | TX_TSO) != 0 {
+        tucmd |= TX_TUCMD_L4T_TCP;
+    }
+    let mss_l4len = if request.flags & TX_TSO != 0 {
+        ((request.mss as u32) << TX_MSS_SHIFT) | ((request.l4_len as u32) << TX_L4LEN_SHIFT)
+    } else {
+        0
+    };
+    (maclen_iplen, tucmd, mss_l4len)
+}
+
+/// What the NIC expects in the checksum fields before it completes them
+/// (82599 §7.2.4.7 / §7.2.5; 82576 §7.2.4/§7.2.5, as Linux's igb_tso seeds
+/// them): the TCP/UDP field seeded with the pseudo-header sum
+/// (without the length for TSO, with it otherwise); the IPv4 field is
+/// computed by the NIC with IXSM (we zero it for TSO, as Linux does).
+fn seed_checksums(packet: &mut Packet, request: &crate::packet::TxOffload) {
+    let (l2, l3) = (request.l2_len as usize, request.l3_len as usize);
+    if packet.len() < l2 + l3 + 8 {
+        return;
+    }
+    let total = packet.total_len();
+    let (protocol, field) = if request.flags & (TX_TCP_CSUM | TX_TSO) != 0 {
+        (offload::IPPROTO_TCP, l2 + l3 + 16)
+    } else if request.flags & TX_UDP_CSUM != 0 {
+        (offload::IPPROTO_UDP, l2 + l3 + 6)
+    } else {
+        return;
+    };
+    if field + 2 > packet.len() {
+        return;
+    }
+    let length = (request.flags & TX_TSO == 0).then_some(total - l2 - l3);
+    let seed = offload::pseudo_header_sum(packet, l2, protocol, length);
+    packet[field..field + 2].copy_from_slice(&seed.to_be_bytes());
+    if request.flags & TX_TSO != 0 {
+        packet[l2 + 10] = 0;
+        packet[l2 + 11] = 0;
+    }
+}
+
+impl<N: Nic> Drop for TxQueue<N> {
+    fn drop(&mut self) {
+        if let Some(state) = self.offload.take() {
+            for &end in &state.ends {
+                // SAFETY: each packet in flight sits at its last descriptor.
+                drop(unsafe { self.packets[end as usize].assume_init_read() });
+            }
+            return;
+        }
+        // The packets still in flight go back to their pools.
+        let mut i = self.clean_index;
+        while i != self.tx_index {
+            // SAFETY: slots from clean_index to tx_index are initialised;
+            // each is read once.
+            drop(unsafe { self.packets[i as usize].assume_init_read() });
+            i = self.index.next(i);
+        }
+    }
+}
