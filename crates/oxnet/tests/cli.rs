@@ -100,12 +100,11 @@ fn huge_pages_clear_error_or_physical_dma() {
     }
 }
 
-#[test]
-fn not_root_is_a_clear_error() {
+/// Runs oxnet as the unprivileged user "nobody" (directly if we are not
+/// root already).
+fn oxnet_unprivileged(args: &[&str]) -> std::process::Output {
     let exe = env!("CARGO_BIN_EXE_oxnet");
-    let args = ["pktgen", "sim:cli-nonroot", "--memory", "huge", "--count", "1"];
-    let o = if is_root() {
-        // Drop to the unprivileged user "nobody" for this run.
+    if is_root() {
         Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", exe])
             .args(args)
@@ -113,14 +112,31 @@ fn not_root_is_a_clear_error() {
             .expect("setpriv (util-linux) is needed for this test")
     } else {
         Command::new(exe).args(args).output().unwrap()
-    };
+    }
+}
+
+#[test]
+fn not_root_is_a_clear_error() {
+    let o = oxnet_unprivileged(&["pktgen", "sim:cli-nonroot", "--memory", "huge", "--count", "1"]);
     assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(&o));
     assert!(stderr(&o).contains("not root"), "{}", stderr(&o));
 }
 
 #[test]
+fn setup_hugepages_without_root_is_a_clear_error_and_changes_nothing() {
+    let nr = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+    let before = std::fs::read_to_string(nr).unwrap_or_default();
+    let o = oxnet_unprivileged(&["setup", "hugepages", "64"]);
+    assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(&o));
+    assert!(stderr(&o).contains("permission denied (run as root)"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(nr).unwrap_or_default(), before);
+}
+
+#[test]
 fn every_subcommand_has_help() {
-    for sub in ["demo", "fwd", "pktgen", "pcap", "devices", "setup"] {
+    for sub in [
+        "demo", "fwd", "pktgen", "pcap", "devices", "setup", "bind", "stats", "bench",
+    ] {
         let o = oxnet(&[sub, "--help"]);
         assert!(o.status.success(), "{sub} --help");
         assert!(stdout(&o).contains("Usage: oxnet"), "{sub}: {}", stdout(&o));
