@@ -480,7 +480,7 @@ impl<N: Nic> TxQueue<N> {
             self.stats.tx_packets += 1;
             self.stats.tx_software_fallback += 1;
             for frame in frames.drain(..) {
-                self.put_data(vec![frame], None);
+                self.put_data(frame, None);
             }
             return Ok(true);
         }
@@ -509,7 +509,7 @@ impl<N: Nic> TxQueue<N> {
         if request.flags != 0 {
             seed_checksums(&mut packet, &request);
         }
-        self.put_data(vec![packet], context.map(|c| (c, request)));
+        self.put_data(packet, context.map(|c| (c, request)));
         Ok(true)
     }
 
@@ -530,62 +530,59 @@ impl<N: Nic> TxQueue<N> {
         Ok(state.single_pool.clone().expect("just set"))
     }
 
-    /// Writes the descriptors of one packet (each of `packets` is one
-    /// packet, possibly chained): the context descriptor if it changed, one
-    /// data descriptor per segment.
-    fn put_data(&mut self, packets: Vec<Packet>, context: Option<((u32, u32, u32), crate::packet::TxOffload)>) {
-        for packet in packets {
-            let mut used = 0;
-            let mut popts = 0;
-            let mut tse = 0;
-            let mut paylen = packet.total_len() as u32;
-            if let Some((fields, request)) = context {
-                let state = self.offload.as_mut().expect("offload path");
-                if state.context != Some(fields) {
-                    state.context = Some(fields);
-                    let i = self.tx_index;
-                    self.descriptor(i).tx_context(fields.0, fields.1, fields.2);
-                    self.tx_index = self.index.next(i);
-                    used += 1;
-                    self.stats.tx_context_descriptors += 1;
-                }
-                if request.flags & TX_TSO != 0 {
-                    tse = TX_DCMD_TSE;
-                    popts = TX_POPTS_IXSM | TX_POPTS_TXSM;
-                    paylen -= (request.l2_len as u32) + request.l3_len as u32 + request.l4_len as u32;
-                } else {
-                    if request.flags & TX_IP_CSUM != 0 {
-                        popts |= TX_POPTS_IXSM;
-                    }
-                    if request.flags & (TX_TCP_CSUM | TX_UDP_CSUM) != 0 {
-                        popts |= TX_POPTS_TXSM;
-                    }
-                }
-            }
-            let segments = packet.segment_count();
-            let mut last = self.tx_index;
-            for (k, segment) in packet.segments().enumerate() {
+    /// Writes the descriptors of one packet (possibly chained): the context
+    /// descriptor if it changed, one data descriptor per segment.
+    fn put_data(&mut self, packet: Packet, context: Option<((u32, u32, u32), crate::packet::TxOffload)>) {
+        let mut used = 0;
+        let mut popts = 0;
+        let mut tse = 0;
+        let mut paylen = packet.total_len() as u32;
+        if let Some((fields, request)) = context {
+            let state = self.offload.as_mut().expect("offload path");
+            if state.context != Some(fields) {
+                state.context = Some(fields);
                 let i = self.tx_index;
-                let eop = if k + 1 == segments { TX_DCMD_EOP | TX_DCMD_RS } else { 0 };
-                // §7.2.3.2.4: PAYLEN and POPTS count in the first data
-                // descriptor of a packet.
-                let (p, o) = if k == 0 { (paylen, popts) } else { (0, 0) };
-                self.descriptor(i).tx_data_offload(
-                    segment.data_iova(),
-                    segment.len() as u16,
-                    TX_DCMD_IFCS | tse | eop,
-                    p,
-                    o,
-                );
-                last = i;
+                self.descriptor(i).tx_context(fields.0, fields.1, fields.2);
                 self.tx_index = self.index.next(i);
                 used += 1;
+                self.stats.tx_context_descriptors += 1;
             }
-            self.stats.tx_descriptors += used as u64;
-            self.stats.count_tx_descriptors(used, 1);
-            self.packets[last as usize].write(packet);
-            self.offload.as_mut().expect("offload path").ends.push_back(last);
+            if request.flags & TX_TSO != 0 {
+                tse = TX_DCMD_TSE;
+                popts = TX_POPTS_IXSM | TX_POPTS_TXSM;
+                paylen -= (request.l2_len as u32) + request.l3_len as u32 + request.l4_len as u32;
+            } else {
+                if request.flags & TX_IP_CSUM != 0 {
+                    popts |= TX_POPTS_IXSM;
+                }
+                if request.flags & (TX_TCP_CSUM | TX_UDP_CSUM) != 0 {
+                    popts |= TX_POPTS_TXSM;
+                }
+            }
         }
+        let segments = packet.segment_count();
+        let mut last = self.tx_index;
+        for (k, segment) in packet.segments().enumerate() {
+            let i = self.tx_index;
+            let eop = if k + 1 == segments { TX_DCMD_EOP | TX_DCMD_RS } else { 0 };
+            // §7.2.3.2.4: PAYLEN and POPTS count in the first data
+            // descriptor of a packet.
+            let (p, o) = if k == 0 { (paylen, popts) } else { (0, 0) };
+            self.descriptor(i).tx_data_offload(
+                segment.data_iova(),
+                segment.len() as u16,
+                TX_DCMD_IFCS | tse | eop,
+                p,
+                o,
+            );
+            last = i;
+            self.tx_index = self.index.next(i);
+            used += 1;
+        }
+        self.stats.tx_descriptors += used as u64;
+        self.stats.count_tx_descriptors(used, 1);
+        self.packets[last as usize].write(packet);
+        self.offload.as_mut().expect("offload path").ends.push_back(last);
     }
 }
 
