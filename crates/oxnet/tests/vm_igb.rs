@@ -64,28 +64,8 @@ fn igb_pktgen_fwd_pcap_every_packet_once_in_order_and_counters_match() {
     let count = 3000;
     let nic = Vm::nic_address;
     let script = format!(
-        r#"set -e
-oxnet devices
-oxnet pcap {cap} /tmp/out.pcap --count {count} --seconds 120 --json --quiet > /tmp/pcap.out 2> /tmp/pcap.err &
-PCAP=$!
-oxnet fwd {fwd_in} {fwd_out} --seconds 120 --json --quiet > /tmp/fwd.out 2> /tmp/fwd.err &
-FWD=$!
-{wait_pcap}
-{wait_fwd}
-oxnet pktgen {gen} --count {count} --size {FRAME} --rate 0.005 --json --quiet > /tmp/gen.out 2> /tmp/gen.err
-echo "GEN $(tail -n 1 /tmp/gen.out)"
-wait $PCAP || {{ echo "pcap failed"; cat /tmp/pcap.err; exit 3; }}
-echo "PCAP $(tail -n 1 /tmp/pcap.out)"
-kill -INT $FWD; wait $FWD || true
-echo "FWD $(tail -n 1 /tmp/fwd.out)"
-cat /tmp/gen.err /tmp/fwd.err /tmp/pcap.err
-"#,
-        cap = nic(3),
-        fwd_in = nic(1),
-        fwd_out = nic(2),
-        gen = nic(0),
-        wait_pcap = wait_ready("/tmp/pcap.err", 1),
-        wait_fwd = wait_ready("/tmp/fwd.err", 2),
+        "set -e\noxnet devices\n{}",
+        common::topology_script(count, "", &format!("--size {FRAME}"))
     );
     let out = four_nics().run(&script).expect("guest ran");
     println!("{}\nguest ran {:?}", out.stdout, out.duration);

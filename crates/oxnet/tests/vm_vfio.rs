@@ -40,29 +40,9 @@ fn bind_all(nics: usize) -> String {
 fn topology_through_vfio(model: &str, driver: &str, count: u64) {
     let nic = Vm::nic_address;
     let script = format!(
-        r#"set -e
-{bind}oxnet devices
-oxnet pcap {cap} /tmp/out.pcap --count {count} --seconds 60 --json --quiet > /tmp/pcap.out 2> /tmp/pcap.err &
-PCAP=$!
-oxnet fwd {fwd_in} {fwd_out} --seconds 60 --json --quiet > /tmp/fwd.out 2> /tmp/fwd.err &
-FWD=$!
-{wait_pcap}
-{wait_fwd}
-oxnet pktgen {gen} --count {count} --rate 0.005 --json --quiet > /tmp/gen.out 2> /tmp/gen.err
-echo "GEN $(tail -n 1 /tmp/gen.out)"
-wait $PCAP || {{ echo "pcap failed"; cat /tmp/pcap.err; exit 3; }}
-echo "PCAP $(tail -n 1 /tmp/pcap.out)"
-kill -INT $FWD; wait $FWD || true
-echo "FWD $(tail -n 1 /tmp/fwd.out)"
-cat /tmp/gen.err /tmp/fwd.err /tmp/pcap.err
-"#,
-        bind = bind_all(4),
-        cap = nic(3),
-        fwd_in = nic(1),
-        fwd_out = nic(2),
-        gen = nic(0),
-        wait_pcap = wait_ready("/tmp/pcap.err", 1),
-        wait_fwd = wait_ready("/tmp/fwd.err", 2),
+        "set -e\n{}oxnet devices\n{}",
+        bind_all(4),
+        common::topology_script(count, "", "")
     );
     let out = iommu_guest(model, 4).run(&script).expect("guest ran");
     eprintln!("guest: {:.1} s", out.duration.as_secs_f64());

@@ -6,35 +6,12 @@
 //! (hub 1) → NIC 3 → pcap, every sequence number checked once, in order.
 
 mod common;
-use common::{field, line, static_oxnet as oxnet, wait_ready};
+use common::{field, line, static_oxnet as oxnet};
 use oxnet_rig::{Vm, VIRTIO_LEGACY};
 use std::time::Duration;
 
 fn topology_script(count: u64, extra: &str) -> String {
-    let nic = Vm::nic_address;
-    format!(
-        r#"set -e
-oxnet pcap {cap} /tmp/out.pcap --count {count} --seconds 120 --json --quiet {extra} > /tmp/pcap.out 2> /tmp/pcap.err &
-PCAP=$!
-oxnet fwd {fwd_in} {fwd_out} --seconds 120 --json --quiet {extra} > /tmp/fwd.out 2> /tmp/fwd.err &
-FWD=$!
-{wait_pcap}
-{wait_fwd}
-oxnet pktgen {gen} --count {count} --rate 0.005 --json --quiet {extra} > /tmp/gen.out 2> /tmp/gen.err
-echo "GEN $(tail -n 1 /tmp/gen.out)"
-wait $PCAP || {{ echo "pcap failed"; cat /tmp/pcap.err; exit 3; }}
-echo "PCAP $(tail -n 1 /tmp/pcap.out)"
-kill -INT $FWD; wait $FWD || true
-echo "FWD $(tail -n 1 /tmp/fwd.out)"
-cat /tmp/gen.err /tmp/fwd.err /tmp/pcap.err
-"#,
-        cap = nic(3),
-        fwd_in = nic(1),
-        fwd_out = nic(2),
-        gen = nic(0),
-        wait_pcap = wait_ready("/tmp/pcap.err", 1),
-        wait_fwd = wait_ready("/tmp/fwd.err", 2),
-    )
+    format!("set -e\n{}", common::topology_script(count, extra, ""))
 }
 
 fn four_nics() -> Vm {

@@ -61,3 +61,35 @@ pub fn wait_ready(file: &str, lines: usize) -> String {
 pub fn static_oxnet() -> std::path::PathBuf {
     oxnet_rig::static_binary("oxnet", "oxnet").expect("static build of oxnet")
 }
+
+/// The guest script of the ixy-ci topology over NICs 0–3 of a rig guest:
+/// `pcap` on NIC 3 and `fwd` between NICs 1 and 2 start first (the script
+/// waits until they say they are ready), then `pktgen` sends `count`
+/// numbered frames on NIC 0. `extra` goes to all three commands,
+/// `pktgen_extra` to pktgen only. Prints one line each, `GEN `, `PCAP `,
+/// `FWD `, with the command's final JSON, then their stderr.
+pub fn topology_script(count: u64, extra: &str, pktgen_extra: &str) -> String {
+    let nic = oxnet_rig::Vm::nic_address;
+    format!(
+        r#"oxnet pcap {cap} /tmp/out.pcap --count {count} --seconds 120 --json --quiet {extra} > /tmp/pcap.out 2> /tmp/pcap.err &
+PCAP=$!
+oxnet fwd {fwd_in} {fwd_out} --seconds 120 --json --quiet {extra} > /tmp/fwd.out 2> /tmp/fwd.err &
+FWD=$!
+{wait_pcap}
+{wait_fwd}
+oxnet pktgen {gen} --count {count} --rate 0.005 --json --quiet {extra} {pktgen_extra} > /tmp/gen.out 2> /tmp/gen.err
+echo "GEN $(tail -n 1 /tmp/gen.out)"
+wait $PCAP || {{ echo "pcap failed"; cat /tmp/pcap.err; exit 3; }}
+echo "PCAP $(tail -n 1 /tmp/pcap.out)"
+kill -INT $FWD; wait $FWD || true
+echo "FWD $(tail -n 1 /tmp/fwd.out)"
+cat /tmp/gen.err /tmp/fwd.err /tmp/pcap.err
+"#,
+        cap = nic(3),
+        fwd_in = nic(1),
+        fwd_out = nic(2),
+        gen = nic(0),
+        wait_pcap = wait_ready("/tmp/pcap.err", 1),
+        wait_fwd = wait_ready("/tmp/fwd.err", 2),
+    )
+}
