@@ -230,6 +230,9 @@ pub struct Arena {
     /// Length of the mapping.
     pub size: usize,
     state: std::sync::Mutex<ArenaState>,
+    /// Bytes from the start ever handed out (the bump pointer), readable
+    /// without the lock: a vhost-user transport maps only this much.
+    high_water: std::sync::atomic::AtomicUsize,
 }
 
 struct ArenaState {
@@ -283,6 +286,7 @@ impl Arena {
                     bump: 0,
                     free: Vec::new(),
                 }),
+                high_water: std::sync::atomic::AtomicUsize::new(0),
             })
         }
     }
@@ -309,7 +313,15 @@ impl Arena {
         }
         let offset = state.bump;
         state.bump += len;
+        self.high_water.store(state.bump, std::sync::atomic::Ordering::Release);
         Ok(offset)
+    }
+
+    /// Bytes from the arena's start that have ever been handed out: every
+    /// live allocation lies below this.
+    #[inline]
+    pub fn high_water(&self) -> usize {
+        self.high_water.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Gives a block back; its pages return to the system (punched out of

@@ -13,7 +13,7 @@
 mod common;
 use common::{field, oxnet, text};
 use oxnet::apps::{Capture, PacketGenerator};
-use oxnet_driver::{Config, Device};
+use oxnet_driver::{Config, Device, PacketBatch};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
@@ -202,6 +202,43 @@ fn numbered_packets_come_back_through_testpmd_once_and_in_order() {
         c.foreign
     );
     assert_eq!(Backend::received(&out), Some(N), "testpmd's own count:\n{out}");
+}
+
+/// Memory allocated after the device was opened (a mempool of 100 MB, more
+/// than the region first shared) is shared with the back-end before its
+/// packets are sent: every packet comes back intact.
+#[test]
+fn packets_from_memory_allocated_later_reach_the_back_end() {
+    pin_to_cpu0();
+    let mut backend = Backend::start("late", "io");
+    let mut dev = open(&backend.spec());
+    let late = oxnet_driver::Mempool::new("late", 45_000, oxnet_driver::MemoryKind::Plain).unwrap();
+    // Use buffers from the end of the new pool: they lie past the region
+    // the back-end mapped when the device was opened.
+    let mut all = PacketBatch::with_capacity(45_000);
+    late.alloc_batch(&mut all, 45_000);
+    let mut batch = PacketBatch::with_capacity(32);
+    for i in 0..32u8 {
+        let mut p = all.pop().unwrap();
+        p.set_len(60).unwrap();
+        p.copy_from_slice(&oxnet::frame::template(60));
+        p[59] = i;
+        batch.push(p);
+    }
+    drop(all);
+    let mut sent = 0;
+    let mut received = PacketBatch::with_capacity(64);
+    let start = Instant::now();
+    while (sent < 32 || received.len() < 32) && start.elapsed() < Duration::from_secs(10) {
+        sent += dev.tx_batch(0, &mut batch);
+        dev.rx_batch(0, &mut received, 64);
+    }
+    let out = backend.stop();
+    assert_eq!(sent, 32, "testpmd:\n{out}");
+    assert_eq!(received.len(), 32, "testpmd:\n{out}");
+    let mut tails: Vec<u8> = received.iter().map(|p| p[59]).collect();
+    tails.sort();
+    assert_eq!(tails, (0..32).collect::<Vec<u8>>());
 }
 
 #[test]

@@ -111,6 +111,10 @@ const WANTED_PROTOCOL_FEATURES: u64 = PROTOCOL_F_REPLY_ACK;
 /// answer), and a vhost-user port delivers every frame anyway.
 const HIDDEN_FEATURES: u64 = F_PROTOCOL_FEATURES | F_LOG_ALL | net::F_CTRL_VQ | net::F_CTRL_RX;
 
+/// Granularity of the memory region we share: the table is sent again
+/// only when the arena grows past a multiple of this.
+const REGION_STEP: usize = 64 << 20;
+
 /// Most memory regions a SET_MEM_TABLE may carry ("Memory regions
 /// description": region0 ... region7). We send one.
 const MAX_REGIONS: usize = 8;
@@ -142,6 +146,8 @@ pub struct VhostUser {
     eventfds: Vec<OwnedFd>,
     /// Rings started, to be stopped by `reset`.
     started: Vec<u16>,
+    /// Bytes of the arena the back-end has mapped (the region's size).
+    mapped: usize,
 }
 
 impl VhostUser {
@@ -163,6 +169,7 @@ impl VhostUser {
             kick_fds: Vec::new(),
             eventfds: Vec::new(),
             started: Vec::new(),
+            mapped: 0,
         };
         // SET_OWNER: "Issued when a new connection is established".
         vhost.send(request::SET_OWNER, 0, &[], &[])?;
@@ -308,14 +315,27 @@ impl VhostUser {
     }
 
     /// SET_MEM_TABLE with the arena as the single region: guest address =
-    /// user address = our virtual address, mmap offset 0.
-    fn set_mem_table(&self) -> Result<()> {
+    /// user address = our virtual address, mmap offset 0. The region covers
+    /// only what the arena has handed out so far, rounded up to
+    /// [`REGION_STEP`], not its whole (sparse) 4 GiB: a back-end that locks
+    /// its memory (Open vSwitch runs with --mlockall) would otherwise fill
+    /// all of it. When the arena grows past it, `before_tx` sends the table
+    /// again (the protocol allows a new table at any time; DPDK stops its
+    /// queues while it remaps).
+    fn set_mem_table(&mut self) -> Result<()> {
         let arena = memory::arena()?;
         let base = arena.base as u64;
+        let size = arena
+            .high_water()
+            .max(1)
+            .div_ceil(REGION_STEP)
+            .saturating_mul(REGION_STEP)
+            .min(arena.size);
+        self.mapped = size;
         let mut payload = Vec::with_capacity(8 + 32);
         payload.extend_from_slice(&1u32.to_ne_bytes()); // num regions
         payload.extend_from_slice(&0u32.to_ne_bytes()); // padding
-        for value in [base, arena.size as u64, base, 0] {
+        for value in [base, size as u64, base, 0] {
             // guest address, size, user address, mmap offset
             payload.extend_from_slice(&value.to_ne_bytes());
         }
@@ -480,6 +500,18 @@ impl Transport for VhostUser {
         let status = if self.connected() { net::S_LINK_UP } else { 0 };
         buf.copy_from_slice(&status.to_le_bytes());
         Ok(true)
+    }
+
+    #[inline]
+    fn before_tx(&mut self) -> Result<()> {
+        // Packets may come from memory allocated after the last table (a
+        // new mempool): share it before the back-end reads them.
+        let arena = memory::arena()?;
+        if arena.high_water() > self.mapped {
+            self.set_mem_table()?;
+            self.sync("SET_MEM_TABLE")?;
+        }
+        Ok(())
     }
 
     fn check_alive(&mut self) -> Result<()> {
