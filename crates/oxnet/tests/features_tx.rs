@@ -5,6 +5,8 @@
 //! wire; requests the 82599 cannot do are refused with a clear message.
 //! Each test uses its own port names, so they run in parallel.
 
+mod common;
+use common::chained;
 use oxnet_driver::ixgbe::IxgbeDevice;
 use oxnet_driver::offload::{self, checksum_verdict};
 use oxnet_driver::packet::{FLAG_IP_CSUM_GOOD, FLAG_L4_CSUM_GOOD, TX_IP_CSUM, TX_TCP_CSUM, TX_TSO, TX_UDP_CSUM};
@@ -59,23 +61,6 @@ fn frame(payload: usize, udp: bool) -> Vec<u8> {
         *b = (i * 7 + 3) as u8;
     }
     f
-}
-
-/// `bytes` as a packet chained from pieces of at most `piece` bytes (the
-/// first one holds at least the headers).
-fn chained(pool: &Mempool, bytes: &[u8], piece: usize) -> Packet {
-    let mut pieces = bytes.chunks(piece);
-    let mut head = pool.alloc().unwrap();
-    let first = pieces.next().unwrap();
-    head.set_len(first.len()).unwrap();
-    head.copy_from_slice(first);
-    for chunk in pieces {
-        let mut p = pool.alloc().unwrap();
-        p.set_len(chunk.len()).unwrap();
-        p.copy_from_slice(chunk);
-        head.append(p);
-    }
-    head
 }
 
 /// Sends `packets` on `dev` and returns the frames on the wire, FCS removed.

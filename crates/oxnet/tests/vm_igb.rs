@@ -21,7 +21,7 @@
 //! See docs/igb.md for what QEMU's model counts and implements.
 
 mod common;
-use common::{field, line, static_oxnet as oxnet, wait_ready};
+use common::{chained, field, line, static_oxnet as oxnet, wait_ready};
 use oxnet_driver::igb::{IgbDevice, TxQueue};
 use oxnet_driver::offload::{self, checksum_verdict};
 use oxnet_driver::packet::{
@@ -318,22 +318,6 @@ fn frame(payload: usize, udp: bool) -> Vec<u8> {
         *b = (i * 7 + 3) as u8;
     }
     f
-}
-
-/// `bytes` as a packet chained from pieces of at most `piece` bytes.
-fn chained(pool: &Mempool, bytes: &[u8], piece: usize) -> Packet {
-    let mut pieces = bytes.chunks(piece);
-    let mut head = pool.alloc().unwrap();
-    let first = pieces.next().unwrap();
-    head.set_len(first.len()).unwrap();
-    head.copy_from_slice(first);
-    for chunk in pieces {
-        let mut p = pool.alloc().unwrap();
-        p.set_len(chunk.len()).unwrap();
-        p.copy_from_slice(chunk);
-        head.append(p);
-    }
-    head
 }
 
 /// A TSO packet of `payload` bytes, MSS `mss`, chained in 1500-byte pieces.

@@ -93,3 +93,20 @@ cat /tmp/gen.err /tmp/fwd.err /tmp/pcap.err
         wait_fwd = wait_ready("/tmp/fwd.err", 2),
     )
 }
+
+/// `bytes` as a packet chained from pieces of at most `piece` bytes from
+/// `pool` (the first piece must hold the headers a test needs).
+pub fn chained(pool: &oxnet_driver::Mempool, bytes: &[u8], piece: usize) -> oxnet_driver::Packet {
+    let mut pieces = bytes.chunks(piece);
+    let mut head = pool.alloc().unwrap();
+    let first = pieces.next().unwrap();
+    head.set_len(first.len()).unwrap();
+    head.copy_from_slice(first);
+    for chunk in pieces {
+        let mut p = pool.alloc().unwrap();
+        p.set_len(chunk.len()).unwrap();
+        p.copy_from_slice(chunk);
+        head.append(p);
+    }
+    head
+}
