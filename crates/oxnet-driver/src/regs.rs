@@ -31,6 +31,30 @@ pub trait RegisterAccess: Send + Sync {
         let value = self.read32(offset);
         self.write32(offset, value & !mask);
     }
+
+    /// The write barrier between a driver's last descriptor write and the
+    /// tail write (RDT/TDT) that hands the descriptors to the device.
+    /// The default is the architecture's barrier ([`crate::barrier`]); a
+    /// device model overrides it to check the protocol.
+    #[inline(always)]
+    fn release_before_tail(&self) {
+        crate::barrier::release_before_tail();
+    }
+
+    /// The read barrier after a driver saw a descriptor's DD bit (or the
+    /// written-back head) and before it reads the rest or reuses the slot.
+    /// The default is the architecture's barrier ([`crate::barrier`]).
+    #[inline(always)]
+    fn acquire_after_status(&self) {
+        crate::barrier::acquire_after_status();
+    }
+
+    /// Stops the device from mastering the bus (clears Bus Master Enable
+    /// in its PCI command register, PCI Local Bus spec 3.0 §6.2.2): the
+    /// last step of a teardown, after which the device cannot DMA at all.
+    /// The default does nothing (a model, or a device whose config space
+    /// this handle cannot reach).
+    fn disable_bus_master(&self) {}
 }
 
 /// Memory-mapped registers of a real device (BAR0 mapped with mmap).
