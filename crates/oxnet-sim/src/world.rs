@@ -82,7 +82,8 @@ pub(crate) struct WorldState {
     pub threaded: bool,
     /// State of the engine's run-length generator (xorshift64).
     rng: u64,
-    /// Engine steps in a row that found nothing to do.
+    /// Engine steps so far, and how many of the last ones found nothing to do.
+    steps: u64,
     idle_steps: u64,
 }
 
@@ -103,6 +104,7 @@ impl WorldState {
         for port in 0..self.ports.len() {
             busy |= ixgbe::engine::step(self, port);
         }
+        self.steps += 1;
         self.idle_steps = if busy { 0 } else { self.idle_steps + 1 };
         busy
     }
@@ -204,6 +206,7 @@ impl World {
             spare: Vec::new(),
             threaded: false,
             rng: 0x9E37_79B9_7F4A_7C15,
+            steps: 0,
             idle_steps: 0,
         };
         World {
@@ -279,10 +282,12 @@ impl World {
     }
 
     /// Waits (at most `timeout`) until the DMA engine has found nothing to
-    /// do twice in a row: everything the drivers handed over is done, or
-    /// waits for them. True if it got there. Immediate when synchronous.
+    /// do in its last two steps, both begun after this call: everything
+    /// the drivers handed over is done, or waits for them. True if it got
+    /// there. Immediate when synchronous.
     pub fn settle(&self, timeout: Duration) -> bool {
         let start = Instant::now();
+        let first = lock(&self.state).steps + 1;
         loop {
             match self.dma_mode() {
                 DmaMode::Synchronous => return true,
@@ -292,10 +297,13 @@ impl World {
                     }
                 }
                 DmaMode::Thread => {
-                    let idle = lock(&self.state).idle_steps;
-                    if idle >= 2 {
+                    let state = lock(&self.state);
+                    // Two idle steps, both begun after `first` was read
+                    // (the one running then may have missed a tail write).
+                    if state.idle_steps >= 2 && state.steps >= first + 2 {
                         return true;
                     }
+                    drop(state);
                     std::thread::sleep(Duration::from_micros(200));
                 }
             }

@@ -275,6 +275,8 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         // RDT is "one behind" on purpose: RDH == RDT means the ring is empty
         // for the NIC, so the driver always keeps one descriptor.
         self.regs.write32(rdh(q32), 0);
+        // The armed descriptors must be visible before RDT (barrier.rs).
+        self.regs.release_before_tail();
         self.regs.write32(rdt(q32), (queue.ring_size() - 1) as u32);
         Ok(())
     }
