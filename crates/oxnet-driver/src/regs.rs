@@ -61,6 +61,9 @@ pub trait RegisterAccess: Send + Sync {
 pub struct Mmio {
     base: NonNull<u8>,
     len: usize,
+    /// The device's PCI config space (sysfs `config`), where the handle
+    /// came from sysfs: teardown clears Bus Master Enable through it.
+    pci_config: Option<std::fs::File>,
 }
 
 // SAFETY: the mapping is device memory shared with the NIC; volatile 32-bit
@@ -77,7 +80,18 @@ impl Mmio {
     /// `base` must point to a live mapping of at least `len` bytes that stays
     /// mapped for the lifetime of the returned value.
     pub unsafe fn new(base: NonNull<u8>, len: usize) -> Mmio {
-        Mmio { base, len }
+        Mmio {
+            base,
+            len,
+            pci_config: None,
+        }
+    }
+
+    /// Remembers the device's config space (an open sysfs `config` file),
+    /// so that [`RegisterAccess::disable_bus_master`] can reach it.
+    pub(crate) fn with_pci_config(mut self, config: std::fs::File) -> Mmio {
+        self.pci_config = Some(config);
+        self
     }
 
     /// Length of the mapped register space in bytes.
@@ -111,6 +125,22 @@ impl RegisterAccess for Mmio {
         );
         // SAFETY: as in read32.
         unsafe { std::ptr::write_volatile(self.base.as_ptr().add(offset as usize) as *mut u32, value) }
+    }
+
+    /// Clears Bus Master Enable (bit 2 of the command register at config
+    /// offset 4, PCI Local Bus spec 3.0 §6.2.2) through sysfs, if known.
+    fn disable_bus_master(&self) {
+        use std::os::unix::fs::FileExt;
+        let Some(config) = &self.pci_config else {
+            return;
+        };
+        let mut command = [0u8; 2];
+        if config.read_exact_at(&mut command, 4).is_ok() {
+            let value = u16::from_le_bytes(command) & !(1 << 2);
+            if let Err(e) = config.write_all_at(&value.to_le_bytes(), 4) {
+                eprintln!("oxnet: cannot clear bus mastering: {e}");
+            }
+        }
     }
 }
 

@@ -60,20 +60,17 @@ impl Ring {
     }
 }
 
-/// The driver's write barrier: count it and copy every enabled ring.
+/// The driver's write barrier: count it and copy every ring that is set
+/// up (RDLEN/TDLEN not 0).
 pub(crate) fn release(nic: &mut Ixgbe) {
     nic.barriers.releases += 1;
     for q in 0..nic.rx.len() {
         let ring = nic.rx[q].ring();
-        if nic.rx[q].enabled() {
-            snapshot(&mut nic.rx[q].handover, ring);
-        }
+        snapshot(&mut nic.rx[q].handover, ring);
     }
     for q in 0..nic.tx.len() {
         let ring = nic.tx[q].ring();
-        if nic.tx[q].enabled() {
-            snapshot(&mut nic.tx[q].handover, ring);
-        }
+        snapshot(&mut nic.tx[q].handover, ring);
     }
 }
 
@@ -129,7 +126,13 @@ pub(crate) fn check_handover(
         ));
     }
     handover.releases_at_tail = barriers.releases;
-    if handover.snapshot.len() == ring.bytes as usize {
+    if handover.snapshot.len() != ring.bytes as usize {
+        return Err(format!(
+            "{tail} write hands over {first_last} with no write barrier (release_before_tail) \
+             since the ring was set up"
+        ));
+    }
+    {
         let ptr = dma::map(ring.base, ring.bytes as usize, "a descriptor ring")?;
         for i in slots.clone() {
             let at = i * DESCRIPTOR_SIZE;
