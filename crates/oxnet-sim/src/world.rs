@@ -49,8 +49,9 @@ impl DmaMode {
 
 /// The register value a read of an unmodelled register returns.
 pub const FAULT_VALUE: u32 = 0xDEAD_BEEF;
-/// Faults kept at most (a runaway driver must not eat all memory).
-const MAX_FAULTS: usize = 10_000;
+/// Faults kept at most per port (a runaway driver must not eat all
+/// memory, nor one port's faults hide another's).
+const MAX_FAULTS_PER_PORT: usize = 100;
 
 /// One register access, as recorded by [`World::trace`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +70,8 @@ pub(crate) struct Port {
     trace: Vec<Access>,
     capture: bool,
     captured: Vec<Vec<u8>>,
+    /// Faults of this port in `WorldState::faults`.
+    faults_kept: usize,
 }
 
 /// Everything behind the world's lock.
@@ -112,7 +115,9 @@ impl WorldState {
     /// Records a fault of `port`.
     pub fn fault(&mut self, port: usize, message: impl std::fmt::Display) {
         let message = format!("port '{}': {message}", self.ports[port].name);
-        if self.faults.len() < MAX_FAULTS && self.faults.last() != Some(&message) {
+        let kept = &mut self.ports[port].faults_kept;
+        if *kept < MAX_FAULTS_PER_PORT && self.faults.last() != Some(&message) {
+            *kept += 1;
             self.faults.push(message);
         }
     }
@@ -154,6 +159,7 @@ impl WorldState {
             trace: Vec::new(),
             capture: false,
             captured: Vec::new(),
+            faults_kept: 0,
         });
         self.by_name.insert(name.to_string(), index);
         index
@@ -355,7 +361,11 @@ impl World {
 
     /// Forgets the faults recorded so far.
     pub fn clear_faults(&self) {
-        lock(&self.state).faults.clear();
+        let mut state = lock(&self.state);
+        state.faults.clear();
+        for port in &mut state.ports {
+            port.faults_kept = 0;
+        }
     }
 
     /// Starts (with an empty trace) or stops recording register accesses.

@@ -66,10 +66,6 @@ impl RxQueue {
             bytes: self.rdlen,
         }
     }
-
-    pub fn enabled(&self) -> bool {
-        self.rxdctl & QUEUE_ENABLE != 0
-    }
 }
 
 /// One transmit queue's registers (§8.2.3.9).
@@ -104,10 +100,6 @@ impl TxQueue {
             base: (u64::from(self.tdbah) << 32) | u64::from(self.tdbal),
             bytes: self.tdlen,
         }
-    }
-
-    pub fn enabled(&self) -> bool {
-        self.txdctl & QUEUE_ENABLE != 0
     }
 }
 
