@@ -229,6 +229,8 @@ fn rx_ring_overflow_is_counted_as_missed_not_lost_silently() {
     );
     assert_eq!(stats.rx_packets, received, "GPRC counts what was delivered");
     assert_eq!(capture.checker.duplicated + capture.checker.reordered, 0);
+    drop((sender, receiver));
+    assert_eq!(faults_of("overflow-"), Vec::<String>::new());
 }
 
 #[test]
@@ -268,6 +270,8 @@ fn pool_exhaustion_stalls_without_losing_packets() {
         "only the 32 taken earlier are missing from this capture"
     );
     assert_eq!(receiver.stats().rx_missed, 0);
+    drop((sender, receiver));
+    assert_eq!(faults_of("exhaust-"), Vec::<String>::new());
 }
 
 #[test]
