@@ -70,7 +70,7 @@ fn assert_every_packet_once_in_order(ring: usize, batch: usize) {
 fn assert_every_packet_once_in_order_with(ring: usize, batch: usize, offloads: Offloads, name: &str) {
     let _serial = serial();
     let count = 30_000;
-    let prefix = format!("e2e-r{ring}-b{batch}-{name}");
+    let prefix = format!("e2e-{name}r{ring}-b{batch}-");
     let mut options = demo_options(ring, batch, count);
     options.config.offloads = offloads;
     let r = demo::run(&options, &prefix).unwrap();
