@@ -3,10 +3,10 @@
 //! [`step`] does a partial run of the work the hardware would be doing:
 //!
 //! * transmit: first the write-backs of what the previous step sent (DD,
-//!   or the head, §7.2.3.5), then up to a few packets per queue from the
+//!   or the head, §7.2.3.5), then up to 32 packets per queue from the
 //!   descriptors after TDH (their write-backs wait for the next step);
 //! * receive: first the status dwords (DD) of what the previous step wrote,
-//!   then up to a few frames from the packet buffer into host memory (data
+//!   then up to 32 frames from the packet buffer into host memory (data
 //!   and the other write-back fields now, DD in the next step: the
 //!   datasheet's order, data before DD, §7.1.6.2);
 //! * a queue being disabled (ENABLE cleared while write-backs were
@@ -20,7 +20,7 @@ use super::{rx, tx};
 use crate::world::WorldState;
 
 /// Most packets a queue sends, and frames a port receives, per step.
-const MAX_RUN: u64 = 8;
+const MAX_RUN: u64 = 32;
 
 /// One step of `port`'s engine. True if it did anything.
 pub(crate) fn step(state: &mut WorldState, port: usize) -> bool {
