@@ -101,17 +101,6 @@ impl WorldState {
         x
     }
 
-    /// One engine step over every port; true if any did something.
-    fn dma_step(&mut self) -> bool {
-        let mut busy = false;
-        for port in 0..self.ports.len() {
-            busy |= ixgbe::engine::step(self, port);
-        }
-        self.steps += 1;
-        self.idle_steps = if busy { 0 } else { self.idle_steps + 1 };
-        busy
-    }
-
     /// Records a fault of `port`.
     pub fn fault(&mut self, port: usize, message: impl std::fmt::Display) {
         let message = format!("port '{}': {message}", self.ports[port].name);
@@ -284,7 +273,7 @@ impl World {
     /// other modes it does the same, beside the thread or the driver).
     /// True if it found something to do.
     pub fn dma_step(&self) -> bool {
-        dma::hold(|| lock(&self.state).dma_step())
+        dma::hold(|| engine_step(&self.state))
     }
 
     /// Waits (at most `timeout`) until the DMA engine has found nothing to
@@ -329,10 +318,13 @@ impl World {
 
     /// The registers of port `name`, created in its power-on state on first use.
     pub fn port(&self, name: &str) -> SimRegisters {
-        let port = self.with(name, |_, index| index);
+        let (port, reads) = self.with(name, |state, index| {
+            (index, Arc::clone(&state.ports[index].nic.barriers.reads))
+        });
         SimRegisters {
             state: Arc::clone(&self.state),
             port,
+            reads,
         }
     }
 
@@ -441,12 +433,27 @@ impl Drop for World {
     }
 }
 
+/// One engine step over every port, the world's lock taken per port (so
+/// that drivers' register accesses get in between); true if any port did
+/// something.
+fn engine_step(state: &Mutex<WorldState>) -> bool {
+    let ports = lock(state).ports.len();
+    let mut busy = false;
+    for port in 0..ports {
+        busy |= ixgbe::engine::step(&mut lock(state), port);
+    }
+    let mut state = lock(state);
+    state.steps += 1;
+    state.idle_steps = if busy { 0 } else { state.idle_steps + 1 };
+    busy
+}
+
 /// The engine thread: steps while there is work, yields, and sleeps when
 /// there has been none for a while (the machines are small and shared).
 fn run_engine(state: &Mutex<WorldState>, stop: &AtomicBool) {
     let mut idle = 0u32;
     while !stop.load(Ordering::Relaxed) {
-        let busy = dma::hold(|| lock(state).dma_step());
+        let busy = dma::hold(|| engine_step(state));
         if busy {
             idle = 0;
             std::thread::yield_now();
@@ -466,6 +473,8 @@ fn run_engine(state: &Mutex<WorldState>, stop: &AtomicBool) {
 pub struct SimRegisters {
     state: Arc<Mutex<WorldState>>,
     port: usize,
+    /// The port's read-barrier counters (lock-free, see ixgbe/ordering.rs).
+    reads: Arc<ixgbe::ordering::ReadSide>,
 }
 
 impl SimRegisters {
@@ -528,6 +537,6 @@ impl RegisterAccess for SimRegisters {
     #[inline(never)]
     fn acquire_after_status(&self) {
         oxnet_driver::barrier::acquire_after_status();
-        ixgbe::ordering::acquire(&mut lock(&self.state).ports[self.port].nic)
+        self.reads.acquire();
     }
 }

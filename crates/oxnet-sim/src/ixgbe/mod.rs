@@ -218,8 +218,11 @@ impl Ixgbe {
     /// §4.6.3.2 Global reset: everything back to power-on.
     fn reset(&mut self, bits: u32) {
         let tx_frame = std::mem::take(&mut self.tx_frame);
+        // The barrier counters are shared with the port's SimRegisters.
+        let barriers = std::mem::take(&mut self.barriers);
         *self = Ixgbe::power_on(self.mac);
         self.tx_frame = tx_frame;
+        self.barriers = barriers;
         self.reset_bits = bits;
         self.reset_reads_left = RESET_READS;
     }

@@ -23,6 +23,8 @@
 
 use super::Ixgbe;
 use crate::dma;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Descriptor size of the 82599's advanced descriptors (§7.1.6, §7.2.3.2).
 const DESCRIPTOR_SIZE: usize = 16;
@@ -49,9 +51,27 @@ pub(crate) struct Handover {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Barriers {
     releases: u64,
-    completions: u64,
+    /// Shared with the port's `SimRegisters`: a read barrier (once per
+    /// received packet) only copies one counter, without the world's lock.
+    pub reads: Arc<ReadSide>,
+}
+
+/// The read side's counters.
+#[derive(Debug, Default)]
+pub struct ReadSide {
+    completions: AtomicU64,
     /// `completions` at the driver's last read barrier.
-    acquired: u64,
+    acquired: AtomicU64,
+}
+
+impl ReadSide {
+    /// The driver's read barrier: every completion so far is now ordered
+    /// before its later accesses. A completion is counted before its DD is
+    /// written, so one the driver has seen is always included.
+    pub fn acquire(&self) {
+        let now = self.completions.load(Ordering::SeqCst);
+        self.acquired.fetch_max(now, Ordering::SeqCst);
+    }
 }
 
 /// A ring as the queue's registers describe it: base IOVA and length in bytes.
@@ -106,19 +126,14 @@ fn snapshot(handover: &mut Handover, ring: Ring, from: usize) {
     }
 }
 
-/// The driver's read barrier.
-pub(crate) fn acquire(nic: &mut Ixgbe) {
-    nic.barriers.acquired = nic.barriers.completions;
-}
-
 /// The device wrote slot `slot` back (DD, or the head past it).
-pub(crate) fn completed(barriers: &mut Barriers, handover: &mut Handover, ring: Ring, slot: usize) {
-    barriers.completions += 1;
+pub(crate) fn completed(barriers: &Barriers, handover: &mut Handover, ring: Ring, slot: usize) {
+    let count = barriers.reads.completions.fetch_add(1, Ordering::SeqCst) + 1;
     if handover.completed_at.len() != ring.size() {
         handover.completed_at = vec![0; ring.size()];
     }
     if let Some(at) = handover.completed_at.get_mut(slot) {
-        *at = barriers.completions;
+        *at = count;
     }
 }
 
@@ -170,7 +185,7 @@ pub(crate) fn check_handover(
     }
     for i in slots {
         let at = handover.completed_at.get(i).copied().unwrap_or(0);
-        if at > barriers.acquired {
+        if at > barriers.reads.acquired.load(Ordering::SeqCst) {
             return Err(format!(
                 "{tail} write hands over descriptor {i}, which the device wrote back with no read \
                  barrier (acquire_after_status) in the driver since"

@@ -276,9 +276,10 @@ pub(crate) fn complete(nic: &mut Ixgbe, q: usize) -> Result<(), String> {
         if slot >= size {
             return Err(format!("RX queue {q}: RDLEN changed under a pending write-back"));
         }
+        // Counted before the driver can see DD (ordering.rs reads it lock-free).
+        ordering::completed(&nic.barriers, &mut queue.handover, ring, slot);
         // SAFETY: slot < size: 16 mapped, aligned bytes; dword 2 is the status.
         unsafe { dma::publish_u32(base.add(slot * DESCRIPTOR_SIZE + 8), status) };
-        ordering::completed(&mut nic.barriers, &mut queue.handover, ring, slot);
     }
     Ok(())
 }
@@ -402,9 +403,9 @@ fn try_dma(nic: &mut Ixgbe, frame: &[u8], segments: u32, defer: bool) -> Result<
             if defer {
                 nic.rx[q].pending.push((slot, STATUS_DD | status));
             } else {
-                dma::publish_u32(desc.add(8), STATUS_DD | status);
                 let ring = nic.rx[q].ring();
-                ordering::completed(&mut nic.barriers, &mut nic.rx[q].handover, ring, slot);
+                ordering::completed(&nic.barriers, &mut nic.rx[q].handover, ring, slot);
+                dma::publish_u32(desc.add(8), STATUS_DD | status);
             }
         }
     }

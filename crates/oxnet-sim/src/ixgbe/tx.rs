@@ -394,7 +394,7 @@ fn write_back(nic: &mut Ixgbe, q: usize, descriptors: usize) -> Result<(), Strin
     }
     let head = queue.tdh as usize;
     for i in 0..descriptors {
-        ordering::completed(&mut nic.barriers, &mut queue.handover, ring, (head + i) % ring_size);
+        ordering::completed(&nic.barriers, &mut queue.handover, ring, (head + i) % ring_size);
     }
     if queue.tdwbal & TDWBAL_HEAD_WB_EN != 0 {
         queue.tdh = ((head + descriptors) % ring_size) as u32;
