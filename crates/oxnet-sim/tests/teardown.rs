@@ -64,12 +64,23 @@ fn waiting_for_enable_to_read_zero_before_freeing_leaves_no_fault() {
 
 #[test]
 fn dropping_a_device_with_traffic_in_flight_leaves_no_fault() {
+    // Whether a write-back is in flight at the moment of the drop depends
+    // on the engine thread's timing: ten rounds make it near certain that
+    // some are (with Drop only clearing the enable bits, as before, this
+    // test failed in 2 of 3 runs with one round).
+    for round in 0..10 {
+        drop_mid_traffic(&format!("td{round}"));
+    }
+}
+
+fn drop_mid_traffic(name: &str) {
     let world = World::new_threaded();
-    world.connect("td-a", "td-b");
+    let (a_name, b_name) = (format!("{name}-a"), format!("{name}-b"));
+    world.connect(&a_name, &b_name);
     let config = Config::default();
-    let mut a = IxgbeDevice::init(world.port("td-a"), "sim:td-a", &config, MemoryKind::Plain).unwrap();
-    let mut b = IxgbeDevice::init(world.port("td-b"), "sim:td-b", &config, MemoryKind::Plain).unwrap();
-    let pool = Mempool::new("td-pool", 4096, MemoryKind::Plain).unwrap();
+    let mut a = IxgbeDevice::init(world.port(&a_name), &a_name, &config, MemoryKind::Plain).unwrap();
+    let mut b = IxgbeDevice::init(world.port(&b_name), &b_name, &config, MemoryKind::Plain).unwrap();
+    let pool = Mempool::new(name, 4096, MemoryKind::Plain).unwrap();
     let mut sent = 0;
     let mut received = PacketBatch::with_capacity(512);
     for _ in 0..20 {
@@ -88,5 +99,5 @@ fn dropping_a_device_with_traffic_in_flight_leaves_no_fault() {
     drop(a);
     drop(b);
     assert!(world.settle(Duration::from_secs(10)), "the engine went idle");
-    assert_eq!(world.faults(), Vec::<String>::new());
+    assert_eq!(world.faults(), Vec::<String>::new(), "{name}");
 }
