@@ -6,6 +6,7 @@
 //! packets are [`Packet`]s from a [`Mempool`] in [`memory::DmaMemory`].
 
 pub mod advanced;
+pub mod barrier;
 pub mod device;
 pub mod error;
 pub mod igb;

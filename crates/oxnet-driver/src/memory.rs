@@ -579,14 +579,35 @@ fn unregister(mem: &DmaMemory) {
 ///
 /// Device models use this as their IOMMU: an address a driver never
 /// allocated yields `None` (the model reports it) instead of a wild write.
+/// The memory may be freed right after this returns: a model that runs
+/// beside the driver (on another thread) holds an [`IovaMapGuard`] instead.
 pub fn iova_to_virt(iova: u64, len: usize) -> Option<NonNull<u8>> {
-    let map = IOVA_MAP.read().unwrap_or_else(|e| e.into_inner());
-    let (start, region) = map.range(..=iova).next_back()?;
-    let offset = (iova - start) as usize;
-    if offset.checked_add(len)? > region.len {
-        return None;
+    lock_iova_map().lookup(iova, len)
+}
+
+/// The IOVA map, held for reading: no DMA memory can be freed (its
+/// `Drop` waits) while a guard lives, so an address looked up through it
+/// stays valid until the guard is dropped. A device model that does DMA on
+/// its own thread takes one for each run of work. Never take a second one
+/// on the same thread while holding one (a waiting free would deadlock
+/// them), and never hold one while waiting for the driver.
+pub struct IovaMapGuard(std::sync::RwLockReadGuard<'static, BTreeMap<u64, Region>>);
+
+impl IovaMapGuard {
+    /// As [`iova_to_virt`], valid while the guard lives.
+    pub fn lookup(&self, iova: u64, len: usize) -> Option<NonNull<u8>> {
+        let (start, region) = self.0.range(..=iova).next_back()?;
+        let offset = (iova - start) as usize;
+        if offset.checked_add(len)? > region.len {
+            return None;
+        }
+        NonNull::new((region.virt + offset) as *mut u8)
     }
-    NonNull::new((region.virt + offset) as *mut u8)
+}
+
+/// Takes the IOVA map for reading (see [`IovaMapGuard`]).
+pub fn lock_iova_map() -> IovaMapGuard {
+    IovaMapGuard(IOVA_MAP.read().unwrap_or_else(|e| e.into_inner()))
 }
 
 #[cfg(test)]

@@ -239,7 +239,13 @@ pub(crate) fn map_bar0(info: &PciDeviceInfo) -> Result<Mmio> {
         return Err(os_error(&format!("mmap of {}", path.display())));
     }
     // SAFETY: a live mapping of `len` bytes, owned by the Mmio from now on.
-    Ok(unsafe { Mmio::new(NonNull::new_unchecked(addr as *mut u8), len) })
+    let mmio = unsafe { Mmio::new(NonNull::new_unchecked(addr as *mut u8), len) };
+    // Config space stays open for teardown (bus mastering off, teardown.rs).
+    let config = dir.join("config");
+    match std::fs::OpenOptions::new().read(true).write(true).open(&config) {
+        Ok(file) => Ok(mmio.with_pci_config(file)),
+        Err(e) => Err(permission_or(e, format!("cannot open {}", config.display()))),
+    }
 }
 
 /// Sets the Bus Master Enable bit (bit 2 of the command register at config

@@ -2,13 +2,52 @@
 //! looked up in oxnet-driver's IOVA map first, so that a wrong address
 //! becomes a fault message instead of a write into random memory.
 
-use oxnet_driver::memory::iova_to_virt;
+//!
+//! Every piece of work the model does runs inside [`hold`], which keeps the
+//! IOVA map locked for reading: memory cannot be freed between the lookup
+//! of an address and the access, even when the model's DMA engine runs on
+//! its own thread beside the driver. Memory a driver freed while the device
+//! could still reach it is no longer in the map: the model's next access
+//! to it is a fault ("not inside any live DmaMemory"), never a write into
+//! memory the allocator has handed out again.
+
+use oxnet_driver::memory::{lock_iova_map, IovaMapGuard};
+use std::cell::RefCell;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 
+thread_local! {
+    /// The IOVA map guard of the work this thread is doing (see [`hold`]).
+    static HELD: RefCell<Option<IovaMapGuard>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with the IOVA map held for reading (once per thread: a nested
+/// call runs `f` under the guard already held). Take it before the world's
+/// lock, never after (a driver freeing memory waits for the guard while
+/// holding no world lock, so this order cannot deadlock).
+pub(crate) fn hold<T>(f: impl FnOnce() -> T) -> T {
+    if HELD.with(|h| h.borrow().is_some()) {
+        return f();
+    }
+    HELD.with(|h| *h.borrow_mut() = Some(lock_iova_map()));
+    struct Release;
+    impl Drop for Release {
+        fn drop(&mut self) {
+            HELD.with(|h| h.borrow_mut().take());
+        }
+    }
+    let _release = Release;
+    f()
+}
+
 /// Host pointer to `len` bytes of DMA memory at `iova`, or a message saying
-/// why the device cannot use that address.
+/// why the device cannot use that address. Valid until the enclosing
+/// [`hold`] ends.
 pub(crate) fn map(iova: u64, len: usize, what: &str) -> Result<*mut u8, String> {
-    match iova_to_virt(iova, len) {
+    let found = HELD.with(|h| match &*h.borrow() {
+        Some(guard) => guard.lookup(iova, len),
+        None => lock_iova_map().lookup(iova, len),
+    });
+    match found {
         Some(ptr) => Ok(ptr.as_ptr()),
         None => Err(format!(
             "DMA to {what} at {iova:#x} ({len} bytes): not inside any live DmaMemory"

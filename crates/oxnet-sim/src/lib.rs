@@ -11,9 +11,13 @@
 //!   `ixgbe/stats.rs` the clear-on-read counters.
 //! * `dma.rs`: DMA through oxnet-driver's IOVA map; `crc.rs`: the FCS.
 //!
-//! Everything happens inside `read32`/`write32`; there is no thread. An
-//! access the model does not implement is recorded in [`World::faults`]
-//! (reads return [`FAULT_VALUE`]), never silently accepted.
+//! By default everything happens inside `read32`/`write32`, on the
+//! driver's thread; a world can instead run its DMA engine on a thread of
+//! its own ([`DmaMode`], `ixgbe/engine.rs`). An access the model does not
+//! implement is recorded in [`World::faults`] (reads return
+//! [`FAULT_VALUE`]), never silently accepted; so is a driver that breaks
+//! the ordering protocol (`ixgbe/ordering.rs`) or frees memory the device
+//! may still write.
 
 mod crc;
 mod dma;
@@ -21,7 +25,7 @@ mod ixgbe;
 mod world;
 
 pub use crc::crc32;
-pub use world::{Access, SimRegisters, World, FAULT_VALUE};
+pub use world::{Access, DmaMode, SimRegisters, World, FAULT_VALUE};
 
 use oxnet_driver::{Config, Device, Result};
 

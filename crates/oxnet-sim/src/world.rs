@@ -5,17 +5,53 @@
 //! everything the access sets off (a transmit delivers into the partner's
 //! receive ring at once — the wire has no buffer of its own) and unlocks.
 //! One lock means no lock order to get wrong; the model is not built for speed.
+//!
+//! That is the synchronous mode ([`DmaMode::Synchronous`], the default):
+//! the device's DMA happens on the driver's thread, inside `write32`. In
+//! [`DmaMode::Thread`] a DMA engine runs on its own thread beside the
+//! driver, as hardware does (see `ixgbe/engine.rs`); [`DmaMode::Manual`]
+//! is the same engine, stepped by a test ([`World::dma_step`]).
 
 use crate::crc;
+use crate::dma;
 use crate::ixgbe::{self, Ixgbe};
 use oxnet_driver::RegisterAccess;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Where the models' DMA happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DmaMode {
+    /// Inside the register write that sets it off, on the driver's thread.
+    Synchronous,
+    /// On a thread of the world's own, beside the driver: descriptors
+    /// complete some time after the tail write, in partial runs.
+    Thread,
+    /// As `Thread`, but the engine moves only when a test calls
+    /// [`World::dma_step`] (deterministic).
+    Manual,
+}
+
+impl DmaMode {
+    /// The mode named by the environment variable `OXNET_SIM_DMA`
+    /// (`sync`, `thread`; unset: synchronous), for the process-wide world.
+    pub fn from_env() -> Result<DmaMode, String> {
+        match std::env::var("OXNET_SIM_DMA").as_deref() {
+            Err(_) | Ok("") | Ok("sync") => Ok(DmaMode::Synchronous),
+            Ok("thread") => Ok(DmaMode::Thread),
+            Ok(other) => Err(format!("OXNET_SIM_DMA={other}: use 'sync' or 'thread'")),
+        }
+    }
+}
 
 /// The register value a read of an unmodelled register returns.
 pub const FAULT_VALUE: u32 = 0xDEAD_BEEF;
-/// Faults kept at most (a runaway driver must not eat all memory).
-const MAX_FAULTS: usize = 10_000;
+/// Faults kept at most per port (a runaway driver must not eat all
+/// memory, nor one port's faults hide another's).
+const MAX_FAULTS_PER_PORT: usize = 100;
 
 /// One register access, as recorded by [`World::trace`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +70,8 @@ pub(crate) struct Port {
     trace: Vec<Access>,
     capture: bool,
     captured: Vec<Vec<u8>>,
+    /// Faults of this port in `WorldState::faults`.
+    faults_kept: usize,
 }
 
 /// Everything behind the world's lock.
@@ -43,13 +81,32 @@ pub(crate) struct WorldState {
     faults: Vec<String>,
     /// Frame buffers to reuse, so the packet buffer does not allocate per frame.
     pub spare: Vec<Vec<u8>>,
+    /// A DMA engine does the work (Thread or Manual mode), not register writes.
+    pub threaded: bool,
+    /// State of the engine's run-length generator (xorshift64).
+    rng: u64,
+    /// Engine steps so far, and how many of the last ones found nothing to do.
+    steps: u64,
+    idle_steps: u64,
 }
 
 impl WorldState {
+    /// The next number of the engine's fixed-seed generator (xorshift64).
+    pub fn random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        x
+    }
+
     /// Records a fault of `port`.
     pub fn fault(&mut self, port: usize, message: impl std::fmt::Display) {
         let message = format!("port '{}': {message}", self.ports[port].name);
-        if self.faults.len() < MAX_FAULTS && self.faults.last() != Some(&message) {
+        let kept = &mut self.ports[port].faults_kept;
+        if *kept < MAX_FAULTS_PER_PORT && self.faults.last() != Some(&message) {
+            *kept += 1;
             self.faults.push(message);
         }
     }
@@ -91,6 +148,7 @@ impl WorldState {
             trace: Vec::new(),
             capture: false,
             captured: Vec::new(),
+            faults_kept: 0,
         });
         self.by_name.insert(name.to_string(), index);
         index
@@ -122,9 +180,16 @@ fn lock(state: &Mutex<WorldState>) -> MutexGuard<'_, WorldState> {
     state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The engine thread of a world in [`DmaMode::Thread`].
+struct DmaThread {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<()>,
+}
+
 /// A set of named ports and the wires between them.
 pub struct World {
     state: Arc<Mutex<WorldState>>,
+    mode: Mutex<(DmaMode, Option<DmaThread>)>,
 }
 
 impl World {
@@ -134,35 +199,132 @@ impl World {
             by_name: HashMap::new(),
             faults: Vec::new(),
             spare: Vec::new(),
+            threaded: false,
+            rng: 0x9E37_79B9_7F4A_7C15,
+            steps: 0,
+            idle_steps: 0,
         };
         World {
             state: Arc::new(Mutex::new(state)),
+            mode: Mutex::new((DmaMode::Synchronous, None)),
         }
     }
 
-    /// A new, isolated world (for tests).
+    /// A new, isolated world (for tests), DMA synchronous.
     pub fn new() -> Arc<World> {
         Arc::new(World::empty())
     }
 
-    /// The process-wide world that `sim:NAME` device specs use.
+    /// A new, isolated world whose DMA engine runs on its own thread.
+    pub fn new_threaded() -> Arc<World> {
+        let world = World::new();
+        world.set_dma_mode(DmaMode::Thread);
+        world
+    }
+
+    /// The process-wide world that `sim:NAME` device specs use; its DMA
+    /// mode comes from `OXNET_SIM_DMA` ([`DmaMode::from_env`]; a bad value
+    /// is reported on stderr and the mode stays synchronous).
     pub fn global() -> &'static World {
         static GLOBAL: OnceLock<World> = OnceLock::new();
-        GLOBAL.get_or_init(World::empty)
+        GLOBAL.get_or_init(|| {
+            let world = World::empty();
+            match DmaMode::from_env() {
+                Ok(mode) => world.set_dma_mode(mode),
+                Err(message) => eprintln!("oxnet-sim: {message}"),
+            }
+            world
+        })
+    }
+
+    /// The current DMA mode.
+    pub fn dma_mode(&self) -> DmaMode {
+        self.mode.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+
+    /// Switches the DMA mode. Leaving an engine mode first finishes
+    /// everything the engine had in flight.
+    pub fn set_dma_mode(&self, mode: DmaMode) {
+        let mut current = self.mode.lock().unwrap_or_else(|e| e.into_inner());
+        if current.0 == mode {
+            return;
+        }
+        if let Some(thread) = current.1.take() {
+            thread.stop.store(true, Ordering::Relaxed);
+            let _ = thread.handle.join();
+        }
+        if mode == DmaMode::Synchronous {
+            while self.dma_step() {}
+        }
+        lock(&self.state).threaded = mode != DmaMode::Synchronous;
+        if mode == DmaMode::Thread {
+            let stop = Arc::new(AtomicBool::new(false));
+            let (state, flag) = (Arc::clone(&self.state), Arc::clone(&stop));
+            let handle = std::thread::Builder::new()
+                .name("oxnet-sim dma".into())
+                .spawn(move || run_engine(&state, &flag))
+                .expect("cannot start the model's DMA thread");
+            current.1 = Some(DmaThread { stop, handle });
+        }
+        current.0 = mode;
+    }
+
+    /// One step of every port's DMA engine ([`DmaMode::Manual`]; in the
+    /// other modes it does the same, beside the thread or the driver).
+    /// True if it found something to do.
+    pub fn dma_step(&self) -> bool {
+        dma::hold(|| engine_step(&self.state))
+    }
+
+    /// Waits (at most `timeout`) until the DMA engine has found nothing to
+    /// do in its last two steps, both begun after this call: everything
+    /// the drivers handed over is done, or waits for them. True if it got
+    /// there. Immediate when synchronous.
+    pub fn settle(&self, timeout: Duration) -> bool {
+        let start = Instant::now();
+        let first = lock(&self.state).steps + 1;
+        loop {
+            match self.dma_mode() {
+                DmaMode::Synchronous => return true,
+                DmaMode::Manual => {
+                    if !self.dma_step() && !self.dma_step() {
+                        return true;
+                    }
+                }
+                DmaMode::Thread => {
+                    let state = lock(&self.state);
+                    // Two idle steps, both begun after `first` was read
+                    // (the one running then may have missed a tail write).
+                    if state.idle_steps >= 2 && state.steps >= first + 2 {
+                        return true;
+                    }
+                    drop(state);
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+            if start.elapsed() > timeout {
+                return false;
+            }
+        }
     }
 
     fn with<T>(&self, port: &str, f: impl FnOnce(&mut WorldState, usize) -> T) -> T {
-        let mut state = lock(&self.state);
-        let index = state.port_index(port);
-        f(&mut state, index)
+        dma::hold(|| {
+            let mut state = lock(&self.state);
+            let index = state.port_index(port);
+            f(&mut state, index)
+        })
     }
 
     /// The registers of port `name`, created in its power-on state on first use.
     pub fn port(&self, name: &str) -> SimRegisters {
-        let port = self.with(name, |_, index| index);
+        let (port, reads) = self.with(name, |state, index| {
+            (index, Arc::clone(&state.ports[index].nic.barriers.reads))
+        });
         SimRegisters {
             state: Arc::clone(&self.state),
             port,
+            reads,
         }
     }
 
@@ -191,7 +353,11 @@ impl World {
 
     /// Forgets the faults recorded so far.
     pub fn clear_faults(&self) {
-        lock(&self.state).faults.clear();
+        let mut state = lock(&self.state);
+        state.faults.clear();
+        for port in &mut state.ports {
+            port.faults_kept = 0;
+        }
     }
 
     /// Starts (with an empty trace) or stops recording register accesses.
@@ -257,11 +423,58 @@ impl World {
     }
 }
 
+impl Drop for World {
+    fn drop(&mut self) {
+        let mode = self.mode.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(thread) = mode.1.take() {
+            thread.stop.store(true, Ordering::Relaxed);
+            let _ = thread.handle.join();
+        }
+    }
+}
+
+/// One engine step over every port, the world's lock taken per port (so
+/// that drivers' register accesses get in between); true if any port did
+/// something.
+fn engine_step(state: &Mutex<WorldState>) -> bool {
+    let ports = lock(state).ports.len();
+    let mut busy = false;
+    for port in 0..ports {
+        busy |= ixgbe::engine::step(&mut lock(state), port);
+    }
+    let mut state = lock(state);
+    state.steps += 1;
+    state.idle_steps = if busy { 0 } else { state.idle_steps + 1 };
+    busy
+}
+
+/// The engine thread: steps while there is work, yields, and sleeps when
+/// there has been none for a while (the machines are small and shared).
+fn run_engine(state: &Mutex<WorldState>, stop: &AtomicBool) {
+    let mut idle = 0u32;
+    while !stop.load(Ordering::Relaxed) {
+        let busy = dma::hold(|| engine_step(state));
+        if busy {
+            idle = 0;
+            std::thread::yield_now();
+        } else {
+            idle = idle.saturating_add(1);
+            if idle < 64 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+    }
+}
+
 /// Register access to one port of a [`World`]; what a driver gets.
 #[derive(Clone)]
 pub struct SimRegisters {
     state: Arc<Mutex<WorldState>>,
     port: usize,
+    /// The port's read-barrier counters (lock-free, see ixgbe/ordering.rs).
+    reads: Arc<ixgbe::ordering::ReadSide>,
 }
 
 impl SimRegisters {
@@ -299,13 +512,31 @@ impl RegisterAccess for SimRegisters {
 
     #[inline(never)]
     fn write32(&self, offset: u32, value: u32) {
-        let mut state = lock(&self.state);
-        let port = &mut state.ports[self.port];
-        if port.tracing {
-            port.trace.push(Access::Write { offset, value });
-        }
-        if let Err(message) = ixgbe::write(&mut state, self.port, offset, value) {
-            state.fault(self.port, format!("write of {value:#010x} to {offset:#07x}: {message}"));
-        }
+        dma::hold(|| {
+            let mut state = lock(&self.state);
+            let port = &mut state.ports[self.port];
+            if port.tracing {
+                port.trace.push(Access::Write { offset, value });
+            }
+            if let Err(message) = ixgbe::write(&mut state, self.port, offset, value) {
+                state.fault(self.port, format!("write of {value:#010x} to {offset:#07x}: {message}"));
+            }
+        })
+    }
+
+    /// The driver's write barrier: the model notes it and copies the rings,
+    /// to check the next tail writes (ixgbe/ordering.rs). The fence itself
+    /// is the real one.
+    #[inline(never)]
+    fn release_before_tail(&self) {
+        oxnet_driver::barrier::release_before_tail();
+        dma::hold(|| ixgbe::ordering::release(&mut lock(&self.state).ports[self.port].nic))
+    }
+
+    /// The driver's read barrier, noted (ixgbe/ordering.rs).
+    #[inline(never)]
+    fn acquire_after_status(&self) {
+        oxnet_driver::barrier::acquire_after_status();
+        self.reads.acquire();
     }
 }

@@ -45,7 +45,7 @@ fn xoff_pauses_the_sender_and_xon_resumes_it_without_loss() {
     assert_eq!((b.read32(LXOFFTXC), a.read32(LXOFFRXCNT)), (1, 1));
     assert_eq!(b.read32(MPC0), 0);
 
-    b.write32(RDT, 127); // 123 more descriptors: the buffer drains, XON
+    write_tail(&b, RDT, 127); // 123 more descriptors: the buffer drains, XON
     assert_eq!(a.read32(TDH), FRAMES as u32, "the rest went out after XON");
     assert_eq!((b.read32(LXONTXC), a.read32(LXONRXCNT)), (1, 1));
     assert_eq!(b.read32(RDH), FRAMES as u32);

@@ -77,7 +77,7 @@ fn full_ring_buffers_frames_until_rdt_and_counts_the_excess_as_missed() {
         "the excess over ring + buffer is missed"
     );
     assert_eq!(regs.read32(GPRC), 7 + 16, "buffered frames count as received");
-    regs.write32(RDT, 63);
+    write_tail(&regs, RDT, 63);
     assert_eq!(regs.read32(RDH), 7 + 16, "RDT drained the buffer");
     for i in 0..23 {
         assert_eq!(ring.status(i), RX_DD | RX_EOP);

@@ -75,7 +75,7 @@ fn descriptors_up_to_eop_make_one_frame() {
     let whole = frame([0xFF; 6], 300, 3);
     tx.put(&whole[..100], DTYP_DATA | DCMD_DEXT | DCMD_IFCS);
     tx.put(&whole[100..], DTYP_DATA | DCMD_DEXT | DCMD_IFCS | DCMD_EOP | DCMD_RS);
-    regs.write32(TDT, 1);
+    write_tail(&regs, TDT, 1);
     assert_eq!(regs.read32(TDH), 0, "no EOP before TDT: the packet waits");
     tx.flush(&regs);
     assert_eq!(regs.read32(TDH), 2);

@@ -24,7 +24,6 @@ pub use tx::{TxQueue, TX_CLEAN_BATCH};
 use crate::device::{DeviceStats, QueueStats};
 use crate::offload::TsoLimits;
 use std::ptr;
-use std::sync::atomic::{fence, Ordering};
 
 /// Size of one advanced descriptor in bytes.
 pub const DESCRIPTOR_SIZE: usize = 16;
@@ -150,7 +149,7 @@ impl DescriptorPtr {
     /// Packet length (PKT_LEN) of a receive write-back.
     #[inline]
     pub fn rx_length(self) -> u16 {
-        // SAFETY: as above; only meaningful after DD was seen (acquire fence).
+        // SAFETY: as above; only meaningful after DD was seen (acquire barrier).
         (u32::from_le(unsafe { ptr::read_volatile(self.dword(3)) }) & 0xFFFF) as u16
     }
 
@@ -216,21 +215,6 @@ impl DescriptorPtr {
         // SAFETY: aligned read inside the descriptor; the NIC may write it.
         u32::from_le(unsafe { ptr::read_volatile(self.dword(3)) })
     }
-}
-
-/// After seeing DD set, order the reads of the rest of the descriptor (and
-/// the packet data) after it: the NIC writes the data before the status.
-#[inline]
-pub fn acquire_after_status() {
-    fence(Ordering::Acquire);
-}
-
-/// Before writing RDT/TDT, make the descriptor writes visible to the device
-/// (on x86 stores are not reordered with stores; the fence stops the
-/// compiler from sinking the descriptor writes below the tail write).
-#[inline]
-pub fn release_before_tail() {
-    fence(Ordering::Release);
 }
 
 /// What differs on the data path between the NICs that use advanced

@@ -6,7 +6,7 @@
 //! ([`RxQueue::arm_all`]) and enables it.
 
 use super::{
-    acquire_after_status, release_before_tail, DescriptorPtr, Nic, DESCRIPTOR_SIZE, RX_NEXTP_MASK, RX_NEXTP_SHIFT,
+    DescriptorPtr, Nic, DESCRIPTOR_SIZE, RX_NEXTP_MASK, RX_NEXTP_SHIFT,
     RX_RSCCNT_MASK, RX_RSS_TYPE_MASK, RX_STATUS_DD, RX_STATUS_EOP, RX_STATUS_IPCS, RX_STATUS_L4CS,
 };
 use crate::device::{Config, QueueStats};
@@ -189,7 +189,7 @@ impl<N: Nic> RxQueue<N> {
             }
             // The NIC wrote the data and the rest of the descriptor before
             // DD; read them only now.
-            acquire_after_status();
+            regs.acquire_after_status();
             if spare_len == 0 {
                 // Pool empty: leave the frame in the ring; it is received
                 // once buffers come back (the NIC counts what overflows).
@@ -246,7 +246,7 @@ impl<N: Nic> RxQueue<N> {
             // Hand the re-armed descriptors back: RDT = last one processed
             // (one behind rx_index, see the drivers' start_rx_queue). One
             // MMIO write per batch.
-            release_before_tail();
+            regs.release_before_tail();
             regs.write32(N::rdt(self.id), self.index.prev(i) as u32);
         }
         received
@@ -269,7 +269,7 @@ impl<N: Nic> RxQueue<N> {
             if status & RX_STATUS_DD == 0 {
                 break;
             }
-            acquire_after_status();
+            regs.acquire_after_status();
             if self.spare.is_empty() && self.pool.alloc_batch_for_receive(&mut self.spare, max.max(32)) == 0 {
                 self.pool_empty += 1;
                 break;
@@ -342,7 +342,7 @@ impl<N: Nic> RxQueue<N> {
         }
         if i != start {
             self.rx_index = i;
-            release_before_tail();
+            regs.release_before_tail();
             regs.write32(N::rdt(self.id), self.index.prev(i) as u32);
         }
         received

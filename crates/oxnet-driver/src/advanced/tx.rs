@@ -7,7 +7,7 @@
 //! [`TxQueue::head_writeback_iova`], and enables it.
 
 use super::{
-    release_before_tail, DescriptorPtr, Nic, DESCRIPTOR_SIZE, TX_DCMD_EOP, TX_DCMD_IFCS, TX_DCMD_RS, TX_DCMD_TSE,
+    DescriptorPtr, Nic, DESCRIPTOR_SIZE, TX_DCMD_EOP, TX_DCMD_IFCS, TX_DCMD_RS, TX_DCMD_TSE,
     TX_L4LEN_SHIFT, TX_MACLEN_SHIFT, TX_MSS_SHIFT, TX_POPTS_IXSM, TX_POPTS_TXSM, TX_STATUS_DD, TX_TUCMD_IPV4,
     TX_TUCMD_L4T_TCP,
 };
@@ -188,7 +188,7 @@ impl<N: Nic> TxQueue<N> {
     /// has DD, all before it are done too (descriptors complete in order,
     /// §7.2.3.5.1).
     #[inline]
-    fn clean(&mut self) {
+    fn clean<R: RegisterAccess>(&mut self, regs: &R) {
         if self.index.distance(self.clean_index, self.tx_index) < TX_CLEAN_BATCH {
             return;
         }
@@ -201,6 +201,10 @@ impl<N: Nic> TxQueue<N> {
             if self.descriptor(last).tx_status() & TX_STATUS_DD == 0 {
                 break;
             }
+            // The NIC is done with these descriptors and buffers: the
+            // buffers go back to their pool (and may be written at once),
+            // the slots are refilled below, only after DD was read.
+            regs.acquire_after_status();
             // clean_index is a multiple of TX_CLEAN_BATCH and the ring size
             // a multiple too, so the run never wraps around the ring.
             let start = self.clean_index as usize;
@@ -220,7 +224,7 @@ impl<N: Nic> TxQueue<N> {
         if self.offload.is_some() {
             return self.tx_batch_offload(regs, batch);
         }
-        self.clean();
+        self.clean(regs);
         // One descriptor always stays unused: tx_index == clean_index means
         // "empty", so a full ring holds size - 1 packets.
         let in_flight = self.index.distance(self.clean_index, self.tx_index) as usize;
@@ -296,7 +300,7 @@ impl<N: Nic> TxQueue<N> {
         }
         if self.tx_index != start {
             // One tail write per batch.
-            release_before_tail();
+            regs.release_before_tail();
             regs.write32(N::tdt(self.id), self.tx_index as u32);
         }
         taken
@@ -395,7 +399,7 @@ impl<N: Nic> TxQueue<N> {
     /// Frees the packets of finished descriptors: up to the head the NIC
     /// wrote back (§7.2.3.5.2), or while the last descriptor of the oldest
     /// packet has DD (§7.2.3.5.1; RS is set there).
-    fn clean_offload(&mut self) {
+    fn clean_offload<R: RegisterAccess>(&mut self, regs: &R) {
         let state = self.offload.as_mut().expect("offload path");
         let head = state.head_writeback.as_ref().map(|memory| {
             // SAFETY: 4 bytes of our DMA memory that the NIC writes.
@@ -414,6 +418,8 @@ impl<N: Nic> TxQueue<N> {
             if !done {
                 break;
             }
+            // As in `clean`: free and reuse only after the status was read.
+            regs.acquire_after_status();
             state.ends.pop_front();
             // SAFETY: the slot of a packet's last descriptor holds it until
             // cleaned here, once.
@@ -423,7 +429,7 @@ impl<N: Nic> TxQueue<N> {
     }
 
     fn tx_batch_offload<R: RegisterAccess>(&mut self, regs: &R, batch: &mut PacketBatch) -> usize {
-        self.clean_offload();
+        self.clean_offload(regs);
         let start = self.tx_index;
         let mut taken = 0;
         let mut frames = Vec::new();
@@ -441,7 +447,7 @@ impl<N: Nic> TxQueue<N> {
             }
         }
         if self.tx_index != start {
-            release_before_tail();
+            regs.release_before_tail();
             regs.write32(N::tdt(self.id), self.tx_index as u32);
         }
         taken

@@ -27,6 +27,7 @@
 pub mod features;
 pub mod regs;
 mod rx;
+pub mod teardown;
 mod tx;
 
 use crate::device::{Config, Device, DeviceStats, Features, Link};
@@ -384,6 +385,8 @@ impl<R: RegisterAccess> IgbDevice<R> {
         // RDT is "one behind" on purpose: RDH == RDT means the ring is empty
         // for the NIC, so the driver always keeps one descriptor.
         self.regs.write32(rdh(q32), 0);
+        // The armed descriptors must be visible before RDT (barrier.rs).
+        self.regs.release_before_tail();
         self.regs.write32(rdt(q32), (queue.ring_size() - 1) as u32);
         Ok(())
     }
@@ -575,17 +578,15 @@ impl<R: RegisterAccess> Device for IgbDevice<R> {
 
 impl<R: RegisterAccess> Drop for IgbDevice<R> {
     fn drop(&mut self) {
-        // Stop DMA before the rings and buffers are freed: receiver off,
-        // queues disabled (§4.5.8 / §4.5.9 dynamic queue disabling).
-        self.regs.clear_flags32(RCTL, RCTL_EN);
-        for q in 0..self.rx_queues.len() as u32 {
-            self.regs.write32(rxdctl(q), 0);
+        // Stop DMA before the rings and buffers are freed (teardown.rs):
+        // queues stopped and polled, reset, bus mastering off.
+        let stopped = teardown::stop_device(&self.regs, self.rx_queues.len() as u32, self.tx_queues.len() as u32);
+        if !stopped {
+            // As in the ixgbe driver: keep memory a late write-back could reach.
+            eprintln!("oxnet: 82576 did not stop its queues; keeping their DMA memory allocated");
+            std::mem::forget(std::mem::take(&mut self.rx_queues));
+            std::mem::forget(std::mem::take(&mut self.tx_queues));
         }
-        for q in 0..self.tx_queues.len() as u32 {
-            self.regs.write32(txdctl(q), 0);
-        }
-        self.regs.clear_flags32(TCTL, TCTL_EN);
-        self.regs.clear_flags32(CTRL_EXT, CTRL_EXT_DRV_LOAD);
     }
 }
 

@@ -21,6 +21,7 @@
 pub mod features;
 pub mod regs;
 mod rx;
+pub mod teardown;
 mod tx;
 
 use crate::device::{Config, Device, DeviceStats, Features, Link};
@@ -275,6 +276,8 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         // RDT is "one behind" on purpose: RDH == RDT means the ring is empty
         // for the NIC, so the driver always keeps one descriptor.
         self.regs.write32(rdh(q32), 0);
+        // The armed descriptors must be visible before RDT (barrier.rs).
+        self.regs.release_before_tail();
         self.regs.write32(rdt(q32), (queue.ring_size() - 1) as u32);
         Ok(())
     }
@@ -459,14 +462,16 @@ impl<R: RegisterAccess> Device for IxgbeDevice<R> {
 
 impl<R: RegisterAccess> Drop for IxgbeDevice<R> {
     fn drop(&mut self) {
-        // Stop DMA before the rings and buffers are freed: disable the
-        // queues and the receiver (§4.6.7.1.2, §4.6.8.1.2 queue disable).
-        for q in 0..self.rx_queues.len() as u32 {
-            self.regs.clear_flags32(rxdctl(q), DCTL_ENABLE);
+        // Stop DMA before the rings and buffers are freed (teardown.rs):
+        // queues stopped and polled, reset, bus mastering off.
+        let stopped = teardown::stop_device(&self.regs, self.rx_queues.len() as u32, self.tx_queues.len() as u32);
+        if !stopped {
+            // The device did not acknowledge: it might still write into
+            // the rings and buffers. Keep them (leaked) rather than hand
+            // memory back that a late write-back could land in.
+            eprintln!("oxnet: 82599 did not stop its queues; keeping their DMA memory allocated");
+            std::mem::forget(std::mem::take(&mut self.rx_queues));
+            std::mem::forget(std::mem::take(&mut self.tx_queues));
         }
-        for q in 0..self.tx_queues.len() as u32 {
-            self.regs.clear_flags32(txdctl(q), DCTL_ENABLE);
-        }
-        self.regs.clear_flags32(RXCTRL, RXCTRL_RXEN);
     }
 }

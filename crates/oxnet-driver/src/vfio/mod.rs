@@ -244,6 +244,15 @@ impl VfioDevice {
         self.write_region(&self.config, PCI_COMMAND, &value.to_le_bytes())
     }
 
+    /// Clears Bus Master Enable: the device can no longer reach memory
+    /// (the last step of a driver's teardown).
+    pub fn disable_bus_master(&self) -> Result<()> {
+        let mut command = [0u8; 2];
+        self.read_region(&self.config, PCI_COMMAND, &mut command)?;
+        let value = u16::from_le_bytes(command) & !PCI_COMMAND_MASTER;
+        self.write_region(&self.config, PCI_COMMAND, &value.to_le_bytes())
+    }
+
     /// Vectors of interrupt type `index` (MSI-X: 2, MSI: 1) the device has.
     fn irq_count(&self, index: u32) -> u32 {
         let mut info = uapi::IrqInfo {
@@ -369,6 +378,12 @@ impl RegisterAccess for VfioRegisters {
     #[inline(always)]
     fn write32(&self, offset: u32, value: u32) {
         self.mmio.write32(offset, value)
+    }
+
+    fn disable_bus_master(&self) {
+        if let Err(e) = self.device.disable_bus_master() {
+            eprintln!("oxnet: cannot clear bus mastering: {e}");
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! The software 82599: one port's registers and what accesses to them do.
 //!
-//! Everything happens synchronously inside a register access: writing TDT
-//! transmits, writing RDT drains the receive packet buffer. [`read`] and
+//! By default everything happens synchronously inside a register access:
+//! writing TDT transmits, writing RDT drains the receive packet buffer.
+//! With a DMA engine (`World::set_dma_mode`, engine.rs) register writes
+//! only store, and the engine does the work later, in partial runs. [`read`] and
 //! [`write`] return `Err(message)` for an access the model does not
 //! implement; the caller (`world.rs`) records it as a fault.
 //!
@@ -13,6 +15,8 @@
 //! * receive queues are chosen by RSS only (no pools, no flow director);
 //! * RSC closes its open contexts at the end of each burst (see rx.rs).
 
+pub(crate) mod engine;
+pub(crate) mod ordering;
 pub(crate) mod packet;
 pub(crate) mod regs;
 pub(crate) mod rsc;
@@ -45,6 +49,23 @@ pub(crate) struct RxQueue {
     pub rxdctl: u32,
     pub rscctl: u32,
     enable_reads_left: u8,
+    /// ENABLE was cleared while write-backs were outstanding (threaded
+    /// DMA): it reads 1 until the engine has finished them (§4.6.7.1.2).
+    pub stopping: bool,
+    /// Write-backs not done yet (threaded DMA): (slot, status dword). The
+    /// data and the other fields are in memory already; DD comes later.
+    pub pending: Vec<(usize, u32)>,
+    pub handover: ordering::Handover,
+}
+
+impl RxQueue {
+    /// The ring as RDBAL/RDBAH/RDLEN describe it.
+    pub fn ring(&self) -> ordering::Ring {
+        ordering::Ring {
+            base: (u64::from(self.rdbah) << 32) | u64::from(self.rdbal),
+            bytes: self.rdlen,
+        }
+    }
 }
 
 /// One transmit queue's registers (§8.2.3.9).
@@ -63,6 +84,23 @@ pub(crate) struct TxQueue {
     /// dwords 0, 2 and 3 (MACLEN/IPLEN, TUCMD, MSS/L4LEN).
     pub context: [u32; 3],
     enable_reads_left: u8,
+    /// As [`RxQueue::stopping`] (§4.6.8.1.2).
+    pub stopping: bool,
+    /// Descriptors past TDH that the engine has fetched and sent but not
+    /// yet written back (threaded DMA), and their packets' descriptor counts.
+    pub fetched: usize,
+    pub pending: VecDeque<usize>,
+    pub handover: ordering::Handover,
+}
+
+impl TxQueue {
+    /// The ring as TDBAL/TDBAH/TDLEN describe it.
+    pub fn ring(&self) -> ordering::Ring {
+        ordering::Ring {
+            base: (u64::from(self.tdbah) << 32) | u64::from(self.tdbal),
+            bytes: self.tdlen,
+        }
+    }
 }
 
 /// The state of one 82599 port.
@@ -105,6 +143,8 @@ pub(crate) struct Ixgbe {
     pub xoff_sent: bool,
     /// Reused buffer where the transmit path gathers a packet.
     pub tx_frame: Vec<u8>,
+    /// The driver's barriers, as far as the model sees them (ordering.rs).
+    pub barriers: ordering::Barriers,
 }
 
 impl Ixgbe {
@@ -160,6 +200,7 @@ impl Ixgbe {
             rx_buffer_bytes: 0,
             xoff_sent: false,
             tx_frame: Vec::with_capacity(16 * 1024),
+            barriers: ordering::Barriers::default(),
         }
     }
 
@@ -177,8 +218,11 @@ impl Ixgbe {
     /// §4.6.3.2 Global reset: everything back to power-on.
     fn reset(&mut self, bits: u32) {
         let tx_frame = std::mem::take(&mut self.tx_frame);
+        // The barrier counters are shared with the port's SimRegisters.
+        let barriers = std::mem::take(&mut self.barriers);
         *self = Ixgbe::power_on(self.mac);
         self.tx_frame = tx_frame;
+        self.barriers = barriers;
         self.reset_bits = bits;
         self.reset_reads_left = RESET_READS;
     }
@@ -288,6 +332,15 @@ fn enable_bit(ctl: u32, reads_left: &mut u8) -> u32 {
     }
 }
 
+/// ENABLE still reads 1 while a queue being disabled has work in flight.
+fn stopping_bit(stopping: bool) -> u32 {
+    if stopping {
+        QUEUE_ENABLE
+    } else {
+        0
+    }
+}
+
 fn read_rx(queue: &mut RxQueue, reg: RxReg) -> u32 {
     match reg {
         RxReg::Rdbal => queue.rdbal,
@@ -297,7 +350,7 @@ fn read_rx(queue: &mut RxQueue, reg: RxReg) -> u32 {
         RxReg::Rdh => queue.rdh,
         RxReg::Srrctl => queue.srrctl,
         RxReg::Rdt => queue.rdt,
-        RxReg::Rxdctl => enable_bit(queue.rxdctl, &mut queue.enable_reads_left),
+        RxReg::Rxdctl => enable_bit(queue.rxdctl, &mut queue.enable_reads_left) | stopping_bit(queue.stopping),
         RxReg::Rscctl => queue.rscctl,
     }
 }
@@ -310,7 +363,7 @@ fn read_tx(queue: &mut TxQueue, reg: TxReg) -> u32 {
         TxReg::DcaTxctrl => queue.dca_txctrl,
         TxReg::Tdh => queue.tdh,
         TxReg::Tdt => queue.tdt,
-        TxReg::Txdctl => enable_bit(queue.txdctl, &mut queue.enable_reads_left),
+        TxReg::Txdctl => enable_bit(queue.txdctl, &mut queue.enable_reads_left) | stopping_bit(queue.stopping),
         TxReg::Tdwbal => queue.tdwbal,
         TxReg::Tdwbah => queue.tdwbah,
     }
@@ -360,15 +413,17 @@ pub(crate) fn write(state: &mut WorldState, port: usize, offset: u32, value: u32
         Reg::Fctrl => nic.fctrl = value,
         Reg::Ral(n) => nic.ral[n] = value,
         Reg::Rah(n) => nic.rah[n] = value,
-        Reg::Rx(q, reg) => write_rx(state, port, q, reg, value),
-        Reg::Tx(q, reg) => write_tx(state, port, q, reg, value),
+        Reg::Rx(q, reg) => return write_rx(state, port, q, reg, value),
+        Reg::Tx(q, reg) => return write_tx(state, port, q, reg, value),
         Reg::Plain(slot) => nic.plain[slot] = value,
     }
     Ok(())
 }
 
-fn write_rx(state: &mut WorldState, port: usize, q: usize, reg: RxReg, value: u32) {
-    let queue = &mut state.ports[port].nic.rx[q];
+fn write_rx(state: &mut WorldState, port: usize, q: usize, reg: RxReg, value: u32) -> Result<(), String> {
+    let nic = &mut state.ports[port].nic;
+    let queue = &mut nic.rx[q];
+    let mut result = Ok(());
     match reg {
         RxReg::Rdbal => queue.rdbal = value,
         RxReg::Rdbah => queue.rdbah = value,
@@ -377,6 +432,8 @@ fn write_rx(state: &mut WorldState, port: usize, q: usize, reg: RxReg, value: u3
         RxReg::Rdh => queue.rdh = value,
         RxReg::Srrctl => queue.srrctl = value,
         RxReg::Rdt => {
+            let ring = queue.ring();
+            result = ordering::check_handover(&nic.barriers, &mut queue.handover, ring, queue.rdt, value, "RDT");
             queue.rdt = value;
             // §7.1.9: new descriptors; frames waiting in the packet buffer
             // move to host memory now.
@@ -387,14 +444,20 @@ fn write_rx(state: &mut WorldState, port: usize, q: usize, reg: RxReg, value: u3
             if value & QUEUE_ENABLE != 0 && queue.rxdctl & QUEUE_ENABLE == 0 {
                 queue.enable_reads_left = ENABLE_READS;
             }
+            // §4.6.7.1.2: a queue being disabled finishes what it has in
+            // flight first; ENABLE reads 0 once it has.
+            queue.stopping = value & QUEUE_ENABLE == 0 && !queue.pending.is_empty();
             queue.rxdctl = value;
             rx::drain(state, port);
         }
     }
+    result
 }
 
-fn write_tx(state: &mut WorldState, port: usize, q: usize, reg: TxReg, value: u32) {
-    let queue = &mut state.ports[port].nic.tx[q];
+fn write_tx(state: &mut WorldState, port: usize, q: usize, reg: TxReg, value: u32) -> Result<(), String> {
+    let nic = &mut state.ports[port].nic;
+    let queue = &mut nic.tx[q];
+    let mut result = Ok(());
     match reg {
         TxReg::Tdbal => queue.tdbal = value,
         TxReg::Tdbah => queue.tdbah = value,
@@ -404,6 +467,8 @@ fn write_tx(state: &mut WorldState, port: usize, q: usize, reg: TxReg, value: u3
         TxReg::Tdwbal => queue.tdwbal = value,
         TxReg::Tdwbah => queue.tdwbah = value,
         TxReg::Tdt => {
+            let ring = queue.ring();
+            result = ordering::check_handover(&nic.barriers, &mut queue.handover, ring, queue.tdt, value, "TDT");
             queue.tdt = value;
             tx::transmit(state, port, q);
         }
@@ -411,8 +476,11 @@ fn write_tx(state: &mut WorldState, port: usize, q: usize, reg: TxReg, value: u3
             if value & QUEUE_ENABLE != 0 && queue.txdctl & QUEUE_ENABLE == 0 {
                 queue.enable_reads_left = ENABLE_READS;
             }
+            // §4.6.8.1.2: as for receive queues.
+            queue.stopping = value & QUEUE_ENABLE == 0 && !queue.pending.is_empty();
             queue.txdctl = value;
             tx::transmit(state, port, q);
         }
     }
+    result
 }

@@ -9,7 +9,7 @@
 //! (§8.2.3.23.4 MPC). Writing RDT (or enabling the queue) drains the FIFO.
 
 use super::regs::*;
-use super::{packet, rsc, Ixgbe};
+use super::{ordering, packet, rsc, Ixgbe};
 use crate::world::WorldState;
 use crate::{crc, dma};
 
@@ -176,9 +176,12 @@ fn deliver_coalesced(state: &mut WorldState, port: usize, ready: Vec<rsc::Ready>
 /// `segments`: an RSC packet of that many segments; `count`: count it in
 /// GPRC/GORC (RSC counts segments as they arrive).
 fn deliver(state: &mut WorldState, port: usize, frame: &[u8], segments: u32, count: bool) {
+    // With a DMA engine every frame waits in the packet buffer until the
+    // engine moves it (engine.rs).
+    let direct = !state.threaded;
     let nic = &mut state.ports[port].nic;
-    if nic.rx_buffer.is_empty() {
-        match try_dma(nic, frame, segments) {
+    if nic.rx_buffer.is_empty() && direct {
+        match try_dma(nic, frame, segments, false) {
             Ok(true) => {
                 if count {
                     nic.stats.count_received(frame.len());
@@ -226,17 +229,28 @@ fn accepts(nic: &Ixgbe, frame: &[u8]) -> bool {
 
 /// Moves waiting frames from the packet buffer into queue 0's ring, as far
 /// as there are descriptors; then sends XON if that emptied the buffer enough.
+/// With a DMA engine this does nothing: the engine drains (engine.rs).
 pub(crate) fn drain(state: &mut WorldState, port: usize) {
-    loop {
+    if !state.threaded {
+        drain_some(state, port, usize::MAX, false);
+    }
+}
+
+/// Moves up to `limit` frames from the packet buffer to host memory; with
+/// `defer`, their status write-backs wait for [`complete`]. Returns how many.
+pub(crate) fn drain_some(state: &mut WorldState, port: usize, limit: usize, defer: bool) -> usize {
+    let mut moved = 0;
+    while moved < limit {
         let nic = &mut state.ports[port].nic;
         let Some((frame, segments)) = nic.rx_buffer.pop_front() else {
             break;
         };
-        let result = try_dma(nic, &frame, segments);
+        let result = try_dma(nic, &frame, segments, defer);
         if let Ok(false) = result {
             nic.rx_buffer.push_front((frame, segments));
             break;
         }
+        moved += 1;
         nic.rx_buffer_bytes -= frame.len();
         state.spare.push(frame);
         if let Err(message) = result {
@@ -244,12 +258,38 @@ pub(crate) fn drain(state: &mut WorldState, port: usize) {
         }
     }
     check_xon(state, port);
+    moved
+}
+
+/// Writes the deferred status dwords (DD last, §7.1.6.2) of queue `q`.
+pub(crate) fn complete(nic: &mut Ixgbe, q: usize) -> Result<(), String> {
+    let queue = &mut nic.rx[q];
+    if queue.pending.is_empty() {
+        return Ok(());
+    }
+    let pending = std::mem::take(&mut queue.pending);
+    let ring = queue.ring();
+    let size = ring.bytes as usize / DESCRIPTOR_SIZE;
+    let base = dma::map(ring.base, ring.bytes as usize, "the RX descriptor ring")
+        .map_err(|m| format!("RX queue {q}: write-back after the ring was freed: {m}"))?;
+    for (slot, status) in pending {
+        if slot >= size {
+            return Err(format!("RX queue {q}: RDLEN changed under a pending write-back"));
+        }
+        // Counted before the driver can see DD (ordering.rs reads it lock-free).
+        ordering::completed(&nic.barriers, &mut queue.handover, ring, slot);
+        // SAFETY: slot < size: 16 mapped, aligned bytes; dword 2 is the status.
+        unsafe { dma::publish_u32(base.add(slot * DESCRIPTOR_SIZE + 8), status) };
+    }
+    Ok(())
 }
 
 /// Writes `frame` into queue 0's ring. `Ok(false)`: the queue is disabled
 /// or has too few free descriptors; `Err`: a configuration the model cannot
 /// follow (the frame is dropped and the caller records a fault).
-fn try_dma(nic: &mut Ixgbe, frame: &[u8], segments: u32) -> Result<bool, String> {
+/// With `defer`, the status dwords (DD) are kept for [`complete`] instead
+/// of written now.
+fn try_dma(nic: &mut Ixgbe, frame: &[u8], segments: u32, defer: bool) -> Result<bool, String> {
     let class = classify(nic, frame);
     let q = class.queue;
     let queue = &nic.rx[q];
@@ -359,7 +399,14 @@ fn try_dma(nic: &mut Ixgbe, frame: &[u8], segments: u32) -> Result<bool, String>
             } else {
                 0
             };
-            dma::publish_u32(desc.add(8), STATUS_DD | status);
+            let slot = (head + i) % ring_size;
+            if defer {
+                nic.rx[q].pending.push((slot, STATUS_DD | status));
+            } else {
+                let ring = nic.rx[q].ring();
+                ordering::completed(&nic.barriers, &mut nic.rx[q].handover, ring, slot);
+                dma::publish_u32(desc.add(8), STATUS_DD | status);
+            }
         }
     }
     let queue = &mut nic.rx[q];

@@ -7,7 +7,7 @@
 //! (GPTC counts packets "transmitted successfully", §8.2.3.23.32).
 
 use super::regs::*;
-use super::{link_up, packet, Ixgbe};
+use super::{link_up, ordering, packet, Ixgbe};
 use crate::world::{put_on_wire, WorldState};
 use crate::{crc, dma};
 
@@ -25,8 +25,12 @@ const STA_DD: u32 = 1 << 0;
 /// Shortest frame without CRC; TXPADEN pads up to it (§8.2.3.22.8).
 const MIN_FRAME_WITHOUT_CRC: usize = 60;
 
-/// Transmits whatever every queue of `port` has pending.
+/// Transmits whatever every queue of `port` has pending (nothing with a
+/// DMA engine: the engine transmits, engine.rs).
 pub(crate) fn kick(state: &mut WorldState, port: usize) {
+    if state.threaded {
+        return;
+    }
     for queue in 0..QUEUES {
         transmit(state, port, queue);
     }
@@ -40,9 +44,6 @@ fn paused(state: &WorldState, port: usize) -> bool {
 
 /// A packet taken from the ring.
 struct Gathered {
-    /// Host address of the descriptor ring, and its size.
-    ring: *mut u8,
-    ring_size: usize,
     /// Descriptors it used, from TDH on.
     descriptors: usize,
     /// Insert the CRC (DCMD.IFCS of the EOP descriptor).
@@ -60,31 +61,55 @@ struct Gathered {
 
 /// Sends packets from queue `q` until TDH reaches TDT, the queue stops, or
 /// the link partner pauses us; then the burst has ended for the receiver
-/// (its RSC contexts close, see rsc.rs).
+/// (its RSC contexts close, see rsc.rs). Nothing with a DMA engine.
 pub(crate) fn transmit(state: &mut WorldState, port: usize, q: usize) {
-    transmit_burst(state, port, q);
-    let receiver = state.destination(port);
-    super::rx::end_burst(state, receiver);
+    if state.threaded {
+        return;
+    }
+    transmit_some(state, port, q, usize::MAX, false);
 }
 
-fn transmit_burst(state: &mut WorldState, port: usize, q: usize) {
-    loop {
-        let nic = &state.ports[port].nic;
-        let queue = &nic.tx[q];
-        if nic.dmatxctl & DMATXCTL_TE == 0 || queue.txdctl & QUEUE_ENABLE == 0 || queue.tdh == queue.tdt {
-            return;
-        }
-        if paused(state, port) {
-            return;
+/// The next descriptor the engine fetches: TDH plus what it has fetched
+/// and not yet written back.
+fn next_fetch(queue: &super::TxQueue) -> u32 {
+    let size = (queue.tdlen as usize / DESCRIPTOR_SIZE).max(1);
+    ((queue.tdh as usize + queue.fetched) % size) as u32
+}
+
+/// True if queue `q` has descriptors the engine can send now.
+pub(crate) fn can_send(state: &WorldState, port: usize, q: usize) -> bool {
+    let nic = &state.ports[port].nic;
+    let queue = &nic.tx[q];
+    nic.dmatxctl & DMATXCTL_TE != 0
+        && queue.txdctl & QUEUE_ENABLE != 0
+        && next_fetch(queue) != queue.tdt
+        && !paused(state, port)
+}
+
+/// Sends up to `limit` packets from queue `q`; with `defer` their
+/// write-backs wait for [`complete`]. Returns how many packets it took.
+pub(crate) fn transmit_some(state: &mut WorldState, port: usize, q: usize, limit: usize, defer: bool) -> usize {
+    let taken = transmit_burst(state, port, q, limit, defer);
+    let receiver = state.destination(port);
+    super::rx::end_burst(state, receiver);
+    taken
+}
+
+fn transmit_burst(state: &mut WorldState, port: usize, q: usize, limit: usize, defer: bool) -> usize {
+    let mut taken = 0;
+    while taken < limit {
+        if !can_send(state, port, q) {
+            return taken;
         }
         let packet = match gather(&mut state.ports[port].nic, q) {
             Ok(Some(packet)) => packet,
-            Ok(None) => return, // no EOP before TDT yet: wait for the rest
+            Ok(None) => return taken, // no EOP before TDT yet: wait for the rest
             Err(message) => {
                 state.fault(port, format!("TX queue {q}: {message}"));
-                return;
+                return taken;
             }
         };
+        taken += 1;
         match &packet.problem {
             Some(problem) => state.fault(port, format!("TX queue {q}: {problem}")),
             None if packet.context_only => {}
@@ -94,10 +119,26 @@ fn transmit_burst(state: &mut WorldState, port: usize, q: usize) {
                 }
             }
         }
-        if let Err(problem) = write_back(&mut state.ports[port].nic, q, &packet) {
-            state.fault(port, format!("TX queue {q}: {problem}"));
+        let queue = &mut state.ports[port].nic.tx[q];
+        queue.fetched += packet.descriptors;
+        queue.pending.push_back(packet.descriptors);
+        if !defer {
+            if let Err(problem) = complete(&mut state.ports[port].nic, q) {
+                state.fault(port, format!("TX queue {q}: {problem}"));
+            }
         }
     }
+    taken
+}
+
+/// Writes back every packet of queue `q` sent but not yet written back,
+/// in order (§7.2.3.5.1).
+pub(crate) fn complete(nic: &mut Ixgbe, q: usize) -> Result<(), String> {
+    while let Some(descriptors) = nic.tx[q].pending.pop_front() {
+        nic.tx[q].fetched -= descriptors;
+        write_back(nic, q, descriptors)?;
+    }
+    Ok(())
 }
 
 /// Reads descriptors from TDH up to the next EOP and copies their buffers
@@ -115,6 +156,7 @@ fn gather(nic: &mut Ixgbe, q: usize) -> Result<Option<Gathered>, String> {
     if head >= ring_size || tail >= ring_size {
         return Err(format!("TDH {head} or TDT {tail} outside a ring of {ring_size}"));
     }
+    let head = (head + queue.fetched) % ring_size;
     let base = (u64::from(queue.tdbah) << 32) | u64::from(queue.tdbal);
     if !base.is_multiple_of(128) {
         return Err(format!("ring base {base:#x} is not 128-byte aligned (§8.2.3.9.5)"));
@@ -122,8 +164,6 @@ fn gather(nic: &mut Ixgbe, q: usize) -> Result<Option<Gathered>, String> {
     let ring = dma::map(base, ring_size * DESCRIPTOR_SIZE, "the TX descriptor ring")?;
     nic.tx_frame.clear();
     let mut packet = Gathered {
-        ring,
-        ring_size,
         descriptors: 0,
         insert_fcs: false,
         problem: None,
@@ -345,28 +385,39 @@ fn send(state: &mut WorldState, port: usize, q: usize, insert_fcs: bool) {
 /// moves past the packet. With head write-back (TDWBAL.Head_WB_En,
 /// §7.2.3.5.2) the NIC writes no DD bits; it writes TDH to host memory
 /// instead, after a descriptor with RS.
-fn write_back(nic: &mut Ixgbe, q: usize, packet: &Gathered) -> Result<(), String> {
+fn write_back(nic: &mut Ixgbe, q: usize, descriptors: usize) -> Result<(), String> {
     let queue = &mut nic.tx[q];
+    let ring = queue.ring();
+    let ring_size = ring.bytes as usize / DESCRIPTOR_SIZE;
+    if ring_size == 0 {
+        return Err("TDLEN changed under a pending write-back".into());
+    }
     let head = queue.tdh as usize;
+    for i in 0..descriptors {
+        ordering::completed(&nic.barriers, &mut queue.handover, ring, (head + i) % ring_size);
+    }
     if queue.tdwbal & TDWBAL_HEAD_WB_EN != 0 {
-        queue.tdh = ((head + packet.descriptors) % packet.ring_size) as u32;
+        queue.tdh = ((head + descriptors) % ring_size) as u32;
         let address = (u64::from(queue.tdwbah) << 32) | u64::from(queue.tdwbal & !0x3);
         let target = dma::map(address, 4, "the TX head write-back address")?;
         // SAFETY: mapped for 4 bytes just above, 4-byte aligned (bits 1:0 are 0).
         unsafe { dma::publish_u32(target, queue.tdh) };
         return Ok(());
     }
-    for i in 0..packet.descriptors {
-        // SAFETY: the ring was mapped by `gather` in this same register
-        // access (the driver cannot free it while it waits for the access).
+    // Mapped again: with a DMA engine the driver may have freed the ring
+    // since the packet was fetched (a fault, not a write into freed memory).
+    let base = dma::map(ring.base, ring.bytes as usize, "the TX descriptor ring")?;
+    for i in 0..descriptors {
+        // SAFETY: the index is < ring_size and the ring is mapped for
+        // ring_size descriptors until the enclosing dma::hold ends.
         unsafe {
-            let desc = packet.ring.add(((head + i) % packet.ring_size) * DESCRIPTOR_SIZE);
+            let desc = base.add(((head + i) % ring_size) * DESCRIPTOR_SIZE);
             if dma::read_u32(desc.add(8)) & DCMD_RS != 0 {
                 let status = dma::read_u32(desc.add(12));
                 dma::publish_u32(desc.add(12), status | STA_DD);
             }
         }
     }
-    queue.tdh = ((head + packet.descriptors) % packet.ring_size) as u32;
+    queue.tdh = ((head + descriptors) % ring_size) as u32;
     Ok(())
 }

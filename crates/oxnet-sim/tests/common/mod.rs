@@ -190,7 +190,7 @@ pub fn setup_rx(regs: &SimRegisters, size: usize, buffer_kb: usize, strip: bool,
     regs.write32(RDH, 0);
     regs.write32(RXDCTL, ENABLE);
     poll(regs, RXDCTL, ENABLE, true);
-    regs.write32(RDT, tail as u32);
+    write_tail(regs, RDT, tail as u32);
     regs.write32(RXCTRL, 1);
     ring
 }
@@ -251,7 +251,7 @@ impl TxRing {
 
     /// Writes TDT = local tail.
     pub fn flush(&self, regs: &SimRegisters) {
-        regs.write32(TDT, self.tail as u32);
+        write_tail(regs, TDT, self.tail as u32);
     }
 
     /// DD (STA bit 0 of dword 3) of descriptor `i`.
@@ -284,4 +284,14 @@ pub fn setup_tx(regs: &SimRegisters, size: usize) -> TxRing {
         buffer_size,
         buffers_at,
     }
+}
+
+/// Writes a tail register (RDT/TDT) as a driver must: a read barrier after
+/// the statuses it has read (the slots it hands back were written back by
+/// the device), a write barrier after its descriptor writes, then the
+/// tail. The model checks both (its ordering.rs).
+pub fn write_tail(regs: &SimRegisters, offset: u32, value: u32) {
+    regs.acquire_after_status();
+    regs.release_before_tail();
+    regs.write32(offset, value);
 }
