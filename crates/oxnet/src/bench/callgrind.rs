@@ -28,9 +28,16 @@ pub fn check_installed() -> Result<String> {
 /// Runs `exe args` under callgrind, collecting only inside functions whose
 /// name matches `*toggle*`; returns the program's stdout.
 pub fn run(exe: &Path, args: &[String], toggle: &str, out_file: &Path) -> Result<String> {
+    run_toggles(exe, args, &[format!("*{toggle}*").as_str()], out_file)
+}
+
+/// Runs `exe args` under callgrind with one `--toggle-collect=PATTERN` per
+/// pattern (callgrind flips collection on entry to and exit from each
+/// matching function); returns the program's stdout.
+pub fn run_toggles(exe: &Path, args: &[String], patterns: &[&str], out_file: &Path) -> Result<String> {
     let output = Command::new("valgrind")
         .arg("--tool=callgrind")
-        .arg(format!("--toggle-collect=*{toggle}*"))
+        .args(patterns.iter().map(|p| format!("--toggle-collect={p}")))
         .arg(format!("--callgrind-out-file={}", out_file.display()))
         .arg(exe)
         .args(args)
@@ -85,6 +92,16 @@ impl Entry {
         }
         &self.name
     }
+}
+
+/// Functions of the model (crate oxnet_sim) with a cost in a self-cost
+/// annotation: must be none when the model is kept out of the count.
+pub fn model_functions_with_cost(a: &Annotation) -> Vec<String> {
+    a.entries
+        .iter()
+        .filter(|e| e.ir > 0 && e.function().contains("oxnet_sim"))
+        .map(|e| format!("{} ({} Ir)", e.function(), e.ir))
+        .collect()
 }
 
 /// What `callgrind_annotate` reports for one file.

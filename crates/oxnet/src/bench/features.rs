@@ -751,6 +751,7 @@ pub fn run_fwd(kind: FwdKind, packets: u64) -> Result<FwdRun> {
         reordered: capture.checker.reordered,
         faults,
         ring_full,
+        ..FwdRun::default()
     })
 }
 
