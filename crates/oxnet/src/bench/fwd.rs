@@ -474,3 +474,36 @@ pub fn run(batch: usize, packets: u64) -> Result<FwdRun> {
         .count() as u64;
     Ok(r)
 }
+
+/// Opens port `name` of the model with the ixgbe driver on a
+/// [`BenchRegisters`] that holds nothing back: while [`set_measuring`] is
+/// on, the model runs with collection off (`oxnet bench features`).
+pub fn open_uncounted(name: &str, config: &Config) -> Result<Box<dyn Device>> {
+    let regs = BenchRegisters {
+        inner: World::global().port(name),
+        shaper: Arc::new(Mutex::new(Shaper::default())),
+        reads: Arc::new(AtomicU64::new(0)),
+        writes: Arc::new(AtomicU64::new(0)),
+    };
+    Ok(Box::new(IxgbeDevice::init(
+        regs,
+        &format!("sim:{name}"),
+        config,
+        MemoryKind::Plain,
+    )?))
+}
+
+/// Switches the wrappers to the uncounted path; on only around calls of a
+/// measured function (outside one, entering a toggle function would switch
+/// collection on).
+pub fn set_measuring(on: bool) {
+    MEASURING.store(on, Ordering::Relaxed);
+}
+
+/// `--toggle-collect` patterns for a measured function matched by
+/// `measured` and the wrapper's two uncounted functions.
+pub fn toggle_patterns(measured: &str) -> Vec<String> {
+    let mut v = vec![measured.to_string()];
+    v.extend(TOGGLE_SYMBOLS[1..].iter().map(|s| s.to_string()));
+    v
+}
