@@ -1,15 +1,16 @@
 //! `oxnet bench`: instructions per packet of the forwarding path (driver +
-//! application, the model's own cost excluded) at batch sizes 1..256, and
+//! application, the model kept out of the count) at batch sizes 1..256, and
 //! mempool alloc + free per packet. See docs/bench.md.
 //!
 //! Method (DESIGN.md, "Performance method"): a deterministic count, not a
 //! clock. `oxnet bench` re-runs its own executable (`oxnet bench fwd-inner`,
 //! hidden) under `valgrind --tool=callgrind`, collecting only inside
-//! `measured_forward_loop`, which calls nothing but `Forwarder::step`. The
-//! simulated 82599 does all its work inside `SimRegisters::read32` and
-//! `write32` (`#[inline(never)]`); their inclusive cost, read from
-//! `callgrind_annotate --inclusive=yes`, is subtracted. What is left is the
-//! driver and the forwarder, per packet. The anchors are ixy's published
+//! `measured_forward_step` (one `Forwarder::step`), and not inside the
+//! model: the driver reaches it through the bench's register wrapper, whose
+//! two functions into the model switch collection off again
+//! (`--toggle-collect`, see fwd.rs). Nothing is subtracted; the run fails if
+//! any oxnet_sim function has a cost. Polls meet a seeded mix of empty
+//! polls, partial batches and late tail writes ([`fwd::Mix`]). The anchors are ixy's published
 //! figures (127 instructions per packet for the C driver, 209 for ixy.rs, at
 //! batch 32); they are not measured here.
 
