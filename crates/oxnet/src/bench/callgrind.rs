@@ -224,6 +224,24 @@ Ir                  file:function
         assert_eq!(a.inclusive(MODEL_WRITE), 5_000);
         assert_eq!(a.inclusive(MODEL_READ), 0);
         assert_eq!(a.entries[0].function(), "oxnet::bench::fwd::measured_forward_loop");
+        // Both model entries have a cost: the check that the model is kept
+        // out of the count must name them.
+        let leaked = model_functions_with_cost(&a);
+        assert_eq!(leaked.len(), 2, "{leaked:?}");
+        assert!(leaked[0].starts_with("<oxnet_sim::world::SimRegisters"), "{leaked:?}");
+    }
+
+    #[test]
+    fn a_profile_without_model_functions_passes_the_check() {
+        let text = "\
+1,000 (100.0%)  PROGRAM TOTALS
+  700 (70.00%)  crates/oxnet-driver/src/advanced/rx.rs:<oxnet_driver::ixgbe::IxgbeDevice<R> as oxnet_driver::device::Device>::rx_batch [/x/oxnet]
+  300 (30.00%)  crates/oxnet/src/apps/fwd.rs:oxnet::bench::fwd::measured_forward_step [/x/oxnet]
+    0            crates/oxnet-sim/src/world.rs:oxnet_sim::ixgbe::tx::send [/x/oxnet]
+";
+        let a = parse(text).unwrap();
+        assert_eq!(a.total, 1_000);
+        assert!(model_functions_with_cost(&a).is_empty());
     }
 }
 
