@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds oxnet in release mode and runs `oxnet bench`: instructions per
-# packet of the forwarding path (driver + application, the simulated NIC's
-# own cost excluded) at batch sizes 1..256 under callgrind, and mempool
+# packet of the forwarding path (driver + application; the simulated NIC is
+# kept out of the count) at batch sizes 1..256 under callgrind, and mempool
 # alloc + free per packet. Prints a table, writes fwd.json and fwd.svg.
 #
 #   scripts/bench.sh                    # everything, results in target/bench/

@@ -1,34 +1,202 @@
 //! `oxnet bench fwd-inner`: the forwarding path over the model, the
 //! process `oxnet bench` runs under callgrind.
 //!
-//! The set-up is the demo's (`pktgen ==wire== fwd0 [forwarder] fwd1 ==wire==
-//! capture`, flow control on every port), but the three applications no
-//! longer take turns: traffic is pre-loaded into fwd0 (generator steps), then
-//! [`measured_forward_loop`] runs *only* forwarder steps for a chunk of
-//! packets, then the capture port is drained. Only `measured_forward_loop`
-//! is collected (`--toggle-collect`), so the generator and the capture cost
-//! nothing in the count. What the model does on behalf of the forwarder
-//! (delivering a frame on a TDT write, moving frames from the packet buffer
-//! on an RDT write) happens inside `SimRegisters::read32`/`write32`, whose
-//! inclusive cost the outer command subtracts.
+//! Two ports of the model, `fwd0 [forwarder] fwd1 ==wire== capture`, flow
+//! control on. The forwarder's two devices are the ixgbe driver on
+//! [`BenchRegisters`], a wrapper around the model's `SimRegisters` that
+//! keeps the model out of the count:
+//!
+//! * collection is on only inside [`measured_forward_step`] (one
+//!   `Forwarder::step`) and is toggled off again inside
+//!   [`uncounted_model_read32`] / [`uncounted_model_write32`], the only way
+//!   the driver reaches the model while measured (`--toggle-collect` on
+//!   both, see [`TOGGLE_SYMBOLS`]). Nothing is subtracted: the count holds
+//!   the driver, the forwarder and the mempool, plus the call into the
+//!   wrapper (a flag test and a call per register access, 2 per batch);
+//! * what real polling meets comes from a seeded PRNG ([`Mix`]): before each
+//!   poll the harness (not collected) delivers 0, a partial batch or a full
+//!   batch of frames into fwd0, and some TDT writes of fwd1 reach the model
+//!   only one or two polls later, so the driver finds transmit descriptors
+//!   not yet done when it cleans.
+//!
+//! valgrind runs one thread at a time; everything here is on one thread and
+//! driven by the fixed seed, so the count is the same on every run.
 
-use crate::apps::{Capture, Forwarder, PacketGenerator};
-use crate::commands;
-use oxnet_driver::{Config, Device, Error, Result};
-use oxnet_sim::World;
+use crate::apps::{Capture, Forwarder};
+use crate::frame;
+use oxnet_driver::ixgbe::IxgbeDevice;
+use oxnet_driver::{Config, Device, Error, MemoryKind, RegisterAccess, Result};
+use oxnet_sim::{SimRegisters, World};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Name of the measured function; `oxnet bench` toggles collection on it.
-pub const MEASURED_SYMBOL: &str = "measured_forward_loop";
+pub const MEASURED_SYMBOL: &str = "measured_forward_step";
+/// `--toggle-collect` patterns: collection on inside the measured step, off
+/// again inside every `uncounted_model_*` function, through which alone the
+/// measured driver reaches the model.
+pub const TOGGLE_SYMBOLS: [&str; 2] = ["*::measured_forward_step", "*::uncounted_model_*"];
 
 /// Frame size: minimum-sized frames, as the ixy numbers.
 const FRAME_SIZE: usize = 60;
 /// Packets forwarded (unmeasured) before measuring starts.
 const WARMUP_PACKETS: u64 = 4096;
-/// Packets forwarded per measured call at most: fits in fwd0's ring and
-/// packet buffer before, and the capture port's ring and fwd1's TX ring
-/// after, so that every measured step moves a full batch.
-const CHUNK: usize = 1024;
+/// The PRNG's fixed seed.
+const SEED: u64 = 0x0f0e_7b3a_5eed_8259;
+
+/// The mix of what a poll meets, in percent (docs/bench.md states it).
+pub struct Mix;
+impl Mix {
+    /// Polls before which no frame arrives (an empty poll unless the
+    /// forwarder still holds packets the transmit ring had no room for).
+    pub const NONE_PERCENT: u64 = 10;
+    /// Polls before which a partial batch arrives: 1..batch-1 frames,
+    /// uniform (batch 1 has no partial batch: these polls get 1 frame).
+    pub const PARTIAL_PERCENT: u64 = 30;
+    /// The rest (60 %): a full batch arrives.
+    /// TDT writes held back from the model.
+    pub const HELD_TAIL_PERCENT: u64 = 25;
+    /// A held TDT write reaches the model after 1 or 2 further polls (uniform).
+    pub const HELD_POLLS_MAX: u64 = 2;
+
+    pub fn describe() -> String {
+        format!(
+            "before each poll {}% no frame arrives, {}% a partial batch (1..batch-1, uniform), {}% a \
+             full batch; {}% of TDT writes reach the model 1..{} polls late (seeded PRNG)",
+            Self::NONE_PERCENT,
+            Self::PARTIAL_PERCENT,
+            100 - Self::NONE_PERCENT - Self::PARTIAL_PERCENT,
+            Self::HELD_TAIL_PERCENT,
+            Self::HELD_POLLS_MAX
+        )
+    }
+}
+
+/// splitmix64: a small, seeded, portable PRNG (the sequence is fixed).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in 0..n (n > 0).
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// True while [`measured_forward_step`] runs: the wrapper then reaches the
+/// model through the uncounted functions. Outside, it calls the model
+/// directly (entering a toggle function there would switch collection ON).
+static MEASURING: AtomicBool = AtomicBool::new(false);
+
+/// TDT of transmit queue 0 (82599 datasheet §8.2.3.9.9: TDT[n] at 0x06018 +
+/// 0x40*n): the register whose writes the wrapper may hold back.
+const TDT0: u32 = 0x06018;
+
+/// State shared by a port's wrapper and the harness.
+#[derive(Default)]
+struct Shaper {
+    /// Hold back some TDT writes (fwd1 only).
+    hold_tails: bool,
+    rng: Option<Rng>,
+    /// A held TDT value and the polls left before it reaches the model.
+    held: Option<(u32, u64)>,
+    held_count: u64,
+}
+
+/// Register access of a measured port: the model's `SimRegisters`, reached
+/// through the uncounted functions while measuring.
+pub struct BenchRegisters {
+    inner: SimRegisters,
+    shaper: Arc<Mutex<Shaper>>,
+    reads: Arc<AtomicU64>,
+    writes: Arc<AtomicU64>,
+}
+
+// Every method of RegisterAccess that reaches the model must be forwarded
+// here, through an `uncounted_model_*` function while measuring (the
+// pattern in TOGGLE_SYMBOLS matches any such name). A method left to the
+// trait's default would bypass a check the model makes (e.g. barrier hooks
+// the model overrides), so forward those too.
+impl RegisterAccess for BenchRegisters {
+    #[inline]
+    fn read32(&self, offset: u32) -> u32 {
+        if MEASURING.load(Ordering::Relaxed) {
+            uncounted_model_read32(self, offset)
+        } else {
+            self.inner.read32(offset)
+        }
+    }
+
+    #[inline]
+    fn write32(&self, offset: u32, value: u32) {
+        if MEASURING.load(Ordering::Relaxed) {
+            uncounted_model_write32(self, offset, value)
+        } else {
+            self.inner.write32(offset, value)
+        }
+    }
+}
+
+/// The model's side of a measured register read; collection is off inside.
+#[inline(never)]
+pub fn uncounted_model_read32(regs: &BenchRegisters, offset: u32) -> u32 {
+    // Counted after the call: the call must not be the last instruction (a
+    // tail jump into the model looks to callgrind like leaving this
+    // function, which would switch collection on inside the model).
+    let value = regs.inner.read32(offset);
+    regs.reads.fetch_add(1, Ordering::Relaxed);
+    value
+}
+
+/// The model's side of a measured register write; collection is off inside.
+/// A TDT write of fwd1 may be held back (see [`Mix`]).
+#[inline(never)]
+pub fn uncounted_model_write32(regs: &BenchRegisters, offset: u32, value: u32) {
+    if offset == TDT0 {
+        let mut s = regs.shaper.lock().unwrap_or_else(|e| e.into_inner());
+        if s.hold_tails {
+            if let Some((_, polls)) = s.held {
+                // A newer tail replaces the held one (tails only advance);
+                // it reaches the model when the held one would have.
+                s.held = Some((value, polls));
+                regs.writes.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            let rng = s.rng.as_mut().expect("a holding shaper has a PRNG");
+            if rng.below(100) < Mix::HELD_TAIL_PERCENT {
+                let polls = 1 + rng.below(Mix::HELD_POLLS_MAX);
+                s.held = Some((value, polls));
+                s.held_count += 1;
+                regs.writes.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+    regs.inner.write32(offset, value);
+    // After the call, so that it is not a tail jump (see above).
+    regs.writes.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Hands a held TDT value to the model once its polls are over (`force`:
+/// now). Called by the harness between polls, not collected.
+fn release_held(regs: &SimRegisters, shaper: &Mutex<Shaper>, force: bool) {
+    let mut s = shaper.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((value, polls)) = s.held {
+        if force || polls == 0 {
+            s.held = None;
+            drop(s);
+            regs.write32(TDT0, value);
+        } else {
+            s.held = Some((value, polls - 1));
+        }
+    }
+}
 
 /// What one run measured, printed as one `oxnet-bench-fwd key=value ...`
 /// line for the outer command.
@@ -37,20 +205,27 @@ pub struct FwdRun {
     pub batch: usize,
     /// Packets forwarded inside the measured function.
     pub forwarded: u64,
-    /// Forwarder steps (calls of `Forwarder::step`) measured.
+    /// Polls (calls of `Forwarder::step`) measured.
     pub steps: u64,
-    /// Steps that moved nothing (should be 0).
+    /// Measured polls that sent nothing.
     pub empty_steps: u64,
-    /// Steps that moved fewer than `batch` packets.
+    /// Measured polls that sent 1..batch-1 packets.
     pub partial_steps: u64,
-    /// Register writes / reads the forwarder did on fwd0 and fwd1 while
-    /// measured (0 when not counted).
+    /// Arrivals drawn before measured polls: none / partial / full batch.
+    pub arrive_none: u64,
+    pub arrive_partial: u64,
+    pub arrive_full: u64,
+    /// TDT writes held back from the model while measured.
+    pub held_tails: u64,
+    /// Register writes / reads of the driver on fwd0 and fwd1 while measured.
     pub reg_writes: u64,
     pub reg_reads: u64,
     /// Wall-clock seconds inside the measured function (model included).
     pub seconds: f64,
-    /// End-to-end check: frames the capture port received, duplicates,
-    /// reordered, model faults, TX ring full events on fwd1.
+    /// End-to-end check: frames delivered into fwd0 and received by the
+    /// capture port, duplicates, reordered, model faults, TX ring full
+    /// events on fwd1.
+    pub injected: u64,
     pub captured: u64,
     pub duplicated: u64,
     pub reordered: u64,
@@ -59,20 +234,35 @@ pub struct FwdRun {
 }
 
 impl FwdRun {
+    /// Every frame arrived once and in order, and the model saw no fault.
+    pub fn clean(&self) -> bool {
+        self.faults == 0
+            && self.duplicated == 0
+            && self.reordered == 0
+            && self.captured == self.injected
+            && self.forwarded > 0
+    }
+
     /// The line the inner command prints.
     pub fn to_line(&self) -> String {
         format!(
             "oxnet-bench-fwd batch={} forwarded={} steps={} empty_steps={} partial_steps={} \
-             reg_writes={} reg_reads={} seconds={} captured={} duplicated={} reordered={} \
-             faults={} ring_full={}",
+             arrive_none={} arrive_partial={} arrive_full={} held_tails={} \
+             reg_writes={} reg_reads={} seconds={} injected={} captured={} duplicated={} \
+             reordered={} faults={} ring_full={}",
             self.batch,
             self.forwarded,
             self.steps,
             self.empty_steps,
             self.partial_steps,
+            self.arrive_none,
+            self.arrive_partial,
+            self.arrive_full,
+            self.held_tails,
             self.reg_writes,
             self.reg_reads,
             self.seconds,
+            self.injected,
             self.captured,
             self.duplicated,
             self.reordered,
@@ -94,9 +284,14 @@ impl FwdRun {
                 "steps" => r.steps = int()?,
                 "empty_steps" => r.empty_steps = int()?,
                 "partial_steps" => r.partial_steps = int()?,
+                "arrive_none" => r.arrive_none = int()?,
+                "arrive_partial" => r.arrive_partial = int()?,
+                "arrive_full" => r.arrive_full = int()?,
+                "held_tails" => r.held_tails = int()?,
                 "reg_writes" => r.reg_writes = int()?,
                 "reg_reads" => r.reg_reads = int()?,
                 "seconds" => r.seconds = value.parse().ok()?,
+                "injected" => r.injected = int()?,
                 "captured" => r.captured = int()?,
                 "duplicated" => r.duplicated = int()?,
                 "reordered" => r.reordered = int()?,
@@ -109,71 +304,33 @@ impl FwdRun {
     }
 }
 
-/// Counters of the measured loop.
-#[derive(Default)]
-struct LoopCounts {
-    steps: u64,
-    empty: u64,
-    partial: u64,
+/// The measured function: one forwarder poll (receive up to a batch, touch
+/// one byte per packet, send). Collection is on only inside it.
+#[inline(never)]
+fn measured_forward_step(fwd: &mut Forwarder, rx: &mut dyn Device, tx: &mut dyn Device) -> usize {
+    Forwarder::step(fwd, rx, tx)
 }
 
-/// The measured function: forwarder steps only, until `fwd` has forwarded
-/// `target` packets in total (or a step moves nothing).
-#[inline(never)]
-fn measured_forward_loop(
-    fwd: &mut Forwarder,
-    rx: &mut dyn Device,
-    tx: &mut dyn Device,
-    target: u64,
-    batch: usize,
-    counts: &mut LoopCounts,
-) {
-    while fwd.forwarded < target {
-        let n = Forwarder::step(fwd, rx, tx);
-        counts.steps += 1;
-        if n == 0 {
-            counts.empty += 1;
-            break;
-        }
-        if n < batch {
-            counts.partial += 1;
-        }
-    }
+/// The same, for warm-up and the final drain (not collected). Not a
+/// second `#[inline(never)]` copy: the linker folds identical functions
+/// into one symbol, and the warm-up would then switch collection on.
+fn unmeasured_forward_step(fwd: &mut Forwarder, rx: &mut dyn Device, tx: &mut dyn Device) -> usize {
+    fwd.step(rx, tx)
 }
 
-/// The same loop under another name, for the warm-up (not collected).
-#[inline(never)]
-fn warmup_forward_loop(
-    fwd: &mut Forwarder,
-    rx: &mut dyn Device,
-    tx: &mut dyn Device,
-    target: u64,
-    batch: usize,
-    counts: &mut LoopCounts,
-) {
-    while fwd.forwarded < target {
-        let n = Forwarder::step(fwd, rx, tx);
-        counts.steps += 1;
-        if n == 0 {
-            counts.empty += 1;
-            break;
-        }
-        if n < batch {
-            counts.partial += 1;
-        }
-    }
-}
+/// Frames waiting in fwd0 at most: arrivals beyond it are not delivered
+/// (they stay below the ring of 512, so the NIC never drops).
+const MAX_WAITING: u64 = 384;
 
 /// Runs the forwarding benchmark in this process: `packets` packets
-/// forwarded inside [`measured_forward_loop`] at batch size `batch`.
-/// `count_registers` traces fwd0/fwd1's register accesses (inside the
-/// model, so it does not change the collected count, only the wall clock).
-pub fn run(batch: usize, packets: u64, count_registers: bool) -> Result<FwdRun> {
+/// forwarded inside [`measured_forward_step`] at batch size `batch`, with
+/// the arrival and tail mix of [`Mix`].
+pub fn run(batch: usize, packets: u64) -> Result<FwdRun> {
     if batch == 0 || batch > 256 {
         return Err(Error::Config(format!("batch {batch} is outside 1..=256")));
     }
     let world = World::global();
-    let names = ["bench-pktgen", "bench-fwd0", "bench-fwd1", "bench-capture"];
+    let names = ["bench-src", "bench-fwd0", "bench-fwd1", "bench-capture"];
     world.connect(names[0], names[1]);
     world.connect(names[2], names[3]);
     let config = Config {
@@ -184,106 +341,170 @@ pub fn run(batch: usize, packets: u64, count_registers: bool) -> Result<FwdRun> 
         promiscuous: true,
         ..Config::default()
     };
-    let specs: Vec<String> = names.iter().map(|n| format!("sim:{n}")).collect();
-    let mut gen_dev = commands::open(&specs[0], &config)?;
-    let mut fwd0 = commands::open(&specs[1], &config)?;
-    let mut fwd1 = commands::open(&specs[2], &config)?;
-    let mut cap_dev = commands::open(&specs[3], &config)?;
+    let reads = Arc::new(AtomicU64::new(0));
+    let writes = Arc::new(AtomicU64::new(0));
+    let shaper0 = Arc::new(Mutex::new(Shaper::default()));
+    let shaper1 = Arc::new(Mutex::new(Shaper {
+        hold_tails: true,
+        rng: Some(Rng(SEED ^ 0x7d7)),
+        ..Shaper::default()
+    }));
+    let wrap = |name: &str, shaper: &Arc<Mutex<Shaper>>| BenchRegisters {
+        inner: world.port(name),
+        shaper: Arc::clone(shaper),
+        reads: Arc::clone(&reads),
+        writes: Arc::clone(&writes),
+    };
+    let mut fwd0: Box<dyn Device> = Box::new(IxgbeDevice::init(
+        wrap(names[1], &shaper0),
+        "sim:bench-fwd0",
+        &config,
+        MemoryKind::Plain,
+    )?);
+    let mut fwd1: Box<dyn Device> = Box::new(IxgbeDevice::init(
+        wrap(names[2], &shaper1),
+        "sim:bench-fwd1",
+        &config,
+        MemoryKind::Plain,
+    )?);
+    let fwd1_model = world.port(names[2]);
+    let mut cap_dev = crate::commands::open(&format!("sim:{}", names[3]), &config)?;
 
-    // The generator and the capture use 64-packet batches whatever the
-    // forwarder's batch: they only feed and drain, unmeasured.
-    let mut generator = PacketGenerator::new(&*gen_dev, FRAME_SIZE, None, None, 64)?;
     let mut forward = Forwarder::new(batch);
     let mut capture = Capture::new(64, None);
-
-    // Chunks are whole batches, so every measured step can move a full one.
-    let chunk = ((CHUNK / batch).max(1) * batch) as u64;
-    let mut counts = LoopCounts::default();
-    let mut warm = LoopCounts::default();
-    let mut measured_packets = 0u64;
+    let mut rng = Rng(SEED);
+    let template = frame::template(FRAME_SIZE);
+    let mut burst: Vec<Vec<u8>> = Vec::with_capacity(batch);
+    let mut r = FwdRun {
+        batch,
+        ..FwdRun::default()
+    };
     let mut elapsed = Duration::ZERO;
-    let mut reg_writes = 0u64;
-    let mut reg_reads = 0u64;
-
-    while measured_packets < packets {
-        // Feed: until `chunk` packets wait for the forwarder (in fwd0's
-        // ring and packet buffer, or in the generator's TX ring behind a
-        // PAUSE), or the generator cannot place more.
-        let mut stuck = 0;
-        while generator.sent() - forward.forwarded < chunk && stuck < 4 {
-            if generator.step(&mut *gen_dev) == 0 {
-                stuck += 1;
+    let mut idle = 0u32;
+    while r.forwarded < packets {
+        let measuring = forward.forwarded >= WARMUP_PACKETS;
+        // Arrivals before this poll (not collected).
+        let draw = rng.below(100);
+        let mut arrive = if draw < Mix::NONE_PERCENT {
+            0
+        } else if draw < Mix::NONE_PERCENT + Mix::PARTIAL_PERCENT {
+            if batch > 1 {
+                1 + rng.below(batch as u64 - 1)
             } else {
-                stuck = 0;
+                1
             }
-        }
-        let available = (generator.sent() - forward.forwarded) / batch as u64 * batch as u64;
-        if available == 0 {
-            return Err(Error::Device(
-                "the generator could not load the forwarder's port".into(),
-            ));
-        }
-        let warming = forward.forwarded < WARMUP_PACKETS;
-        let want = if warming {
-            available.min(chunk)
         } else {
-            available.min(chunk).min(packets - measured_packets)
+            batch as u64
         };
-        let target = forward.forwarded + want;
-        if warming {
-            warmup_forward_loop(&mut forward, &mut *fwd0, &mut *fwd1, target, batch, &mut warm);
-        } else {
-            if count_registers {
-                world.set_tracing(names[1], true);
-                world.set_tracing(names[2], true);
-            }
-            let before = forward.forwarded;
-            let start = Instant::now();
-            measured_forward_loop(&mut forward, &mut *fwd0, &mut *fwd1, target, batch, &mut counts);
-            elapsed += start.elapsed();
-            measured_packets += forward.forwarded - before;
-            if count_registers {
-                for name in &names[1..3] {
-                    for access in world.trace(name) {
-                        match access {
-                            oxnet_sim::Access::Write { .. } => reg_writes += 1,
-                            oxnet_sim::Access::Read { .. } => reg_reads += 1,
-                        }
-                    }
-                    world.set_tracing(name, false);
-                }
-            }
-            if counts.empty > 0 {
-                break;
+        if measuring {
+            match arrive {
+                0 => r.arrive_none += 1,
+                a if a < batch as u64 => r.arrive_partial += 1,
+                _ => r.arrive_full += 1,
             }
         }
-        // Drain: the capture port takes everything fwd1 sent (its RDT
-        // writes also end any PAUSE towards fwd1).
+        let waiting = r.injected - forward.forwarded;
+        arrive = arrive.min(MAX_WAITING.saturating_sub(waiting));
+        if arrive > 0 {
+            burst.clear();
+            for i in 0..arrive {
+                let mut f = template.clone();
+                frame::set_sequence(&mut f, r.injected + i);
+                burst.push(f);
+            }
+            world.inject_burst(names[1], &burst);
+            r.injected += arrive;
+        }
+        // The poll.
+        let sent = if measuring {
+            MEASURING.store(true, Ordering::Relaxed);
+            let start = Instant::now();
+            let sent = measured_forward_step(&mut forward, &mut *fwd0, &mut *fwd1);
+            elapsed += start.elapsed();
+            MEASURING.store(false, Ordering::Relaxed);
+            r.steps += 1;
+            r.forwarded += sent as u64;
+            if sent == 0 {
+                r.empty_steps += 1;
+            } else if sent < batch {
+                r.partial_steps += 1;
+            }
+            sent
+        } else {
+            unmeasured_forward_step(&mut forward, &mut *fwd0, &mut *fwd1)
+        };
+        idle = if sent == 0 { idle + 1 } else { 0 };
+        if idle > 10_000 {
+            return Err(Error::Device(format!(
+                "the forwarder moved nothing in 10000 polls ({} of {} frames forwarded)",
+                forward.forwarded, r.injected
+            )));
+        }
+        // Between polls (not collected): held tails come due, the capture
+        // port takes what fwd1 sent.
+        release_held(&fwd1_model, &shaper1, false);
+        if forward.forwarded - capture.checker.received >= 256 {
+            while capture.step(&mut *cap_dev, usize::MAX) > 0 {}
+        }
+    }
+    // The rest, unmeasured: forward what still waits, release any held tail,
+    // let the capture port take everything; then check end to end.
+    release_held(&fwd1_model, &shaper1, true);
+    for _ in 0..10_000 {
+        if forward.forwarded == r.injected {
+            break;
+        }
+        unmeasured_forward_step(&mut forward, &mut *fwd0, &mut *fwd1);
         while capture.step(&mut *cap_dev, usize::MAX) > 0 {}
     }
-    // Let the last frames arrive; then check the path end to end.
     for _ in 0..16 {
         while capture.step(&mut *cap_dev, usize::MAX) > 0 {}
     }
-    let fwd1_stats = fwd1.stats();
-    let faults = world
+    r.seconds = elapsed.as_secs_f64();
+    r.reg_reads = reads.load(Ordering::Relaxed);
+    r.reg_writes = writes.load(Ordering::Relaxed);
+    r.held_tails = shaper1.lock().unwrap_or_else(|e| e.into_inner()).held_count;
+    r.captured = capture.checker.received;
+    r.duplicated = capture.checker.duplicated;
+    r.reordered = capture.checker.reordered;
+    r.ring_full = fwd1.stats().tx_ring_full;
+    r.faults = world
         .faults()
         .into_iter()
         .filter(|f| names.iter().any(|n| f.contains(n)))
         .count() as u64;
-    Ok(FwdRun {
-        batch,
-        forwarded: measured_packets,
-        steps: counts.steps,
-        empty_steps: counts.empty,
-        partial_steps: counts.partial,
-        reg_writes,
-        reg_reads,
-        seconds: elapsed.as_secs_f64(),
-        captured: capture.checker.received,
-        duplicated: capture.checker.duplicated,
-        reordered: capture.checker.reordered,
-        faults,
-        ring_full: fwd1_stats.tx_ring_full,
-    })
+    Ok(r)
+}
+
+/// Opens port `name` of the model with the ixgbe driver on a
+/// [`BenchRegisters`] that holds nothing back: while [`set_measuring`] is
+/// on, the model runs with collection off (`oxnet bench features`).
+pub fn open_uncounted(name: &str, config: &Config) -> Result<Box<dyn Device>> {
+    let regs = BenchRegisters {
+        inner: World::global().port(name),
+        shaper: Arc::new(Mutex::new(Shaper::default())),
+        reads: Arc::new(AtomicU64::new(0)),
+        writes: Arc::new(AtomicU64::new(0)),
+    };
+    Ok(Box::new(IxgbeDevice::init(
+        regs,
+        &format!("sim:{name}"),
+        config,
+        MemoryKind::Plain,
+    )?))
+}
+
+/// Switches the wrappers to the uncounted path; on only around calls of a
+/// measured function (outside one, entering a toggle function would switch
+/// collection on).
+pub fn set_measuring(on: bool) {
+    MEASURING.store(on, Ordering::Relaxed);
+}
+
+/// `--toggle-collect` patterns for a measured function matched by
+/// `measured` and the wrapper's two uncounted functions.
+pub fn toggle_patterns(measured: &str) -> Vec<String> {
+    let mut v = vec![measured.to_string()];
+    v.extend(TOGGLE_SYMBOLS[1..].iter().map(|s| s.to_string()));
+    v
 }

@@ -8,52 +8,22 @@ use oxnet_driver::Result;
 use std::fmt::Write;
 use std::path::Path;
 
-/// Self cost per function of the driver and the application, per packet,
-/// from the call graph in the callgrind file of `result`. Functions the
-/// model also calls (memcpy ...) count with the inclusive cost of the calls
-/// the driver and application make to them.
+/// Self cost per function, per packet, from the callgrind file of
+/// `result`: with the model kept out of the count, every collected
+/// instruction belongs to the driver, the forwarder or what they call.
 pub fn breakdown(file: &Path, result: &FwdResult) -> Result<Breakdown> {
-    let graph = callgrind::read_graph(file)?;
+    let annotation = callgrind::annotate(file, false)?;
     let packets = result.packets();
-    let model = [callgrind::MODEL_READ, callgrind::MODEL_WRITE];
-    let Some(measured) = graph.find(super::fwd::MEASURED_SYMBOL) else {
-        return Ok(Breakdown {
-            batch: result.batch,
-            items: Vec::new(),
-        });
-    };
-    let ours = graph.reachable(&[measured.as_str()], &model);
-    let models = graph.reachable(&model, &[]);
-    let only_ours: std::collections::HashSet<String> = ours.difference(&models).cloned().collect();
-    let mut items: Vec<(String, u64)> = Vec::new();
-    for f in &ours {
-        if model.contains(&f.as_str()) {
-            continue;
-        }
-        if models.contains(f) {
-            let ir = graph.calls_into(f, &only_ours);
-            items.push((format!("{f} (calls from driver/app, inclusive)"), ir));
-        } else {
-            items.push((f.clone(), graph.self_cost.get(f).copied().unwrap_or(0)));
-        }
+    let mut per_function: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for e in &annotation.entries {
+        // Inlined code is listed once per source file: self costs add up.
+        *per_function.entry(e.function().to_string()).or_insert(0) += e.ir;
     }
+    let mut items: Vec<(String, u64)> = per_function.into_iter().filter(|(_, ir)| *ir > 0).collect();
     items.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let listed: u64 = items.iter().map(|(_, ir)| ir).sum();
-    let driver_app = result
-        .collected_ir
-        .saturating_sub(result.model_read_ir + result.model_write_ir);
-    let mut items: Vec<(String, f64)> = items
-        .into_iter()
-        .filter(|(_, ir)| *ir > 0)
-        .map(|(f, ir)| (f, ir as f64 / packets))
-        .collect();
-    let rest = driver_app as f64 - listed as f64;
-    if rest.abs() >= 0.5 * packets {
-        items.push(("(not attributed)".to_string(), rest / packets));
-    }
     Ok(Breakdown {
         batch: result.batch,
-        items,
+        items: items.into_iter().map(|(f, ir)| (f, ir as f64 / packets)).collect(),
     })
 }
 
@@ -74,10 +44,11 @@ pub fn table(r: &BenchReport) -> String {
     );
     let _ = writeln!(
         s,
-        "instructions per packet under callgrind ({}); the model's cost (inclusive cost of \
-         SimRegisters::read32/write32) is excluded from driver+app",
+        "instructions per packet under callgrind ({}), collected only inside \
+         measured_forward_step with collection switched off inside the model: nothing subtracted",
         r.valgrind
     );
+    let _ = writeln!(s, "mix: {}", super::fwd::Mix::describe());
     let _ = writeln!(
         s,
         "anchors: ixy (C) {IXY_C_INSTRUCTIONS:.0} instructions ({IXY_C_CYCLES:.0} cycles) and \
@@ -87,63 +58,68 @@ pub fn table(r: &BenchReport) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "{:>5} {:>8} {:>10} {:>10} {:>11} {:>8} {:>8} {:>10} {:>10} {:>10} {:>6}",
+        "{:>5} {:>8} {:>11} {:>8} {:>8} {:>7} {:>7} {:>7} {:>6} {:>9} {:>9} {:>10} {:>6}",
         "batch",
         "packets",
-        "total",
-        "model",
         "driver+app",
         "/ixy C",
         "/ixy.rs",
-        "writes/bat",
+        "polls",
+        "empty",
+        "partial",
+        "held",
+        "writes/",
         "reads/pkt",
         "Mpps wall*",
         "check"
     );
     let _ = writeln!(
         s,
-        "{:>5} {:>8} {:>10} {:>10} {:>11} {:>8} {:>8} {:>10} {:>10} {:>10} {:>6}",
-        "", "", "Ir/pkt", "Ir/pkt", "Ir/pkt", "(127)", "(209)", "", "", "", ""
+        "{:>5} {:>8} {:>11} {:>8} {:>8} {:>7} {:>7} {:>7} {:>6} {:>9} {:>9} {:>10} {:>6}",
+        "", "", "Ir/pkt", "(127)", "(209)", "/pkt", "%", "%", "TDT", "sendpoll", "", "", ""
     );
     for f in &r.fwd {
         let d = f.driver_app_per_packet();
-        let batches = f.run.steps.max(1) as f64;
-        let clean = f.run.faults == 0 && f.run.duplicated == 0 && f.run.reordered == 0 && f.run.empty_steps == 0;
+        let steps = f.run.steps.max(1) as f64;
+        let sending = f.run.steps.saturating_sub(f.run.empty_steps).max(1) as f64;
         let _ = writeln!(
             s,
-            "{:>5} {:>8} {:>10.1} {:>10.1} {:>11.1} {:>8.2} {:>8.2} {:>10.2} {:>10.3} {:>10} {:>6}",
+            "{:>5} {:>8} {:>11.1} {:>8.2} {:>8.2} {:>7.3} {:>7.1} {:>7.1} {:>6} {:>9.2} {:>9.3} {:>10} {:>6}",
             f.batch,
             f.run.forwarded,
-            f.total_per_packet(),
-            f.model_per_packet(),
             d,
             d / IXY_C_INSTRUCTIONS,
             d / IXY_RS_INSTRUCTIONS,
-            f.run.reg_writes as f64 / batches,
+            steps / f.packets(),
+            100.0 * f.run.empty_steps as f64 / steps,
+            100.0 * f.run.partial_steps as f64 / steps,
+            f.run.held_tails,
+            f.run.reg_writes as f64 / sending,
             f.run.reg_reads as f64 / f.packets(),
             opt(f.wall_median(), 2),
-            if clean { "ok" } else { "FAIL" }
+            if f.run.clean() { "ok" } else { "FAIL" }
         );
     }
     let _ = writeln!(
         s,
-        "  total = all instructions inside measured_forward_loop; model = SimRegisters::read32 + \
-         write32 inclusive; driver+app = total - model"
+        "  driver+app = all instructions collected in the measured polls (driver rx + tx, \
+         forwarder's touch, mempool) / packets; /ixy C, /ixy.rs = divided by the published \
+         batch-32 figure"
     );
     let _ = writeln!(
         s,
-        "  /ixy C, /ixy.rs = driver+app divided by the published batch-32 figure (below 1: fewer \
-         instructions than ixy)"
+        "  polls/pkt = measured polls per packet; empty/partial = polls that sent 0 / \
+         1..batch-1 packets; held TDT = tail writes that reached the model 1-2 polls late"
     );
     let _ = writeln!(
         s,
-        "  writes/bat = register writes per forwarder step (RDT + TDT = 2 expected); * Mpps wall \
-         = median wall clock of the same loop WITH the model inside, not a hardware figure"
+        "  writes/sendpoll = register writes per poll that sent (RDT + TDT = 2); * Mpps wall \
+         = median wall clock of the measured polls WITH the model inside, not a hardware figure"
     );
     if let Some(b) = &r.breakdown {
         let _ = writeln!(
             s,
-            "\nwhere the driver+app instructions go at batch {} (self cost per packet, top items):",
+            "\nwhere the instructions go at batch {} (self cost per packet, top items):",
             b.batch
         );
         for (name, ir) in b.items.iter().take(12) {
@@ -217,11 +193,13 @@ pub fn json(r: &BenchReport) -> String {
     let _ = writeln!(
         s,
         "  \"method\": {},",
-        json_str(
-            "instructions counted by callgrind inside measured_forward_loop (Forwarder::step only, \
-             one direction, 60-byte frames, rings of 512, flow control on); model cost = \
-             inclusive Ir of SimRegisters::read32 and write32, subtracted"
-        )
+        json_str(&format!(
+            "instructions counted by callgrind inside measured_forward_step (Forwarder::step \
+                 only, one direction, 60-byte frames, rings of 512, flow control on), collection \
+                 switched off inside the model (--toggle-collect on the wrapper's \
+                 uncounted_model_read32/write32); nothing subtracted. Mix: {}",
+            super::fwd::Mix::describe()
+        ))
     );
     let _ = writeln!(s, "  \"anchors\": {{");
     let _ = writeln!(
@@ -240,11 +218,11 @@ pub fn json(r: &BenchReport) -> String {
         let _ = write!(
             s,
             "    {{\"batch\": {}, \"packets\": {}, \"steps\": {}, \"partial_steps\": {}, \
-             \"empty_steps\": {}, \"collected_ir\": {}, \"model_read_ir\": {}, \
-             \"model_write_ir\": {}, \"model_ir_call_graph\": {}, \"total_ir_per_packet\": {}, \"model_ir_per_packet\": {}, \
+             \"empty_steps\": {}, \"arrivals_none\": {}, \"arrivals_partial\": {}, \
+             \"arrivals_full\": {}, \"held_tails\": {}, \"collected_ir\": {}, \
              \"driver_app_ir_per_packet\": {}, \"ratio_to_ixy_c\": {}, \"ratio_to_ixy_rs\": {}, \
              \"register_writes\": {}, \"register_reads\": {}, \"register_writes_per_step\": {}, \
-             \"captured\": {}, \"duplicated\": {}, \"reordered\": {}, \"faults\": {}, \
+             \"injected\": {}, \"captured\": {}, \"duplicated\": {}, \"reordered\": {}, \"faults\": {}, \
              \"tx_ring_full\": {}, \"wall_mpps_with_model\": [{}], \
              \"wall_mpps_with_model_median\": {}}}",
             f.batch,
@@ -252,18 +230,18 @@ pub fn json(r: &BenchReport) -> String {
             f.run.steps,
             f.run.partial_steps,
             f.run.empty_steps,
+            f.run.arrive_none,
+            f.run.arrive_partial,
+            f.run.arrive_full,
+            f.run.held_tails,
             f.collected_ir,
-            f.model_read_ir,
-            f.model_write_ir,
-            f.model_ir_graph,
-            json_num(f.total_per_packet()),
-            json_num(f.model_per_packet()),
             json_num(d),
             json_num(d / IXY_C_INSTRUCTIONS),
             json_num(d / IXY_RS_INSTRUCTIONS),
             f.run.reg_writes,
             f.run.reg_reads,
             json_num(f.run.reg_writes as f64 / f.run.steps.max(1) as f64),
+            f.run.injected,
             f.run.captured,
             f.run.duplicated,
             f.run.reordered,
@@ -375,7 +353,7 @@ pub fn svg(r: &BenchReport) -> String {
     let _ = writeln!(
         s,
         "<text x=\"{}\" y=\"24\" font-size=\"15\" text-anchor=\"middle\">oxnet forwarder: \
-         instructions per packet (driver + app, model excluded)</text>",
+         instructions per packet (driver + app, model kept out of the count)</text>",
         left + pw / 2.0
     );
     // Grid and y ticks.
