@@ -7,6 +7,7 @@
 
 pub mod advanced;
 pub mod device;
+pub mod domain;
 pub mod error;
 pub mod igb;
 pub mod ixgbe;
@@ -23,6 +24,7 @@ pub mod vfio;
 pub mod virtio;
 pub mod wait;
 
+pub use domain::DmaDomain;
 pub use device::{Config, Device, DeviceStats, Features, Link, Offloads, QueueStats, TsoMode};
 pub use error::{Error, Result};
 pub use memory::MemoryKind;
