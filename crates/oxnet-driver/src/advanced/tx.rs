@@ -350,7 +350,11 @@ impl<N: Nic> TxQueue<N> {
             copy.copy_from_slice(packet);
             copy
         };
-        offload::fill_checksums(&mut frame, &request)?;
+        // A chain without requests (an RSC packet forwarded with every
+        // switch off) only needs linearising.
+        if request.flags != 0 {
+            offload::fill_checksums(&mut frame, &request)?;
+        }
         frame.set_tx_offload(Default::default());
         out.push(frame);
         Ok(())
@@ -368,7 +372,29 @@ impl<N: Nic> TxQueue<N> {
             let plain = batch[0].len_and_request() >> 32 == 0;
             let foreign = !domain::in_domain(&batch[0], self.domain);
             if plain && !foreign {
-                break; // a plain packet again: the next call's fast path
+                // A plain packet of this queue's domain after one that
+                // needed work: sent as the fast path sends it, so that a
+                // batch mixing domains is taken whole.
+                let len = batch[0].len();
+                if len == 0 || len > MAX_FRAME {
+                    self.refuse(batch, Error::Config(format!("a packet of {len} bytes cannot be sent")));
+                    taken += 1;
+                    continue;
+                }
+                if self.free_descriptors() == 0 {
+                    self.ring_full += batch.len() as u64;
+                    break;
+                }
+                let i = self.tx_index;
+                batch.consume_front(1, |packet| {
+                    self.descriptor(i)
+                        .tx_data(packet.data_iova(), len as u16, TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS);
+                    self.packets[i as usize].write(packet);
+                });
+                self.tx_index = self.index.next(i);
+                self.plain_descriptors += 1;
+                taken += 1;
+                continue;
             }
             let converted = if plain {
                 self.copy_plain(&batch[0], &mut frames)
