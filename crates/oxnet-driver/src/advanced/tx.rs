@@ -232,9 +232,6 @@ impl<N: Nic> TxQueue<N> {
         let in_flight = self.index.distance(self.clean_index, self.tx_index) as usize;
         let free = self.index.size() - 1 - in_flight;
         let n = batch.len().min(free);
-        if n < batch.len() {
-            self.ring_full += (batch.len() - n) as u64;
-        }
         let start = self.tx_index;
         let mut i = start;
         let index = self.index;
@@ -244,10 +241,9 @@ impl<N: Nic> TxQueue<N> {
         // descriptor store (two loads per packet).
         let slots = self.packets.as_mut_ptr();
         let mut invalid = 0;
-        let mut special = false;
         let domain = self.domain;
         // The batch's array in registers, as in the receive loop.
-        let (base, len) = batch.raw_parts();
+        let (base, _) = batch.raw_parts();
         let mut k = 0;
         while k < n {
             // SAFETY: k < n <= len: an initialised packet of the batch. It
@@ -259,10 +255,9 @@ impl<N: Nic> TxQueue<N> {
             let len_and_request = packet.len_and_request();
             if len_and_request.wrapping_sub(1) >= MAX_FRAME as u64 {
                 if len_and_request >> 32 != 0 {
-                    // It stays in the batch (its slot is still there), see below.
+                    // It stays in the batch (its slot is still there).
                     std::mem::forget(packet);
-                    special = true;
-                    break;
+                    return self.finish_plain(regs, batch, k, start, i, invalid, true);
                 }
                 invalid += 1;
                 drop(packet);
@@ -274,8 +269,7 @@ impl<N: Nic> TxQueue<N> {
             // line just read, one compare; copied on the slow path.
             if packet.dma_domain() != domain {
                 std::mem::forget(packet);
-                special = true;
-                break;
+                return self.finish_plain(regs, batch, k, start, i, invalid, true);
             }
             // SAFETY: i < ring size, so the descriptor lies inside the ring.
             let desc = unsafe { DescriptorPtr::new(ring.add(i as usize * DESCRIPTOR_SIZE)) };
@@ -292,23 +286,45 @@ impl<N: Nic> TxQueue<N> {
             i = index.next(i);
             k += 1;
         }
+        self.finish_plain(regs, batch, k, start, i, invalid, false)
+    }
+
+    /// The end of the plain path's batch: the first `k` packets of `batch`
+    /// were consumed (descriptors `start..i`, `invalid` refused); with
+    /// `special`, the k-th needs the slow path. Called from each exit of
+    /// the loop, so that no flag says which exit it was.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn finish_plain<R: RegisterAccess>(
+        &mut self,
+        regs: &R,
+        batch: &mut PacketBatch,
+        k: usize,
+        start: u16,
+        i: u16,
+        invalid: u64,
+        special: bool,
+    ) -> usize {
+        let (base, len) = batch.raw_parts();
         // SAFETY: the first k packets were moved out; the rest moves down.
         unsafe {
             std::ptr::copy(base.add(k), base, len - k);
             batch.set_len_raw(len - k);
         }
-        let consumed = k;
         self.invalid += invalid;
         // One counter per batch; software_stats() derives packets and the
         // histogram from it (one descriptor per packet on this path).
-        self.plain_descriptors += index.distance(start, i) as u64;
+        self.plain_descriptors += self.index.distance(start, i) as u64;
         self.tx_index = i;
-        let mut taken = consumed;
+        let mut taken = k;
         if special {
             // An offload request or a chain with every switch off, or a
             // packet of another DMA domain: done in software (copied),
             // then sent as plain packets.
             taken += self.tx_software(batch);
+        } else {
+            // What did not fit stays with the caller.
+            self.ring_full += batch.len() as u64;
         }
         if self.tx_index != start {
             // One tail write per batch.
