@@ -348,6 +348,13 @@ pub trait Device: Send {
     /// Number of RX and TX queues.
     fn queues(&self) -> (u16, u16);
 
+    /// The DMA domain this device reads and writes ([`crate::domain`]): that
+    /// of its own memory, where its receive pools live. Packets of another
+    /// domain given to `tx_batch` are copied into it (`tx_copied`).
+    fn dma_domain(&self) -> crate::domain::DmaDomain {
+        self.mempool(0).dma_domain()
+    }
+
     /// Per-queue counters (hardware and software), for queues the driver
     /// counts separately; empty if it does not.
     fn queue_stats(&mut self) -> Vec<QueueStats> {

@@ -132,6 +132,7 @@ fn a_foreign_packet_never_reaches_a_descriptor_with_its_own_address() {
     let own = dev.mempool(0);
     let cpu = Mempool::new("cpu-only", 256, MemoryKind::CpuOnly).unwrap();
     assert_eq!(own.dma_domain(), DmaDomain::Virtual);
+    assert_eq!(dev.dma_domain(), DmaDomain::Virtual);
     // 100 packets: every third one from the device's own pool, the others
     // from CPU-only memory.
     let frames: Vec<Vec<u8>> = (0..100).map(|i| numbered(i, 60 + i * 14)).collect();
@@ -328,7 +329,7 @@ fn huge_page_and_plain_sim_ports_forward_both_ways_with_copies() {
     let (huge_port, plain_port) = ("dom-huge", "dom-huge-plain");
     let mut huge = open(huge_port, MemoryKind::HugePages, Offloads::default());
     let mut plain = open(plain_port, MemoryKind::Plain, Offloads::default());
-    assert_eq!(huge.mempool(0).dma_domain(), DmaDomain::Physical);
+    assert_eq!(huge.dma_domain(), DmaDomain::Physical);
     let frames: Vec<Vec<u8>> = (0..300).map(|i| numbered(i, 60 + (i * 5) % 1455)).collect();
     // huge -> plain: physical-domain packets sent by the plain port.
     assert_eq!(forward(huge_port, &mut huge, plain_port, &mut plain, &frames), frames);
