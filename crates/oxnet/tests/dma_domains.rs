@@ -171,6 +171,28 @@ fn a_foreign_packet_never_reaches_a_descriptor_with_its_own_address() {
     assert_eq!(q.tx_software_fallback, 0);
     assert_eq!(q.tx_copy_pool_empty, 0);
     assert_eq!(dev.stats().tx_copied, foreign);
+    // What `oxnet stats` and the commands' --json summaries show.
+    let report = oxnet::apps::stats::StatsReport::read(&mut dev);
+    let json = report.json();
+    assert!(
+        json.contains(&format!(
+            "\"tx_ring_full\":0,\"tx_invalid\":0,\"tx_copied\":{foreign},\"tx_copy_pool_empty\":0"
+        )),
+        "{json}"
+    );
+    assert!(
+        json.contains(&format!(
+            "\"tx_copied\":{foreign},\"tx_copy_pool_empty\":0,\"tx_descriptors_per_packet\""
+        )),
+        "{json}"
+    );
+    assert!(
+        report.text().contains(&format!("tx_copied          {foreign}\n")),
+        "{}",
+        report.text()
+    );
+    let summary = oxnet::report::device_json("sim:dom-plain", &report.device);
+    assert!(summary.contains(&format!("\"tx_copied\":{foreign},")), "{summary}");
     assert_eq!(cpu.free_count(), 256, "the originals went back to their pool");
 
     // A chain of CPU-only segments with every switch off: linearised by the
