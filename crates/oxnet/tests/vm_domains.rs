@@ -79,7 +79,12 @@ fn vfio_and_sysfs_igb_forward_both_ways_with_copies() {
 #[test]
 fn virtio_frames_are_copied_by_an_igb_behind_vfio() {
     let nic = Vm::nic_address;
-    const COUNT: u64 = 500;
+    // QEMU's legacy virtio-net has 256 receive buffers. fwd makes its copy
+    // pool on the first frame of another domain (a vfio DMA mapping, slow
+    // under TCG); with 500 frames the ring overflowed once during that
+    // pause and QEMU delivered 13 of the frames it had to hold back out of
+    // order. 200 frames always have a buffer.
+    const COUNT: u64 = 200;
     // NICs 0, 1: legacy VirtIO on hub 0; NICs 2, 3: igb on hub 1.
     // pktgen NIC 0 -> NIC 1 (virtio) -> fwd -> NIC 2 (igb, vfio) -> pcap NIC 3 (igb, sysfs)
     let script = format!(
@@ -110,7 +115,7 @@ fn virtio_frames_are_copied_by_an_igb_behind_vfio() {
     assert_eq!(field(pcap, "captured"), COUNT, "{}", out.report());
     assert_eq!(field(pcap, "lost"), 0);
     assert_eq!(field(pcap, "duplicated"), 0);
-    assert_eq!(field(pcap, "reordered"), 0);
+    assert_eq!(field(pcap, "reordered"), 0, "{}", out.report());
     assert_eq!(field(fwd, "forwarded"), COUNT, "{}", out.report());
     assert_eq!(field(device(fwd, &nic(2)), "tx_copied"), COUNT, "{fwd}");
     assert_eq!(field(device(fwd, &nic(1)), "tx_copied"), 0, "{fwd}");
