@@ -5,9 +5,10 @@
 //! boots with `iommu=pt`, so devices without a driver keep identity-mapped
 //! DMA while the vfio-bound one gets its own IOMMU domain.
 //!
-//! pktgen -> fwd -> pcap in both directions across the two kinds: every
-//! frame arrives once and in order, and the transmitting side of fwd
-//! copies exactly the frames it got from the other domain.
+//! pktgen -> fwd -> pcap across the two kinds, in both directions, and from
+//! legacy VirtIO (physical domain) to an igb behind vfio: every frame
+//! arrives once and in order, and the transmitting side of fwd copies
+//! exactly the frames it got from the other domain.
 
 mod common;
 use common::{field, line, static_oxnet as oxnet, topology_script_on};
