@@ -138,6 +138,9 @@ impl Config {
                 self.batch_size
             )));
         }
+        if let Some(kind) = self.memory {
+            crate::domain::device_memory(kind, "config")?;
+        }
         let needed = self.rx_ring_size + self.batch_size;
         if self.pool_size != 0 && self.pool_size < needed {
             return Err(Error::Config(format!(
@@ -183,6 +186,12 @@ pub struct DeviceStats {
     /// Packets refused because they cannot be sent (empty or too long);
     /// they are dropped (software).
     pub tx_invalid: u64,
+    /// Packets from another DMA domain sent from a copy in the device's
+    /// own memory (software; see [`crate::domain`]).
+    pub tx_copied: u64,
+    /// Packets from another DMA domain that stayed with the caller because
+    /// no buffer was free to copy them into (software).
+    pub tx_copy_pool_empty: u64,
     /// Frames received with a length error (82599: RLEC).
     pub rx_length_errors: u64,
     /// Frames shorter than 64 bytes (82599: RUC).
@@ -203,6 +212,8 @@ impl DeviceStats {
         self.rx_pool_empty += other.rx_pool_empty;
         self.tx_ring_full += other.tx_ring_full;
         self.tx_invalid += other.tx_invalid;
+        self.tx_copied += other.tx_copied;
+        self.tx_copy_pool_empty += other.tx_copy_pool_empty;
         self.rx_length_errors += other.rx_length_errors;
         self.rx_undersize += other.rx_undersize;
         self.rx_oversize += other.rx_oversize;
@@ -244,6 +255,12 @@ pub struct QueueStats {
     /// Packets segmented or checksummed in software because the switch
     /// was off (software).
     pub tx_software_fallback: u64,
+    /// Packets from another DMA domain sent from a copy in this queue's
+    /// own domain (software; [`crate::domain`]).
+    pub tx_copied: u64,
+    /// Packets from another DMA domain that stayed with the caller because
+    /// no copy buffer was free (software).
+    pub tx_copy_pool_empty: u64,
     /// Histogram of descriptors per transmitted packet (software).
     pub tx_descriptors_per_packet: [u64; TX_DESCRIPTOR_HISTOGRAM],
 }
@@ -265,6 +282,8 @@ impl QueueStats {
             tx_bytes: 0,
             tx_context_descriptors: 0,
             tx_software_fallback: 0,
+            tx_copied: 0,
+            tx_copy_pool_empty: 0,
             tx_descriptors_per_packet: [0; TX_DESCRIPTOR_HISTOGRAM],
         }
     }
@@ -328,6 +347,13 @@ pub trait Device: Send {
     fn mempool(&self, queue: u16) -> Mempool;
     /// Number of RX and TX queues.
     fn queues(&self) -> (u16, u16);
+
+    /// The DMA domain this device reads and writes ([`crate::domain`]): that
+    /// of its own memory, where its receive pools live. Packets of another
+    /// domain given to `tx_batch` are copied into it (`tx_copied`).
+    fn dma_domain(&self) -> crate::domain::DmaDomain {
+        self.mempool(0).dma_domain()
+    }
 
     /// Per-queue counters (hardware and software), for queues the driver
     /// counts separately; empty if it does not.

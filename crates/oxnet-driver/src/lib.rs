@@ -8,6 +8,7 @@
 pub mod advanced;
 pub mod barrier;
 pub mod device;
+pub mod domain;
 pub mod error;
 pub mod igb;
 pub mod ixgbe;
@@ -24,6 +25,7 @@ pub mod vfio;
 pub mod virtio;
 pub mod wait;
 
+pub use domain::DmaDomain;
 pub use device::{Config, Device, DeviceStats, Features, Link, Offloads, QueueStats, TsoMode};
 pub use error::{Error, Result};
 pub use memory::MemoryKind;

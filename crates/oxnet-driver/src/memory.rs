@@ -14,6 +14,10 @@
 //! * [`MemoryKind::Plain`] — ordinary pages (also a memfd, so that a later
 //!   vhost-user backend can map them), IOVA = virtual address. Used for the
 //!   software 82599 and kernel-backed devices.
+//! * [`MemoryKind::CpuOnly`] — ordinary private pages that no device can
+//!   reach: not in the arena, not in the IOVA map, never mapped into an
+//!   IOMMU. For packets only the CPU touches; a device given one copies it
+//!   into its own memory first ([`crate::domain`]).
 //!
 //! With vfio (an IOMMU) plain memory is what devices get, at IOVA =
 //! virtual address: every allocation is mapped into each open vfio
@@ -40,6 +44,9 @@ pub enum MemoryKind {
     HugePages,
     /// Ordinary memory, IOVA = virtual address (models, kernel devices).
     Plain,
+    /// Ordinary private memory no device can reach (see [`crate::domain`]).
+    /// Never chosen for a device's rings or receive buffers.
+    CpuOnly,
 }
 
 impl std::str::FromStr for MemoryKind {
@@ -88,6 +95,7 @@ impl DmaMemory {
         match kind {
             MemoryKind::HugePages => allocate_huge(len),
             MemoryKind::Plain => allocate_plain(len),
+            MemoryKind::CpuOnly => allocate_cpu_only(len),
         }
     }
 
@@ -109,6 +117,11 @@ impl DmaMemory {
     /// The memory kind.
     pub fn kind(&self) -> MemoryKind {
         self.kind
+    }
+
+    /// The DMA domain its IOVAs belong to.
+    pub fn dma_domain(&self) -> crate::domain::DmaDomain {
+        crate::domain::DmaDomain::of(self.kind)
     }
 
     /// Bytes over which the IOVA is contiguous (2 MiB for huge pages).
@@ -143,6 +156,12 @@ impl DmaMemory {
 
 impl Drop for DmaMemory {
     fn drop(&mut self) {
+        if self.kind == MemoryKind::CpuOnly {
+            // Never registered, no file behind it.
+            // SAFETY: virt/len is our own anonymous mapping.
+            unsafe { libc::munmap(self.virt.as_ptr() as *mut libc::c_void, self.len) };
+            return;
+        }
         unregister(self);
         if self.from_arena {
             if let Ok(arena) = arena() {
@@ -212,6 +231,38 @@ fn allocate_plain(len: usize) -> Result<DmaMemory> {
     // On failure `mem` is dropped: its block goes back to the arena.
     register(&mem)?;
     Ok(mem)
+}
+
+/// Private anonymous pages, populated; not registered anywhere, so no
+/// device, model or back-end can reach them.
+fn allocate_cpu_only(len: usize) -> Result<DmaMemory> {
+    let len = len.div_ceil(SMALL_PAGE_SIZE) * SMALL_PAGE_SIZE;
+    // SAFETY: a fresh anonymous mapping; the result is checked.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1,
+            0,
+        )
+    };
+    if addr == libc::MAP_FAILED {
+        return Err(os_error("mmap of CPU-only packet memory"));
+    }
+    let virt = NonNull::new(addr as *mut u8).ok_or_else(|| Error::Memory("mmap returned address 0".into()))?;
+    Ok(DmaMemory {
+        virt,
+        len,
+        kind: MemoryKind::CpuOnly,
+        // Only the CPU uses this "IOVA" (a Packet's data_iova()).
+        chunk_iova: vec![virt.as_ptr() as u64],
+        chunk_size: len,
+        fd: -1,
+        fd_offset: 0,
+        from_arena: false,
+    })
 }
 
 /// Size of the plain-memory arena's address range. Only what is allocated
@@ -457,6 +508,7 @@ pub fn check_pagemap_access() -> Result<()> {
 struct Region {
     virt: usize,
     len: usize,
+    domain: crate::domain::DmaDomain,
 }
 
 static IOVA_MAP: RwLock<BTreeMap<u64, Region>> = RwLock::new(BTreeMap::new());
@@ -554,7 +606,14 @@ fn register(mem: &DmaMemory) -> Result<()> {
     }
     let mut map = IOVA_MAP.write().unwrap_or_else(|e| e.into_inner());
     for (virt, iova, len) in chunks(mem) {
-        map.insert(iova, Region { virt, len });
+        map.insert(
+            iova,
+            Region {
+                virt,
+                len,
+                domain: mem.dma_domain(),
+            },
+        );
     }
     Ok(())
 }
@@ -608,6 +667,14 @@ impl IovaMapGuard {
 /// Takes the IOVA map for reading (see [`IovaMapGuard`]).
 pub fn lock_iova_map() -> IovaMapGuard {
     IovaMapGuard(IOVA_MAP.read().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// The DMA domain of the live DMA memory that holds `iova`, if any (what
+/// a test checks a descriptor's buffer address against).
+pub fn iova_domain(iova: u64) -> Option<crate::domain::DmaDomain> {
+    let map = IOVA_MAP.read().unwrap_or_else(|e| e.into_inner());
+    let (start, region) = map.range(..=iova).next_back()?;
+    ((iova - start) < region.len as u64).then_some(region.domain)
 }
 
 #[cfg(test)]

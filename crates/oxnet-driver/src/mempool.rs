@@ -103,7 +103,7 @@ impl Mempool {
                 crate::memory::HUGE_PAGE_SIZE / entry_size,
                 crate::memory::HUGE_PAGE_SIZE,
             ),
-            MemoryKind::Plain => (num_entries, num_entries * entry_size),
+            MemoryKind::Plain | MemoryKind::CpuOnly => (num_entries, num_entries * entry_size),
         };
         let chunks = num_entries.div_ceil(entries_per_chunk);
         let memory = DmaMemory::allocate(chunks * chunk_bytes, kind)?;
@@ -148,6 +148,7 @@ impl Mempool {
                     l2_len: 0,
                     l4_len: 0,
                     mss: 0,
+                    domain: pool.memory.dma_domain(),
                 });
                 stack.push(NonNull::new_unchecked(header));
             }
@@ -185,6 +186,12 @@ impl Mempool {
     /// its own pool for a device uses the same kind as the device's pool).
     pub fn memory_kind(&self) -> MemoryKind {
         self.inner().memory.kind()
+    }
+
+    /// The DMA domain of its buffers: the devices that can use them
+    /// without a copy ([`crate::domain`]).
+    pub fn dma_domain(&self) -> crate::domain::DmaDomain {
+        self.inner().memory.dma_domain()
     }
 
     /// Bytes of head room in front of the data.

@@ -124,6 +124,10 @@ pub(crate) struct BufferHeader {
     pub(crate) l2_len: u8,
     pub(crate) l4_len: u8,
     pub(crate) mss: u16,
+    /// The pool's DMA domain, written once when the pool is made: a
+    /// transmit path compares it with its own in the cache line it reads
+    /// anyway ([`crate::domain`]).
+    pub(crate) domain: crate::domain::DmaDomain,
 }
 
 const _: () = assert!(std::mem::size_of::<BufferHeader>() == HEADER_SIZE);
@@ -431,6 +435,13 @@ impl Packet {
     #[inline]
     pub fn data_iova(&self) -> u64 {
         self.h().iova + self.h().data_offset as u64
+    }
+
+    /// The DMA domain of this buffer (of this segment only; see
+    /// [`crate::domain::in_domain`] for chains).
+    #[inline]
+    pub fn dma_domain(&self) -> crate::domain::DmaDomain {
+        self.h().domain
     }
 
     /// IOVA of the start of the head room.

@@ -461,3 +461,159 @@ fn huge_page_memory_cannot_be_shared_with_a_back_end() {
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stderr).contains("--memory huge"), "{}", text(&o.stderr));
 }
+
+// ---------------------------------------------------------------------
+// DMA domains (docs/dma-domains.md) between the software 82599 and a
+// vhost-user back-end.
+
+/// The software 82599 on `memory`, capturing what it sends.
+fn sim_port(port: &str, memory: oxnet_driver::MemoryKind) -> oxnet_driver::ixgbe::IxgbeDevice<oxnet_sim::SimRegisters> {
+    let config = Config {
+        memory: Some(memory),
+        ..Config::default()
+    };
+    let dev = oxnet_driver::ixgbe::IxgbeDevice::init(
+        oxnet_sim::World::global().port(port),
+        &format!("sim:{port}"),
+        &config,
+        oxnet_driver::MemoryKind::Plain,
+    )
+    .unwrap_or_else(|e| panic!("{port}: {e}"));
+    oxnet_sim::World::global().set_capture(port, true);
+    dev
+}
+
+/// Frame `i` of a test: 60..=1514 bytes whose contents say which one it is.
+fn numbered_frame(i: usize) -> Vec<u8> {
+    let mut f = oxnet::frame::template(60 + (i * 37) % 1455);
+    for (k, b) in f[14..].iter_mut().enumerate() {
+        *b = (i * 13 + k * 5) as u8;
+    }
+    f[14..18].copy_from_slice(&(i as u32).to_be_bytes());
+    f
+}
+
+/// Sends `frames` from the vhost-user device `from` through testpmd's io
+/// forwarding (which sends them back) and transmits what comes back on
+/// the sim port `to_port`; returns what that port put on the wire, FCS
+/// removed. `inject` sends each frame into `to_port` first and forwards
+/// what it receives to `from` instead of allocating from `from`'s pool.
+fn through_testpmd(
+    from: &mut dyn Device,
+    to_port: &str,
+    to: &mut dyn Device,
+    frames: &[Vec<u8>],
+    inject: bool,
+) -> Vec<Vec<u8>> {
+    let world = oxnet_sim::World::global();
+    let mut wire = Vec::new();
+    let mut next = 0;
+    let mut in_flight = 0;
+    // Packets not yet taken by `from` (its ring was full), in order.
+    let mut pending = PacketBatch::with_capacity(32);
+    let start = Instant::now();
+    while wire.len() < frames.len() && start.elapsed() < Duration::from_secs(30) {
+        // At most 64 frames in flight through testpmd.
+        if pending.is_empty() && next < frames.len() && in_flight < 64 {
+            let chunk = &frames[next..(next + 32).min(frames.len())];
+            if inject {
+                for f in chunk {
+                    world.inject(to_port, f);
+                }
+                assert_eq!(to.rx_batch(0, &mut pending, 32), chunk.len(), "{to_port}");
+            } else {
+                let pool = from.mempool(0);
+                for f in chunk {
+                    let mut p = pool.alloc().unwrap();
+                    p.set_len(f.len()).unwrap();
+                    p.copy_from_slice(f);
+                    pending.push(p);
+                }
+            }
+            next += chunk.len();
+        }
+        in_flight += from.tx_batch(0, &mut pending);
+        let mut back = PacketBatch::with_capacity(64);
+        let n = from.rx_batch(0, &mut back, 64);
+        in_flight -= n;
+        if n > 0 {
+            assert_eq!(to.tx_batch(0, &mut back), n, "{to_port}");
+            for mut f in world.frames_on_wire(to_port) {
+                f.truncate(f.len() - 4);
+                wire.push(f);
+            }
+            // A sim port without a wire partner receives what it sends.
+            let mut echo = PacketBatch::with_capacity(64);
+            assert_eq!(to.rx_batch(0, &mut echo, 64), n, "{to_port}: its own frames back");
+        }
+    }
+    wire
+}
+
+/// sim ↔ vhost-user on plain memory: both in the virtual domain, so
+/// nothing is copied either way, and every byte arrives.
+#[test]
+fn sim_and_vhost_user_share_the_virtual_domain_without_copies() {
+    pin_to_cpu0();
+    let mut backend = Backend::start("dom-virtual", "io");
+    let mut vhost = open(&backend.spec());
+    let port = "vu-dom-virtual";
+    let mut sim = sim_port(port, oxnet_driver::MemoryKind::Plain);
+    assert_eq!(vhost.mempool(0).dma_domain(), oxnet_driver::DmaDomain::Virtual);
+    let frames: Vec<Vec<u8>> = (0..2000).map(numbered_frame).collect();
+    // sim -> vhost-user -> testpmd -> vhost-user -> sim.
+    let wire = through_testpmd(&mut *vhost, port, &mut sim, &frames, true);
+    let out = backend.stop();
+    assert_eq!(wire.len(), frames.len(), "testpmd:\n{out}");
+    assert!(wire == frames, "bytes or order changed");
+    assert_eq!(sim.queue_stats()[0].tx_copied, 0, "same domain: no copy");
+    assert_eq!(sim.stats().tx_copied, 0);
+    assert_eq!(vhost.stats().tx_copied, 0);
+}
+
+/// vhost-user (virtual domain) → the software 82599 on huge pages
+/// (physical domain): the sim port copies every packet it got from the
+/// back-end, and none of its descriptors holds a virtual address.
+#[test]
+fn vhost_user_packets_are_copied_into_a_huge_page_sim_port() {
+    if std::env::var_os("OXNET_EXPECT_HUGEPAGES").is_none() {
+        println!(
+            "vhost_user_packets_are_copied_into_a_huge_page_sim_port: skipped: OXNET_EXPECT_HUGEPAGES \
+             is not set (scripts/test.sh sets it as root after reserving 2 MiB huge pages)"
+        );
+        return;
+    }
+    pin_to_cpu0();
+    let mut backend = Backend::start("dom-huge", "io");
+    let mut vhost = open(&backend.spec());
+    let port = "vu-dom-huge";
+    let mut sim = sim_port(port, oxnet_driver::MemoryKind::HugePages);
+    assert_eq!(sim.mempool(0).dma_domain(), oxnet_driver::DmaDomain::Physical);
+    let frames: Vec<Vec<u8>> = (0..2000).map(numbered_frame).collect();
+    let wire = through_testpmd(&mut *vhost, port, &mut sim, &frames, false);
+    let out = backend.stop();
+    assert_eq!(wire.len(), frames.len(), "testpmd:\n{out}");
+    assert!(wire == frames, "bytes or order changed");
+    assert_eq!(
+        sim.queue_stats()[0].tx_copied,
+        2000,
+        "every packet from the back-end copied"
+    );
+    assert_eq!(sim.stats().tx_copied, 2000);
+    // TDBAL/TDBAH of queue 0 (82599 §8.2.3.9.5/6): every buffer address
+    // in the ring lies in huge-page (physical-domain) memory.
+    let regs = oxnet_sim::World::global().port(port);
+    use oxnet_driver::RegisterAccess;
+    let base = (u64::from(regs.read32(0x06004)) << 32) | u64::from(regs.read32(0x06000));
+    let ring = oxnet_driver::memory::iova_to_virt(base, 512 * 16).expect("the ring is DMA memory");
+    for i in 0..512 {
+        // SAFETY: descriptor i of a 512-descriptor ring of live DMA memory.
+        let d = unsafe { std::slice::from_raw_parts(ring.as_ptr().add(i * 16), 8) };
+        let address = u64::from_le_bytes(d.try_into().unwrap());
+        assert_eq!(
+            oxnet_driver::memory::iova_domain(address),
+            Some(oxnet_driver::DmaDomain::Physical),
+            "descriptor {i}: {address:#x}"
+        );
+    }
+}

@@ -256,6 +256,9 @@ pub fn add_queue_counters<N: Nic>(stats: &mut DeviceStats, rx_queues: &[RxQueue<
     for q in tx_queues {
         stats.tx_ring_full += q.ring_full_count();
         stats.tx_invalid += q.invalid_count();
+        let t = q.software_stats();
+        stats.tx_copied += t.tx_copied;
+        stats.tx_copy_pool_empty += t.tx_copy_pool_empty;
     }
 }
 
@@ -279,6 +282,8 @@ pub fn software_queue_stats<N: Nic>(rx_queues: &[RxQueue<N>], tx_queues: &[TxQue
                 s.tx_bytes = t.tx_bytes;
                 s.tx_context_descriptors = t.tx_context_descriptors;
                 s.tx_software_fallback = t.tx_software_fallback;
+                s.tx_copied = t.tx_copied;
+                s.tx_copy_pool_empty = t.tx_copy_pool_empty;
                 s.tx_descriptors_per_packet = t.tx_descriptors_per_packet;
             }
             s

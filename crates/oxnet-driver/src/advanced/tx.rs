@@ -12,6 +12,7 @@ use super::{
     TX_TUCMD_L4T_TCP,
 };
 use crate::device::{Config, QueueStats, TsoMode};
+use crate::domain::{self, DmaDomain};
 use crate::error::{Error, Result};
 use crate::memory::{DmaMemory, MemoryKind};
 use crate::mempool::Mempool;
@@ -61,6 +62,9 @@ pub struct TxQueue<N: Nic> {
     /// linearised chains (allocated on first use).
     fallback_pool: Option<Mempool>,
     memory: MemoryKind,
+    /// The DMA domain of `memory`: the only one whose addresses go into a
+    /// descriptor; packets of another are copied ([`crate::domain`]).
+    domain: DmaDomain,
     /// Why the last packet was refused, for a person to read.
     last_error: Option<String>,
     nic: PhantomData<N>,
@@ -85,6 +89,7 @@ impl<N: Nic> TxQueue<N> {
     /// Allocates the ring (and the head write-back word, if that switch is
     /// on); the driver then programs the queue's registers.
     pub(crate) fn new(id: u16, config: &Config, memory: MemoryKind) -> Result<TxQueue<N>> {
+        let memory = domain::device_memory(memory, &format!("tx queue {id}"))?;
         let size = config.tx_ring_size;
         let ring = DmaMemory::allocate(size * DESCRIPTOR_SIZE, memory)?;
         // SAFETY: our own allocation (see RxQueue::new for the 0xFF trick).
@@ -122,6 +127,7 @@ impl<N: Nic> TxQueue<N> {
             offload,
             fallback_pool: None,
             memory,
+            domain: DmaDomain::of(memory),
             last_error: None,
             nic: PhantomData,
         })
@@ -230,9 +236,6 @@ impl<N: Nic> TxQueue<N> {
         let in_flight = self.index.distance(self.clean_index, self.tx_index) as usize;
         let free = self.index.size() - 1 - in_flight;
         let n = batch.len().min(free);
-        if n < batch.len() {
-            self.ring_full += (batch.len() - n) as u64;
-        }
         let start = self.tx_index;
         let mut i = start;
         let index = self.index;
@@ -242,9 +245,9 @@ impl<N: Nic> TxQueue<N> {
         // descriptor store (two loads per packet).
         let slots = self.packets.as_mut_ptr();
         let mut invalid = 0;
-        let mut special = false;
+        let domain = self.domain;
         // The batch's array in registers, as in the receive loop.
-        let (base, len) = batch.raw_parts();
+        let (base, _) = batch.raw_parts();
         let mut k = 0;
         while k < n {
             // SAFETY: k < n <= len: an initialised packet of the batch. It
@@ -256,15 +259,21 @@ impl<N: Nic> TxQueue<N> {
             let len_and_request = packet.len_and_request();
             if len_and_request.wrapping_sub(1) >= MAX_FRAME as u64 {
                 if len_and_request >> 32 != 0 {
-                    // It stays in the batch (its slot is still there), see below.
+                    // It stays in the batch (its slot is still there).
                     std::mem::forget(packet);
-                    special = true;
-                    break;
+                    return self.finish_plain(regs, batch, k, start, i, invalid, true);
                 }
                 invalid += 1;
                 drop(packet);
                 k += 1;
                 continue;
+            }
+            // A packet of another DMA domain: its address means nothing
+            // (or something else) to this device. One byte of the header
+            // line just read, one compare; copied on the slow path.
+            if packet.dma_domain() != domain {
+                std::mem::forget(packet);
+                return self.finish_plain(regs, batch, k, start, i, invalid, true);
             }
             // SAFETY: i < ring size, so the descriptor lies inside the ring.
             let desc = unsafe { DescriptorPtr::new(ring.add(i as usize * DESCRIPTOR_SIZE)) };
@@ -281,22 +290,45 @@ impl<N: Nic> TxQueue<N> {
             i = index.next(i);
             k += 1;
         }
+        self.finish_plain(regs, batch, k, start, i, invalid, false)
+    }
+
+    /// The end of the plain path's batch: the first `k` packets of `batch`
+    /// were consumed (descriptors `start..i`, `invalid` refused); with
+    /// `special`, the k-th needs the slow path. Called from each exit of
+    /// the loop, so that no flag says which exit it was.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn finish_plain<R: RegisterAccess>(
+        &mut self,
+        regs: &R,
+        batch: &mut PacketBatch,
+        k: usize,
+        start: u16,
+        i: u16,
+        invalid: u64,
+        special: bool,
+    ) -> usize {
+        let (base, len) = batch.raw_parts();
         // SAFETY: the first k packets were moved out; the rest moves down.
         unsafe {
             std::ptr::copy(base.add(k), base, len - k);
             batch.set_len_raw(len - k);
         }
-        let consumed = k;
         self.invalid += invalid;
         // One counter per batch; software_stats() derives packets and the
         // histogram from it (one descriptor per packet on this path).
-        self.plain_descriptors += index.distance(start, i) as u64;
+        self.plain_descriptors += self.index.distance(start, i) as u64;
         self.tx_index = i;
-        let mut taken = consumed;
+        let mut taken = k;
         if special {
-            // An offload request or a chain with every switch off: done in
-            // software, then sent as plain packets.
+            // An offload request or a chain with every switch off, or a
+            // packet of another DMA domain: done in software (copied),
+            // then sent as plain packets.
             taken += self.tx_software(batch);
+        } else {
+            // What did not fit stays with the caller.
+            self.ring_full += batch.len() as u64;
         }
         if self.tx_index != start {
             // One tail write per batch.
@@ -338,7 +370,11 @@ impl<N: Nic> TxQueue<N> {
             copy.copy_from_slice(packet);
             copy
         };
-        offload::fill_checksums(&mut frame, &request)?;
+        // A chain without requests (an RSC packet forwarded with every
+        // switch off) only needs linearising.
+        if request.flags != 0 {
+            offload::fill_checksums(&mut frame, &request)?;
+        }
         frame.set_tx_offload(Default::default());
         out.push(frame);
         Ok(())
@@ -353,13 +389,50 @@ impl<N: Nic> TxQueue<N> {
         let mut frames = Vec::new();
         while !batch.is_empty() {
             frames.clear();
-            if batch[0].len_and_request() >> 32 == 0 {
-                break; // a plain packet again: the next call's fast path
-            }
-            if let Err(e) = self.software_frames(&batch[0], &mut frames) {
-                self.refuse(batch, e);
+            let plain = batch[0].len_and_request() >> 32 == 0;
+            let foreign = !domain::in_domain(&batch[0], self.domain);
+            if plain && !foreign {
+                // A plain packet of this queue's domain after one that
+                // needed work: sent as the fast path sends it, so that a
+                // batch mixing domains is taken whole.
+                let len = batch[0].len();
+                if len == 0 || len > MAX_FRAME {
+                    self.refuse(batch, Error::Config(format!("a packet of {len} bytes cannot be sent")));
+                    taken += 1;
+                    continue;
+                }
+                if self.free_descriptors() == 0 {
+                    self.ring_full += batch.len() as u64;
+                    break;
+                }
+                let i = self.tx_index;
+                batch.consume_front(1, |packet| {
+                    self.descriptor(i)
+                        .tx_data(packet.data_iova(), len as u16, TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS);
+                    self.packets[i as usize].write(packet);
+                });
+                self.tx_index = self.index.next(i);
+                self.plain_descriptors += 1;
                 taken += 1;
                 continue;
+            }
+            let converted = if plain {
+                self.copy_plain(&batch[0], &mut frames)
+            } else {
+                self.software_frames(&batch[0], &mut frames).map(|()| true)
+            };
+            match converted {
+                Ok(true) => {}
+                Ok(false) => {
+                    // No buffer to copy into: it stays with the caller.
+                    self.stats.tx_copy_pool_empty += batch.len() as u64;
+                    break;
+                }
+                Err(e) => {
+                    self.refuse(batch, e);
+                    taken += 1;
+                    continue;
+                }
             }
             let in_flight = self.index.distance(self.clean_index, self.tx_index) as usize;
             if frames.len() > self.index.size() - 1 - in_flight {
@@ -369,7 +442,12 @@ impl<N: Nic> TxQueue<N> {
             batch.consume_front(1, drop);
             taken += 1;
             self.stats.tx_packets += 1;
-            self.stats.tx_software_fallback += 1;
+            if plain {
+                self.stats.tx_copied += 1;
+            } else {
+                self.stats.tx_software_fallback += 1;
+                self.stats.tx_copied += foreign as u64;
+            }
             for frame in frames.drain(..) {
                 let i = self.tx_index;
                 self.stats.tx_bytes += frame.len() as u64;
@@ -385,6 +463,35 @@ impl<N: Nic> TxQueue<N> {
             }
         }
         taken
+    }
+
+    /// A plain packet of another DMA domain, copied into one buffer of this
+    /// queue's domain (the plain path puts one buffer per descriptor).
+    /// `Ok(false)`: no buffer free.
+    #[cold]
+    fn copy_plain(&mut self, packet: &Packet, out: &mut Vec<Packet>) -> Result<bool> {
+        let len = packet.len();
+        if len == 0 || len > MAX_FRAME {
+            return Err(Error::Config(format!("a packet of {len} bytes cannot be sent")));
+        }
+        let pool = self.pool_for_fallback()?;
+        if len > pool.data_room() {
+            return Err(Error::Config(format!(
+                "a packet of {len} bytes from the {} DMA domain does not fit one {}-byte buffer of this \
+                 device's ({}) memory; send it from the device's own pool, or turn an offload switch on \
+                 (that path sends a copy as a chain)",
+                packet.dma_domain(),
+                pool.data_room(),
+                self.domain
+            )));
+        }
+        match domain::copy_into(packet, &pool) {
+            Some(copy) => {
+                out.push(copy);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     /// Drops the first packet of `batch`, counting it and keeping why.
@@ -435,9 +542,13 @@ impl<N: Nic> TxQueue<N> {
         let mut frames = Vec::new();
         while !batch.is_empty() {
             match self.tx_one_offload(batch, &mut frames) {
-                Ok(true) => taken += 1,
-                Ok(false) => {
+                Ok(Put::Taken) => taken += 1,
+                Ok(Put::RingFull) => {
                     self.ring_full += batch.len() as u64;
+                    break;
+                }
+                Ok(Put::NoCopyBuffer) => {
+                    self.stats.tx_copy_pool_empty += batch.len() as u64;
                     break;
                 }
                 Err(e) => {
@@ -458,8 +569,8 @@ impl<N: Nic> TxQueue<N> {
         self.index.size() - 1 - in_flight
     }
 
-    /// Puts the first packet of `batch` in the ring. `Ok(false)`: no room.
-    fn tx_one_offload(&mut self, batch: &mut PacketBatch, frames: &mut Vec<Packet>) -> Result<bool> {
+    /// Puts the first packet of `batch` in the ring.
+    fn tx_one_offload(&mut self, batch: &mut PacketBatch, frames: &mut Vec<Packet>) -> Result<Put> {
         let state = self.offload.as_ref().expect("offload path");
         let (tx_checksum, tso) = (state.tx_checksum, state.tso);
         let packet = &batch[0];
@@ -467,6 +578,7 @@ impl<N: Nic> TxQueue<N> {
         if packet.len() == 0 {
             return Err(Error::Config("empty packet".into()));
         }
+        let foreign = !domain::in_domain(packet, self.domain);
         let hardware = if request.flags & TX_TSO != 0 {
             offload::check_tso_with(packet, &N::TSO_LIMITS)?;
             tso != TsoMode::Off
@@ -480,18 +592,37 @@ impl<N: Nic> TxQueue<N> {
             frames.clear();
             self.software_frames(packet, frames)?;
             if frames.len() > self.free_descriptors() {
-                return Ok(false);
+                return Ok(Put::RingFull);
             }
             batch.consume_front(1, drop);
             self.stats.tx_packets += 1;
             self.stats.tx_software_fallback += 1;
+            // The frames are in this queue's domain whatever the packet's.
+            self.stats.tx_copied += foreign as u64;
             for frame in frames.drain(..) {
                 self.put_data(frame, None);
             }
-            return Ok(true);
+            return Ok(Put::Taken);
         }
         let single = request.flags & TX_TSO != 0 && tso == TsoMode::Single;
-        let segments = if single { 1 } else { packet.segment_count() };
+        // What goes into the ring instead of the packet itself, made
+        // before the packet leaves the batch (a failure leaves it there):
+        // a chain linearised for single-descriptor TSO (into this queue's
+        // domain), or a copy of a packet of another DMA domain.
+        let replacement = if single && packet.is_chained() {
+            let pool = self.single_pool()?;
+            Some(offload::linearize(packet, &pool)?)
+        } else if foreign {
+            let pool = self.pool_for_fallback()?;
+            match domain::copy_into(packet, &pool) {
+                Some(copy) => Some(copy),
+                None => return Ok(Put::NoCopyBuffer),
+            }
+        } else {
+            None
+        };
+        let packet = replacement.as_ref().unwrap_or(&batch[0]);
+        let segments = packet.segment_count();
         let limits = &N::TSO_LIMITS;
         if segments > limits.max_data_descriptors {
             return Err(Error::Config(format!(
@@ -501,22 +632,23 @@ impl<N: Nic> TxQueue<N> {
         }
         let context = (request.flags != 0).then(|| context_fields(&request));
         if segments + context.is_some() as usize > self.free_descriptors() {
-            return Ok(false);
+            return Ok(Put::RingFull);
         }
-        let mut packet = None;
-        batch.consume_front(1, |p| packet = Some(p));
-        let mut packet = packet.expect("one packet");
-        if single && packet.is_chained() {
-            let pool = self.single_pool()?;
-            packet = offload::linearize(&packet, &pool)?;
-        }
+        let mut original = None;
+        batch.consume_front(1, |p| original = Some(p));
+        let mut packet = match replacement {
+            Some(replacement) => replacement, // the original is dropped
+            None => original.expect("one packet"),
+        };
+        debug_assert!(domain::in_domain(&packet, self.domain));
+        self.stats.tx_copied += foreign as u64;
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += packet.total_len() as u64;
         if request.flags != 0 {
             seed_checksums(&mut packet, &request);
         }
         self.put_data(packet, context.map(|c| (c, request)));
-        Ok(true)
+        Ok(Put::Taken)
     }
 
     /// Large buffers for single-descriptor TSO: DTALEN is 16 bits, so one
@@ -590,6 +722,17 @@ impl<N: Nic> TxQueue<N> {
         self.packets[last as usize].write(packet);
         self.offload.as_mut().expect("offload path").ends.push_back(last);
     }
+}
+
+/// What [`TxQueue::tx_one_offload`] did with the first packet of a batch.
+enum Put {
+    /// It is in the ring.
+    Taken,
+    /// Not enough free descriptors: it stays with the caller.
+    RingFull,
+    /// It is of another DMA domain and no buffer was free to copy it
+    /// into: it stays with the caller.
+    NoCopyBuffer,
 }
 
 /// The context descriptor's three fields for `request` (§7.2.3.2.3):

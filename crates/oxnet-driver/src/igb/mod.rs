@@ -144,7 +144,7 @@ impl<R: RegisterAccess> IgbDevice<R> {
                 "{spec}: the igb driver does not implement 802.3x flow control yet (drop --flow-control)"
             )));
         }
-        let memory = config.memory.unwrap_or(default_memory);
+        let memory = crate::domain::device_memory(config.memory.unwrap_or(default_memory), spec)?;
         let mut dev = IgbDevice {
             regs,
             spec: spec.to_string(),

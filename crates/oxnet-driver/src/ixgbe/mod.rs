@@ -120,7 +120,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
                 "the 82599 driver supports at most 64 queues per direction".into(),
             ));
         }
-        let memory = config.memory.unwrap_or(default_memory);
+        let memory = crate::domain::device_memory(config.memory.unwrap_or(default_memory), spec)?;
         let mut dev = IxgbeDevice {
             regs,
             spec: spec.to_string(),

@@ -44,14 +44,16 @@ impl StatsReport {
             ("rx_pool_empty", d.rx_pool_empty),
             ("tx_ring_full", d.tx_ring_full),
             ("tx_invalid", d.tx_invalid),
+            ("tx_copied", d.tx_copied),
+            ("tx_copy_pool_empty", d.tx_copy_pool_empty),
         ] {
             out += &format!("  {name:<18} {value}\n");
         }
         if !self.queues.is_empty() {
-            out += "  queue   hw_rx_pkts   hw_rx_bytes   hw_tx_pkts   hw_tx_bytes  rx_descs   rx_pkts  tx_descs   tx_pkts  ctx_descs  sw_fallback\n";
+            out += "  queue   hw_rx_pkts   hw_rx_bytes   hw_tx_pkts   hw_tx_bytes  rx_descs   rx_pkts  tx_descs   tx_pkts  ctx_descs  sw_fallback  tx_copied\n";
             for q in &self.queues {
                 out += &format!(
-                    "  {:>5} {:>12} {:>13} {:>12} {:>13} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12}\n",
+                    "  {:>5} {:>12} {:>13} {:>12} {:>13} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>10}\n",
                     q.queue,
                     q.hw_rx_packets,
                     q.hw_rx_bytes,
@@ -62,7 +64,8 @@ impl StatsReport {
                     q.tx_descriptors,
                     q.tx_packets,
                     q.tx_context_descriptors,
-                    q.tx_software_fallback
+                    q.tx_software_fallback,
+                    q.tx_copied
                 );
             }
             out += "  descriptors per transmitted packet (queue: descriptors=packets):\n";
@@ -95,7 +98,8 @@ impl StatsReport {
                 format!(
                     "{{\"queue\":{},\"hw_rx_packets\":{},\"hw_rx_bytes\":{},\"hw_tx_packets\":{},\"hw_tx_bytes\":{},\
                      \"rx_descriptors\":{},\"rx_packets\":{},\"rx_bytes\":{},\"tx_descriptors\":{},\"tx_packets\":{},\
-                     \"tx_bytes\":{},\"tx_context_descriptors\":{},\"tx_software_fallback\":{},\
+                     \"tx_bytes\":{},\"tx_context_descriptors\":{},\"tx_software_fallback\":{},\"tx_copied\":{},\
+                     \"tx_copy_pool_empty\":{},\
                      \"tx_descriptors_per_packet\":{{{}}}}}",
                     q.queue,
                     q.hw_rx_packets,
@@ -110,6 +114,8 @@ impl StatsReport {
                     q.tx_bytes,
                     q.tx_context_descriptors,
                     q.tx_software_fallback,
+                    q.tx_copied,
+                    q.tx_copy_pool_empty,
                     histogram.join(",")
                 )
             })
@@ -122,7 +128,7 @@ impl StatsReport {
         format!(
             "{{\"device\":{},\"rx_packets\":{},\"rx_bytes\":{},\"tx_packets\":{},\"tx_bytes\":{},\"rx_missed\":{},\
              \"rx_crc_errors\":{},\"rx_length_errors\":{},\"rx_undersize\":{},\"rx_oversize\":{},\"rx_pool_empty\":{},\
-             \"tx_ring_full\":{},\"tx_invalid\":{},\"queues\":[{}],\"registers\":{{{}}}}}",
+             \"tx_ring_full\":{},\"tx_invalid\":{},\"tx_copied\":{},\"tx_copy_pool_empty\":{},\"queues\":[{}],\"registers\":{{{}}}}}",
             json_string(&self.spec),
             d.rx_packets,
             d.rx_bytes,
@@ -136,6 +142,8 @@ impl StatsReport {
             d.rx_pool_empty,
             d.tx_ring_full,
             d.tx_invalid,
+            d.tx_copied,
+            d.tx_copy_pool_empty,
             queues.join(","),
             registers.join(",")
         )

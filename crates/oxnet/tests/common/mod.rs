@@ -69,7 +69,12 @@ pub fn static_oxnet() -> std::path::PathBuf {
 /// `pktgen_extra` to pktgen only. Prints one line each, `GEN `, `PCAP `,
 /// `FWD `, with the command's final JSON, then their stderr.
 pub fn topology_script(count: u64, extra: &str, pktgen_extra: &str) -> String {
-    let nic = oxnet_rig::Vm::nic_address;
+    topology_script_on([0, 1, 2, 3], count, extra, pktgen_extra)
+}
+
+/// [`topology_script`] over the NICs `[pktgen, fwd in, fwd out, pcap]`.
+pub fn topology_script_on(nics: [usize; 4], count: u64, extra: &str, pktgen_extra: &str) -> String {
+    let nic = |i: usize| oxnet_rig::Vm::nic_address(nics[i]);
     format!(
         r#"oxnet pcap {cap} /tmp/out.pcap --count {count} --seconds 120 --json --quiet {extra} > /tmp/pcap.out 2> /tmp/pcap.err &
 PCAP=$!
