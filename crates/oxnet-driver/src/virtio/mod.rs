@@ -15,6 +15,8 @@ pub mod legacy_pci;
 pub mod net;
 pub mod net_header;
 pub mod transport;
+#[cfg(test)]
+mod tx_tests;
 pub mod vhost_user;
 pub mod virtqueue;
 
@@ -326,8 +328,7 @@ impl<T: Transport> VirtioNet<T> {
             self.refuse(e);
             return Ok(());
         }
-        let per_frame = 1 + (self.descriptors_per_packet() - 1);
-        let needed = frames.len() * per_frame;
+        let needed = frames.len() * self.descriptors_per_packet();
         if needed > self.tx.size() as usize {
             self.refuse(Error::Config(format!(
                 "a packet of {} segments needs {needed} descriptors; the transmit queue has {}",
@@ -509,8 +510,9 @@ impl<T: Transport> Device for VirtioNet<T> {
         let per_plain = self.descriptors_per_packet();
         let mut sent = 0;
         let taken = batch.consume_front_while(batch.len(), |mut packet| {
-            // A chain or an offload request: the slow path.
-            if packet.len_and_request() >> 32 != 0 || packet.is_chained() {
+            // A chain or an offload request (a chain head carries a flag in
+            // the request word): the slow path.
+            if packet.len_and_request() >> 32 != 0 {
                 return self.tx_special(packet, &mut sent);
             }
             if packet.is_empty() || packet.headroom() < header_len {
