@@ -589,6 +589,14 @@ impl<T: Transport> Device for VirtioNet<T> {
         }
     }
 
+    /// The negotiated feature bits (§2.2), for `oxnet stats` and tests.
+    fn feature_registers(&self) -> Vec<(String, u32)> {
+        vec![
+            ("virtio features 31:0".into(), self.features as u32),
+            ("virtio features 63:32".into(), (self.features >> 32) as u32),
+        ]
+    }
+
     fn queue_stats(&mut self) -> Vec<QueueStats> {
         let mut q = QueueStats::new(0);
         q.rx_packets = self.stats.rx_packets;
