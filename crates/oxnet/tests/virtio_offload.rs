@@ -228,7 +228,7 @@ fn check_segments(frames: &[Vec<u8>], payload: &[u8], first_sequence: u32, log: 
 #[test]
 fn an_rsc_chain_from_the_82599_reaches_the_vhost_back_end_whole() {
     pin_to_cpu0();
-    let mut backend = Backend::start("rsc", "", CSUM_GSO);
+    let mut backend = Backend::start("rsc", "", &[CSUM_GSO, &["set verbose 1"]].concat());
     let mut virtio = oxnet_driver::open(&backend.spec(), &receive_checksums()).unwrap();
     // The software 82599 with RSC on coalesces 10 in-order segments of
     // 1000 bytes into one packet chained over 2 KiB buffers.
@@ -264,6 +264,12 @@ fn an_rsc_chain_from_the_82599_reaches_the_vhost_back_end_whole() {
     drop(virtio);
     let log = backend.stop();
     check_segments(&frames, &payload, 5000, &format!("{stats:?}\n{log}"));
+    let seen = received_by_testpmd(&log);
+    assert_eq!(
+        seen.iter().map(|s| s.0).collect::<Vec<_>>(),
+        vec![54 + 10_000],
+        "testpmd received the whole chain as one packet\n{log}"
+    );
 }
 
 /// Only the receive switch: GUEST_CSUM, so that testpmd's partial
@@ -276,6 +282,21 @@ fn receive_checksums() -> Config {
         },
         ..Config::default()
     }
+}
+
+/// What testpmd's csum engine printed for each packet it received (with
+/// `set verbose 1`): the length, and its "rx:" line with the mbuf flags.
+fn received_by_testpmd(log: &str) -> Vec<(usize, String)> {
+    let lines: Vec<&str> = log.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if let Some(at) = l.find("pkt_len=").filter(|_| l.starts_with("port=")) {
+            let len = l[at + 8..].split(',').next().unwrap_or("").parse().unwrap_or(0);
+            let rx = lines.get(i + 1).copied().unwrap_or("").to_string();
+            out.push((len, rx));
+        }
+    }
+    out
 }
 
 /// The negotiated virtio feature bits (low 32), as the driver reports them.
@@ -317,7 +338,7 @@ fn tso_packet(dev: &dyn Device, payload: usize) -> (Packet, Vec<u8>) {
 #[test]
 fn a_tso_request_goes_through_the_header_to_testpmd_and_arrives_whole() {
     pin_to_cpu0();
-    let mut backend = Backend::start("tso", ",tso=1", CSUM_GSO);
+    let mut backend = Backend::start("tso", ",tso=1", &[CSUM_GSO, &["set verbose 1"]].concat());
     let config = Config {
         offloads: Offloads {
             tx_checksum: true,
@@ -341,12 +362,20 @@ fn a_tso_request_goes_through_the_header_to_testpmd_and_arrives_whole() {
     );
     check_segments(&frames, &payload, 9000, &log);
     assert_eq!(fallback, 0, "the device was asked to segment");
+    // testpmd saw one 8054-byte packet, and DPDK's vhost library took our
+    // header's gso_type as a large receive (RX_LRO) with a checksum that
+    // needs no check (NEEDS_CSUM with offsets it recognises).
+    let seen = received_by_testpmd(&log);
+    assert_eq!(seen.len(), 1, "{log}");
+    assert_eq!(seen[0].0, 8054, "{log}");
+    assert!(seen[0].1.contains("RTE_MBUF_F_RX_LRO"), "{log}");
+    assert!(seen[0].1.contains("RTE_MBUF_F_RX_L4_CKSUM_GOOD"), "{log}");
 }
 
 #[test]
 fn without_the_switch_tso_is_done_in_software_and_arrives_the_same() {
     pin_to_cpu0();
-    let mut backend = Backend::start("tso-sw", ",tso=1", CSUM_GSO);
+    let mut backend = Backend::start("tso-sw", ",tso=1", &[CSUM_GSO, &["set verbose 1"]].concat());
     let mut virtio = oxnet_driver::open(&backend.spec(), &receive_checksums()).unwrap();
     let (packet, payload) = tso_packet(&*virtio, 8000);
     let frames = round_trip(&mut *virtio, packet, 8);
@@ -355,6 +384,13 @@ fn without_the_switch_tso_is_done_in_software_and_arrives_the_same() {
     let log = backend.stop();
     check_segments(&frames, &payload, 9000, &log);
     assert_eq!(fallback, 1);
+    let seen = received_by_testpmd(&log);
+    assert_eq!(
+        seen.iter().map(|s| s.0).collect::<Vec<_>>(),
+        vec![1054; 8],
+        "testpmd received our 8 segments\n{log}"
+    );
+    assert!(seen.iter().all(|s| !s.1.contains("RX_LRO")), "{log}");
 }
 
 /// A checksum request in the header, and nothing else touching the packet:
