@@ -394,12 +394,16 @@ fn without_the_switch_tso_is_done_in_software_and_arrives_the_same() {
 }
 
 /// A checksum request in the header, and nothing else touching the packet:
-/// testpmd's io engine sends it back as it came, and DPDK's vhost library
-/// (with `legacy-ol-flags=1`) turns our NEEDS_CSUM into a transmit
-/// checksum request and back into NEEDS_CSUM towards us, csum_start and
-/// csum_offset re-derived from the headers. Our receive path completes the
-/// checksum from the pseudo-header sum *we* put in the packet: the frame
-/// verifies only if that sum was right (§5.1.6.2).
+/// testpmd's io engine sends it back as it came. Both checksums were
+/// spoiled before sending: the frames come back right only if the
+/// back-end acted on our header (NEEDS_CSUM at csum_start 34 /
+/// csum_offset 16, VirtIO 1.0 §5.1.6.2) — DPDK's vhost library (with
+/// `legacy-ol-flags=1`) turns it into a transmit checksum request, and
+/// back into NEEDS_CSUM towards us, which our receive path (GUEST_CSUM)
+/// completes. An all-zero header (the old driver) brings the spoiled
+/// checksums back. (DPDK re-derives the pseudo-header sum on the way, so
+/// the value we put in the TCP checksum field is checked by the unit tests
+/// in virtio/net_header.rs and virtio/tx_tests.rs, not here.)
 #[test]
 fn a_checksum_request_in_the_header_survives_a_round_trip_and_verifies() {
     pin_to_cpu0();
