@@ -171,38 +171,65 @@ impl Virtqueue {
     ///
     /// [`descriptors_for`]: Virtqueue::descriptors_for
     /// [`new_chains`]: Virtqueue::new_chains
+    #[inline]
     pub fn post_chain(&mut self, packet: Packet, header_len: usize) -> std::result::Result<(), Packet> {
-        if self.chain_len.is_empty() || self.descriptors_for(&packet) > self.free_heads.len() as usize {
+        if self.chain_len.is_empty() {
             return Err(packet);
         }
-        // (address, length) of each descriptor, in order.
-        let mut parts = Vec::with_capacity(self.descriptors_for(&packet));
         let header_iova = packet.data_iova() - header_len as u64;
-        if self.separate_header {
-            parts.push((header_iova, header_len as u32));
-            parts.push((packet.data_iova(), packet.len() as u32));
-        } else {
-            parts.push((header_iova, (header_len + packet.len()) as u32));
-        }
-        for segment in packet.segments().skip(1) {
-            parts.push((segment.data_iova(), segment.len() as u32));
+        if !packet.is_chained() {
+            // The common case, without walking a chain.
+            let Some(head) = self.free_heads.pop() else {
+                return Err(packet);
+            };
+            if self.separate_header {
+                let Some(data) = self.free_heads.pop() else {
+                    self.free_heads.push_front(head);
+                    return Err(packet);
+                };
+                self.write_desc(head, header_iova, header_len as u32, DESC_F_NEXT, data);
+                self.write_desc(data, packet.data_iova(), packet.len() as u32, 0, 0);
+                self.links[head as usize] = data;
+                self.chain_len[head as usize] = 2;
+            } else {
+                self.write_desc(head, header_iova, (header_len + packet.len()) as u32, 0, 0);
+                self.chain_len[head as usize] = 1;
+            }
+            self.offer(head);
+            self.slots[head as usize] = Some(packet);
+            return Ok(());
         }
         // Counted from the segments themselves, not the head's count.
-        let needed = parts.len();
+        let needed = packet.segments().count() + self.separate_header as usize;
         if needed > self.free_heads.len() as usize {
             return Err(packet);
         }
-        let mut ids = Vec::with_capacity(needed);
-        for _ in 0..needed {
-            ids.push(self.free_heads.pop().expect("counted above"));
+        // Each descriptor is written once its successor is known.
+        let mut head = None;
+        let mut pending: Option<(u16, u64, u32)> = None;
+        let mut put = |queue: &mut Virtqueue, addr: u64, len: u32| {
+            let id = queue.free_heads.pop().expect("counted above");
+            match pending {
+                Some((prev, prev_addr, prev_len)) => {
+                    queue.write_desc(prev, prev_addr, prev_len, DESC_F_NEXT, id);
+                    queue.links[prev as usize] = id;
+                }
+                None => head = Some(id),
+            }
+            pending = Some((id, addr, len));
+        };
+        if self.separate_header {
+            put(self, header_iova, header_len as u32);
+            put(self, packet.data_iova(), packet.len() as u32);
+        } else {
+            put(self, header_iova, (header_len + packet.len()) as u32);
         }
-        for (k, &(addr, len)) in parts.iter().enumerate() {
-            let last = k + 1 == needed;
-            let next = if last { 0 } else { ids[k + 1] };
-            self.write_desc(ids[k], addr, len, if last { 0 } else { DESC_F_NEXT }, next);
-            self.links[ids[k] as usize] = next;
+        for segment in packet.segments().skip(1) {
+            put(self, segment.data_iova(), segment.len() as u32);
         }
-        let head = ids[0];
+        let (last, addr, len) = pending.expect("at least one descriptor");
+        self.write_desc(last, addr, len, 0, 0);
+        let head = head.expect("at least one descriptor");
         self.chain_len[head as usize] = needed as u16;
         self.offer(head);
         self.slots[head as usize] = Some(packet);
@@ -473,6 +500,18 @@ impl HeadFifo {
         Some(head)
     }
 
+    /// Gives back the head just taken by [`HeadFifo::pop`].
+    #[inline]
+    fn push_front(&mut self, head: u16) {
+        self.front = if self.front == 0 {
+            self.heads.len() as u32 - 1
+        } else {
+            self.front - 1
+        };
+        self.heads[self.front as usize] = head;
+        self.count += 1;
+    }
+
     #[inline]
     fn push(&mut self, head: u16) {
         let mut back = (self.front + self.count) as usize;
@@ -621,6 +660,25 @@ mod tests {
         }
         assert!(q.post_chain(p, 10).is_err());
         assert_eq!(q.free_slots(), 2);
+    }
+
+    #[test]
+    fn a_plain_packet_that_finds_one_free_descriptor_of_two_waits() {
+        let pool = Mempool::new("vq", 16, MemoryKind::Plain).unwrap();
+        let mut q = Virtqueue::new_chains(1, 4, true, MemoryKind::Plain).unwrap();
+        let mut chain = pool.alloc().unwrap();
+        chain.append(pool.alloc().unwrap());
+        q.post_chain(chain, 10).unwrap(); // header + 2 segments
+        assert_eq!(q.free_slots(), 1);
+        assert!(q.post_chain(pool.alloc().unwrap(), 10).is_err());
+        assert_eq!(q.free_slots(), 1, "the descriptor taken is given back");
+        q.publish();
+        device_uses(&q, avail_entry(&q, 0), 0, 1);
+        assert!(q.pop_used().is_some());
+        assert_eq!(q.free_slots(), 4);
+        q.post_chain(pool.alloc().unwrap(), 10).unwrap();
+        q.post_chain(pool.alloc().unwrap(), 10).unwrap();
+        assert_eq!(q.free_slots(), 0);
     }
 
     #[test]
