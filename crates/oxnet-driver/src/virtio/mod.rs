@@ -292,9 +292,7 @@ impl<T: Transport> VirtioNet<T> {
             header.write(room);
         }
         self.stats.tx_bytes += packet.total_len() as u64;
-        if let Err(packet) = self.tx.post_chain(packet, header_len) {
-            return Err(packet);
-        }
+        self.tx.post_chain(packet, header_len)?;
         *sent += 1;
         Ok(())
     }
@@ -534,9 +532,7 @@ impl<T: Transport> Device for VirtioNet<T> {
                 }
             }
             self.stats.tx_bytes += packet.len() as u64;
-            if let Err(packet) = self.tx.post_chain(packet, header_len) {
-                return Err(packet);
-            }
+            self.tx.post_chain(packet, header_len)?;
             sent += 1;
             Ok(())
         });
