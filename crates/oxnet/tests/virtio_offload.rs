@@ -25,6 +25,9 @@ use std::time::{Duration, Instant};
 
 const TESTPMD: &str = "dpdk-testpmd";
 
+/// One testpmd at a time: each busy-polls CPU 1.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn pin_to_cpu0() {
     // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it.
     unsafe {
@@ -227,6 +230,7 @@ fn check_segments(frames: &[Vec<u8>], payload: &[u8], first_sequence: u32, log: 
 
 #[test]
 fn an_rsc_chain_from_the_82599_reaches_the_vhost_back_end_whole() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     pin_to_cpu0();
     let mut backend = Backend::start("rsc", "", &[CSUM_GSO, &["set verbose 1"]].concat());
     let mut virtio = oxnet_driver::open(&backend.spec(), &receive_checksums()).unwrap();
@@ -337,6 +341,7 @@ fn tso_packet(dev: &dyn Device, payload: usize) -> (Packet, Vec<u8>) {
 
 #[test]
 fn a_tso_request_goes_through_the_header_to_testpmd_and_arrives_whole() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     pin_to_cpu0();
     let mut backend = Backend::start("tso", ",tso=1", &[CSUM_GSO, &["set verbose 1"]].concat());
     let config = Config {
@@ -374,6 +379,7 @@ fn a_tso_request_goes_through_the_header_to_testpmd_and_arrives_whole() {
 
 #[test]
 fn without_the_switch_tso_is_done_in_software_and_arrives_the_same() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     pin_to_cpu0();
     let mut backend = Backend::start("tso-sw", ",tso=1", &[CSUM_GSO, &["set verbose 1"]].concat());
     let mut virtio = oxnet_driver::open(&backend.spec(), &receive_checksums()).unwrap();
@@ -406,6 +412,7 @@ fn without_the_switch_tso_is_done_in_software_and_arrives_the_same() {
 /// in virtio/net_header.rs and virtio/tx_tests.rs, not here.)
 #[test]
 fn a_checksum_request_in_the_header_survives_a_round_trip_and_verifies() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     pin_to_cpu0();
     let mut backend = Backend::start("csum", ",legacy-ol-flags=1", &["set fwd io"]);
     let config = Config {
