@@ -13,14 +13,19 @@
 
 pub mod legacy_pci;
 pub mod net;
+pub mod net_header;
 pub mod transport;
+#[cfg(test)]
+mod tx_tests;
 pub mod vhost_user;
 pub mod virtqueue;
 
-use crate::device::{Config, Device, DeviceStats, Features, Link};
+use crate::device::{Config, Device, DeviceStats, Features, Link, QueueStats, TsoMode};
 use crate::error::{Error, Result};
 use crate::mempool::Mempool;
-use crate::packet::{BulkFree, PacketBatch};
+use crate::offload;
+use crate::packet::{BulkFree, Packet, PacketBatch, TX_REQUEST_MASK, TX_TSO};
+use net_header::NetHeader;
 use transport::status;
 pub use transport::Transport;
 use virtqueue::Virtqueue;
@@ -28,6 +33,26 @@ use virtqueue::Virtqueue;
 /// Feature bits this driver can use; everything else is declined
 /// (§3.1.1 step 4: "only features the driver understands").
 const WANTED_FEATURES: u64 = net::F_MAC | net::F_STATUS | net::F_CTRL_VQ | net::F_CTRL_RX | net::F_ANY_LAYOUT;
+
+/// The offload features asked for when the application turned the
+/// matching switch of [`Config::offloads`] on (and only then: a device
+/// that checksums or segments changes what goes on the wire of the peer,
+/// so it is the application's choice, as for the NICs).
+fn offload_features(config: &Config) -> u64 {
+    let o = &config.offloads;
+    let mut f = 0;
+    if o.tx_checksum {
+        f |= net_header::F_CSUM;
+    }
+    if o.tso != TsoMode::Off {
+        // HOST_TSO4 requires CSUM (§5.1.3.1).
+        f |= net_header::F_CSUM | net_header::F_HOST_TSO4;
+    }
+    if o.rx_checksum {
+        f |= net_header::F_GUEST_CSUM;
+    }
+    f
+}
 
 /// Driver-side options of a virtio device.
 #[derive(Debug, Clone, Copy)]
@@ -59,6 +84,12 @@ pub struct VirtioNet<T: Transport> {
     stats: DeviceStats,
     /// Receive completions too short to hold a header (device bug).
     rx_errors: u64,
+    /// Packets whose offload request was done in software because the
+    /// device did not offer (or the application did not switch on) the
+    /// feature, as [`QueueStats::tx_software_fallback`] counts for NICs.
+    tx_software_fallback: u64,
+    /// The last reason a packet was refused (tx_invalid), for messages.
+    last_tx_error: Option<String>,
     /// The receive queue's interrupt (an eventfd), with `config.interrupts`.
     rx_interrupt: Option<std::fs::File>,
 }
@@ -77,7 +108,7 @@ impl<T: Transport> VirtioNet<T> {
         transport.set_status(status::ACKNOWLEDGE)?;
         transport.set_status(status::ACKNOWLEDGE | status::DRIVER)?;
         let offered = transport.device_features()?;
-        let mut wanted = WANTED_FEATURES;
+        let mut wanted = WANTED_FEATURES | offload_features(config);
         if !options.any_layout {
             wanted &= !net::F_ANY_LAYOUT;
         }
@@ -99,7 +130,22 @@ impl<T: Transport> VirtioNet<T> {
             Ok(queue)
         };
         let rx = setup(&mut transport, net::RX_QUEUE, config.rx_ring_size, chain)?;
-        let tx = setup(&mut transport, net::TX_QUEUE, config.tx_ring_size, chain)?;
+        // The transmit queue takes chains of any length: a chained packet
+        // (RSC-coalesced, or built by the application) is one descriptor
+        // chain, one descriptor per segment (§2.4.5).
+        let tx = {
+            let size = transport.queue_size(net::TX_QUEUE, config.tx_ring_size.min(32768) as u16)?;
+            if size == 0 {
+                return Err(Error::Device(format!(
+                    "{}: virtqueue {} does not exist",
+                    transport.describe(),
+                    net::TX_QUEUE
+                )));
+            }
+            let queue = Virtqueue::new_chains(net::TX_QUEUE, size, chain == 2, kind)?;
+            transport.setup_queue(&queue)?;
+            queue
+        };
         let ctrl = if features & net::F_CTRL_VQ != 0 {
             Some(setup(&mut transport, net::CTRL_QUEUE, 64, 3)?)
         } else {
@@ -145,6 +191,8 @@ impl<T: Transport> VirtioNet<T> {
             mac,
             stats: DeviceStats::default(),
             rx_errors: 0,
+            tx_software_fallback: 0,
+            last_tx_error: None,
             rx_interrupt,
         };
         dev.fill_rx()?;
@@ -169,6 +217,160 @@ impl<T: Transport> VirtioNet<T> {
         } else {
             2
         }
+    }
+
+    /// Packets whose offload request was done in software.
+    pub fn tx_software_fallback(&self) -> u64 {
+        self.tx_software_fallback
+    }
+
+    /// Why the last refused packet was refused.
+    pub fn last_tx_error(&self) -> Option<&str> {
+        self.last_tx_error.as_deref()
+    }
+
+    /// Drops a packet that cannot be sent, counting it and keeping why.
+    fn refuse(&mut self, e: Error) {
+        self.stats.tx_invalid += 1;
+        self.last_tx_error = Some(e.to_string());
+    }
+
+    /// Puts one packet that is not plain (a chain, or an offload request)
+    /// in the transmit queue. `Err(packet)`: no room now (it stays with the
+    /// caller); `Ok`: sent, or refused and counted.
+    ///
+    /// * A request the device can do goes into the virtio-net header
+    ///   (§5.1.6.2, [`NetHeader::for_request`]); one it cannot is done
+    ///   here: checksums inserted or the packet segmented
+    ///   ([`crate::offload`]), frames sent plain, the packet counted in
+    ///   `tx_software_fallback`.
+    /// * A chain is posted as one descriptor chain. Only a chain with more
+    ///   descriptors than the queue has entries is copied into one buffer
+    ///   first: §2.4.5 makes the queue size "the maximum possible
+    ///   descriptor chain length", so such a chain could never be posted.
+    ///   A chain that merely finds too few free descriptors waits, like a
+    ///   plain packet in a full ring (copying it would cost a copy to save
+    ///   nothing: the device frees descriptors soon).
+    #[cold]
+    fn tx_special(&mut self, mut packet: Packet, sent: &mut usize) -> std::result::Result<(), Packet> {
+        let header_len = self.header_len;
+        let request = packet.tx_offload();
+        if packet.is_empty() || packet.headroom() < header_len {
+            self.refuse(Error::Config(
+                "empty packet, or no head room for the virtio-net header".into(),
+            ));
+            return Ok(());
+        }
+        if request.flags & TX_REQUEST_MASK != 0 && !net_header::device_can(self.features, &request) {
+            return self.tx_software(packet, sent);
+        }
+        if self.tx.descriptors_for(&packet) > self.tx.size() as usize {
+            match offload::linearize(&packet, &self.pool) {
+                Ok(copy) => packet = copy,
+                Err(e) => {
+                    self.refuse(e);
+                    return Ok(());
+                }
+            }
+        }
+        if self.tx.descriptors_for(&packet) > self.tx.free_slots() {
+            return Err(packet);
+        }
+        let header = if request.flags & TX_REQUEST_MASK != 0 {
+            let total = packet.total_len();
+            match NetHeader::for_request(&mut packet, total, &request) {
+                Ok(header) => header,
+                Err(e) => {
+                    self.refuse(e);
+                    return Ok(());
+                }
+            }
+        } else {
+            NetHeader::default()
+        };
+        if let Some(room) = packet.head_room_mut(header_len) {
+            header.write(room);
+        }
+        self.stats.tx_bytes += packet.total_len() as u64;
+        self.tx.post_chain(packet, header_len)?;
+        *sent += 1;
+        Ok(())
+    }
+
+    /// The software fallback: the request done here, with the bytes the
+    /// device would have sent, the frames posted plain.
+    #[cold]
+    fn tx_software(&mut self, packet: Packet, sent: &mut usize) -> std::result::Result<(), Packet> {
+        let request = packet.tx_offload();
+        let mut frames = Vec::new();
+        let made = if request.flags & TX_TSO != 0 {
+            offload::segment(&packet, &self.pool, &mut frames)
+        } else {
+            let copy = if packet.is_chained() {
+                offload::linearize(&packet, &self.pool)
+            } else {
+                self.pool.alloc().and_then(|mut copy| {
+                    copy.set_len(packet.len())?;
+                    copy.copy_from_slice(&packet);
+                    Ok(copy)
+                })
+            };
+            copy.and_then(|mut copy| {
+                offload::fill_checksums(&mut copy, &request)?;
+                copy.set_tx_offload(Default::default());
+                frames.push(copy);
+                Ok(())
+            })
+        };
+        if let Err(e) = made {
+            self.refuse(e);
+            return Ok(());
+        }
+        let needed = frames.len() * self.descriptors_per_packet();
+        if needed > self.tx.size() as usize {
+            self.refuse(Error::Config(format!(
+                "a packet of {} segments needs {needed} descriptors; the transmit queue has {}",
+                frames.len(),
+                self.tx.size()
+            )));
+            return Ok(());
+        }
+        if needed > self.tx.free_slots() {
+            return Err(packet);
+        }
+        let header_len = self.header_len;
+        for mut frame in frames {
+            if let Some(room) = frame.head_room_mut(header_len) {
+                room.fill(0);
+            }
+            self.stats.tx_bytes += frame.len() as u64;
+            if self.tx.post_chain(frame, header_len).is_err() {
+                unreachable!("free descriptors were counted");
+            }
+        }
+        self.tx_software_fallback += 1;
+        *sent += 1;
+        Ok(())
+    }
+
+    /// With GUEST_CSUM: the received header's checksum flags become the
+    /// packet's checksum metadata (§5.1.6.4); a partial checksum
+    /// (NEEDS_CSUM, from a local sender) is completed first, so the packet
+    /// can be forwarded as it is. A header pointing outside the packet is
+    /// counted in `rx_errors` and the packet left unmarked (software checks
+    /// it later if asked).
+    #[cold]
+    fn rx_checksum(&mut self, packet: &mut Packet) {
+        let header_len = self.header_len;
+        let Some(header) = packet.head_room_mut(header_len).and_then(|b| NetHeader::read(b)) else {
+            return;
+        };
+        if header.complete_partial(packet).is_err() {
+            self.rx_errors += 1;
+            return;
+        }
+        let flags = header.rx_checksum_flags(packet);
+        packet.meta_mut().flags |= flags;
     }
 
     /// Posts a buffer in every free receive slot (§5.1.6.3).
@@ -274,6 +476,9 @@ impl<T: Transport> Device for VirtioNet<T> {
                 self.rx_errors += 1;
                 continue;
             }
+            if self.features & net_header::F_GUEST_CSUM != 0 {
+                self.rx_checksum(&mut packet);
+            }
             self.stats.rx_bytes += packet.len() as u64;
             batch.push(packet);
             received += 1;
@@ -299,16 +504,21 @@ impl<T: Transport> Device for VirtioNet<T> {
             free.push(packet);
         }
         drop(free);
-        let n = batch.len().min(self.tx.free_slots());
-        if n < batch.len() {
-            self.stats.tx_ring_full += (batch.len() - n) as u64;
-        }
         let header_len = self.header_len;
+        let per_plain = self.descriptors_per_packet();
         let mut sent = 0;
-        for mut packet in batch.drain_front(n) {
+        let taken = batch.consume_front_while(batch.len(), |mut packet| {
+            // A chain or an offload request (a chain head carries a flag in
+            // the request word): the slow path.
+            if packet.len_and_request() >> 32 != 0 {
+                return self.tx_special(packet, &mut sent);
+            }
             if packet.is_empty() || packet.headroom() < header_len {
                 self.stats.tx_invalid += 1;
-                continue;
+                return Ok(());
+            }
+            if self.tx.free_slots() < per_plain {
+                return Err(packet);
             }
             // The header goes into the head room in front of the data; all
             // zero: no checksum offload, no segmentation (§5.1.6.2).
@@ -322,9 +532,11 @@ impl<T: Transport> Device for VirtioNet<T> {
                 }
             }
             self.stats.tx_bytes += packet.len() as u64;
-            let _ = self.tx.post(packet, header_len, false);
+            self.tx.post_chain(packet, header_len)?;
             sent += 1;
-        }
+            Ok(())
+        });
+        self.stats.tx_ring_full += batch.len() as u64;
         if sent > 0 {
             self.stats.tx_packets += sent as u64;
             self.tx.publish();
@@ -332,7 +544,7 @@ impl<T: Transport> Device for VirtioNet<T> {
                 self.transport.notify(self.tx.index);
             }
         }
-        n
+        taken
     }
 
     fn stats(&mut self) -> DeviceStats {
@@ -371,6 +583,24 @@ impl<T: Transport> Device for VirtioNet<T> {
             hardware_stats: false,
             flow_control: false,
         }
+    }
+
+    /// The negotiated feature bits (§2.2), for `oxnet stats` and tests.
+    fn feature_registers(&self) -> Vec<(String, u32)> {
+        vec![
+            ("virtio features 31:0".into(), self.features as u32),
+            ("virtio features 63:32".into(), (self.features >> 32) as u32),
+        ]
+    }
+
+    fn queue_stats(&mut self) -> Vec<QueueStats> {
+        let mut q = QueueStats::new(0);
+        q.rx_packets = self.stats.rx_packets;
+        q.rx_bytes = self.stats.rx_bytes;
+        q.tx_packets = self.stats.tx_packets;
+        q.tx_bytes = self.stats.tx_bytes;
+        q.tx_software_fallback = self.tx_software_fallback;
+        vec![q]
     }
 
     fn mempool(&self, _queue: u16) -> Mempool {

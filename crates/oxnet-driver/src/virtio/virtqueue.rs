@@ -85,6 +85,15 @@ pub struct Virtqueue {
     slots: Vec<Option<Packet>>,
     /// Used elements that named no chain of ours (a device bug): skipped.
     bad_used: u64,
+    /// Chains of any length (a transmit queue, [`Virtqueue::new_chains`]):
+    /// for each head, the descriptors its chain took, and for each
+    /// descriptor the next one we linked it to — our own copy, so that
+    /// freeing a chain never trusts what the device may have rewritten in
+    /// the descriptor table. Empty for fixed-length chains.
+    chain_len: Vec<u16>,
+    links: Vec<u16>,
+    /// A chain's header has a descriptor of its own (no ANY_LAYOUT).
+    separate_header: bool,
 }
 
 impl Virtqueue {
@@ -123,8 +132,108 @@ impl Virtqueue {
             free_heads: HeadFifo::new(heads, chain),
             slots: (0..size).map(|_| None).collect(),
             bad_used: 0,
+            chain_len: Vec::new(),
+            links: Vec::new(),
+            separate_header: chain == 2,
         };
         Ok(queue)
+    }
+
+    /// A transmit queue whose packets take chains of any length (one
+    /// descriptor per segment of a chained packet, §2.4.5), posted with
+    /// [`post_chain`]; `separate_header`: the virtio-net header takes a
+    /// descriptor of its own (a device without ANY_LAYOUT, §2.4.4).
+    /// [`free_slots`] then counts free descriptors.
+    ///
+    /// [`post_chain`]: Virtqueue::post_chain
+    /// [`free_slots`]: Virtqueue::free_slots
+    pub fn new_chains(index: u16, size: u16, separate_header: bool, kind: MemoryKind) -> Result<Virtqueue> {
+        let mut queue = Virtqueue::new(index, size, 1, kind)?;
+        queue.chain_len = vec![0; size as usize];
+        queue.links = vec![0; size as usize];
+        queue.separate_header = separate_header;
+        Ok(queue)
+    }
+
+    /// Descriptors [`post_chain`] needs for `packet`.
+    ///
+    /// [`post_chain`]: Virtqueue::post_chain
+    #[inline]
+    pub fn descriptors_for(&self, packet: &Packet) -> usize {
+        packet.segment_count() + self.separate_header as usize
+    }
+
+    /// Offers a (possibly chained) packet for the device to read: the
+    /// `header_len` bytes in the head room of the first segment, then every
+    /// segment, as one descriptor chain (§2.4.5: VIRTQ_DESC_F_NEXT links
+    /// them; the device sees one packet). Err: not enough free descriptors
+    /// (see [`descriptors_for`]), or a queue not made by [`new_chains`].
+    ///
+    /// [`descriptors_for`]: Virtqueue::descriptors_for
+    /// [`new_chains`]: Virtqueue::new_chains
+    #[inline]
+    pub fn post_chain(&mut self, packet: Packet, header_len: usize) -> std::result::Result<(), Packet> {
+        if self.chain_len.is_empty() {
+            return Err(packet);
+        }
+        let header_iova = packet.data_iova() - header_len as u64;
+        if !packet.is_chained() {
+            // The common case, without walking a chain.
+            let Some(head) = self.free_heads.pop() else {
+                return Err(packet);
+            };
+            if self.separate_header {
+                let Some(data) = self.free_heads.pop() else {
+                    self.free_heads.push_front(head);
+                    return Err(packet);
+                };
+                self.write_desc(head, header_iova, header_len as u32, DESC_F_NEXT, data);
+                self.write_desc(data, packet.data_iova(), packet.len() as u32, 0, 0);
+                self.links[head as usize] = data;
+                self.chain_len[head as usize] = 2;
+            } else {
+                self.write_desc(head, header_iova, (header_len + packet.len()) as u32, 0, 0);
+                self.chain_len[head as usize] = 1;
+            }
+            self.offer(head);
+            self.slots[head as usize] = Some(packet);
+            return Ok(());
+        }
+        // Counted from the segments themselves, not the head's count.
+        let needed = packet.segments().count() + self.separate_header as usize;
+        if needed > self.free_heads.len() as usize {
+            return Err(packet);
+        }
+        // Each descriptor is written once its successor is known.
+        let mut head = None;
+        let mut pending: Option<(u16, u64, u32)> = None;
+        let mut put = |queue: &mut Virtqueue, addr: u64, len: u32| {
+            let id = queue.free_heads.pop().expect("counted above");
+            match pending {
+                Some((prev, prev_addr, prev_len)) => {
+                    queue.write_desc(prev, prev_addr, prev_len, DESC_F_NEXT, id);
+                    queue.links[prev as usize] = id;
+                }
+                None => head = Some(id),
+            }
+            pending = Some((id, addr, len));
+        };
+        if self.separate_header {
+            put(self, header_iova, header_len as u32);
+            put(self, packet.data_iova(), packet.len() as u32);
+        } else {
+            put(self, header_iova, (header_len + packet.len()) as u32);
+        }
+        for segment in packet.segments().skip(1) {
+            put(self, segment.data_iova(), segment.len() as u32);
+        }
+        let (last, addr, len) = pending.expect("at least one descriptor");
+        self.write_desc(last, addr, len, 0, 0);
+        let head = head.expect("at least one descriptor");
+        self.chain_len[head as usize] = needed as u16;
+        self.offer(head);
+        self.slots[head as usize] = Some(packet);
+        Ok(())
     }
 
     /// Entries in the queue.
@@ -336,7 +445,16 @@ impl Virtqueue {
                 .flatten();
             match packet {
                 Some(packet) => {
-                    self.free_heads.push(id as u16);
+                    if self.chain_len.is_empty() {
+                        self.free_heads.push(id as u16);
+                    } else {
+                        // Every descriptor of the chain, by our own links.
+                        let mut d = id as u16;
+                        for _ in 0..self.chain_len[id as usize] {
+                            self.free_heads.push(d);
+                            d = self.links[d as usize];
+                        }
+                    }
                     return Some((packet, len));
                 }
                 None => self.bad_used += 1,
@@ -380,6 +498,18 @@ impl HeadFifo {
         }
         self.count -= 1;
         Some(head)
+    }
+
+    /// Gives back the head just taken by [`HeadFifo::pop`].
+    #[inline]
+    fn push_front(&mut self, head: u16) {
+        self.front = if self.front == 0 {
+            self.heads.len() as u32 - 1
+        } else {
+            self.front - 1
+        };
+        self.heads[self.front as usize] = head;
+        self.count += 1;
     }
 
     #[inline]
@@ -469,6 +599,86 @@ mod tests {
         let (_, len) = q.pop_used().unwrap();
         assert_eq!(len, 70);
         assert_eq!(q.bad_used_count(), 1);
+    }
+
+    #[test]
+    fn a_chained_packet_becomes_one_descriptor_chain_and_is_freed_whole() {
+        let pool = Mempool::new("vq", 16, MemoryKind::Plain).unwrap();
+        for separate_header in [false, true] {
+            let mut q = Virtqueue::new_chains(1, 8, separate_header, MemoryKind::Plain).unwrap();
+            let mut head = pool.alloc().unwrap();
+            head.set_len(100).unwrap();
+            let (a, b) = (head.data_iova(), {
+                let mut s = pool.alloc().unwrap();
+                s.set_len(200).unwrap();
+                let iova = s.data_iova();
+                head.append(s);
+                iova
+            });
+            let mut s = pool.alloc().unwrap();
+            s.set_len(300).unwrap();
+            let c = s.data_iova();
+            head.append(s);
+            let need = 3 + separate_header as usize;
+            assert_eq!(q.descriptors_for(&head), need);
+            q.post_chain(head, 10).unwrap();
+            q.publish();
+            assert_eq!(q.free_slots(), 8 - need);
+            // §2.4.5: NEXT on all but the last, `next` naming the following
+            // descriptor; the device reads 10 + 600 bytes in all.
+            let mut got = Vec::new();
+            let mut d = avail_entry(&q, 0);
+            loop {
+                let (addr, len, flags, next) = desc(&q, d);
+                got.push((addr, len));
+                if flags & DESC_F_NEXT == 0 {
+                    assert_eq!(flags, 0, "the device only reads");
+                    break;
+                }
+                d = next;
+            }
+            let want = if separate_header {
+                vec![(a - 10, 10), (a, 100), (b, 200), (c, 300)]
+            } else {
+                vec![(a - 10, 110), (b, 200), (c, 300)]
+            };
+            assert_eq!(got, want);
+            device_uses(&q, avail_entry(&q, 0), 0, 1);
+            let (p, _) = q.pop_used().unwrap();
+            assert_eq!(p.total_len(), 600);
+            assert_eq!(q.free_slots(), 8);
+        }
+    }
+
+    #[test]
+    fn a_chain_longer_than_the_free_descriptors_is_handed_back() {
+        let pool = Mempool::new("vq", 16, MemoryKind::Plain).unwrap();
+        let mut q = Virtqueue::new_chains(1, 2, false, MemoryKind::Plain).unwrap();
+        let mut p = pool.alloc().unwrap();
+        for _ in 0..2 {
+            p.append(pool.alloc().unwrap());
+        }
+        assert!(q.post_chain(p, 10).is_err());
+        assert_eq!(q.free_slots(), 2);
+    }
+
+    #[test]
+    fn a_plain_packet_that_finds_one_free_descriptor_of_two_waits() {
+        let pool = Mempool::new("vq", 16, MemoryKind::Plain).unwrap();
+        let mut q = Virtqueue::new_chains(1, 4, true, MemoryKind::Plain).unwrap();
+        let mut chain = pool.alloc().unwrap();
+        chain.append(pool.alloc().unwrap());
+        q.post_chain(chain, 10).unwrap(); // header + 2 segments
+        assert_eq!(q.free_slots(), 1);
+        assert!(q.post_chain(pool.alloc().unwrap(), 10).is_err());
+        assert_eq!(q.free_slots(), 1, "the descriptor taken is given back");
+        q.publish();
+        device_uses(&q, avail_entry(&q, 0), 0, 1);
+        assert!(q.pop_used().is_some());
+        assert_eq!(q.free_slots(), 4);
+        q.post_chain(pool.alloc().unwrap(), 10).unwrap();
+        q.post_chain(pool.alloc().unwrap(), 10).unwrap();
+        assert_eq!(q.free_slots(), 0);
     }
 
     #[test]
