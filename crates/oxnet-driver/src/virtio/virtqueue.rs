@@ -345,6 +345,28 @@ impl Virtqueue {
     }
 }
 
+impl Virtqueue {
+    /// Packets posted that the device has not given back yet.
+    pub fn in_flight(&self) -> usize {
+        self.slots.iter().filter(|slot| slot.is_some()).count()
+    }
+
+    /// Empties the queue as if it had just been made (rings zeroed, indices
+    /// 0, every head free) and frees the packets it held; returns how many.
+    /// For a device that went away and came back (a vhost-user back-end
+    /// that restarted): the new one starts from index 0 (SET_VRING_BASE 0)
+    /// and knows nothing of the old chains.
+    pub fn reset(&mut self) -> usize {
+        // SAFETY: our own allocation of layout.total bytes; no device uses
+        // it (the caller guarantees the old device is gone).
+        unsafe { std::ptr::write_bytes(self.memory.virt(), 0, self.layout.total) };
+        self.avail_idx = 0;
+        self.last_used = 0;
+        self.free_heads = HeadFifo::new(self.layout.size / self.chain, self.chain);
+        self.slots.iter_mut().filter_map(Option::take).count()
+    }
+}
+
 /// A first-in first-out ring of free chain heads.
 struct HeadFifo {
     heads: Box<[u16]>,
