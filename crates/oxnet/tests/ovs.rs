@@ -180,19 +180,13 @@ impl Ovs {
     fn set_flow(&self) {
         let start = Instant::now();
         loop {
-            let o = self
-                .command("ovs-ofctl")
-                .args(["replace-flows", "br0", "-"])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .and_then(|mut child| {
-                    use std::io::Write;
-                    child.stdin.take().unwrap().write_all(b"in_port=1,actions=output:2\n")?;
-                    child.wait_with_output()
-                })
-                .unwrap();
+            let ofctl = |args: &[&str]| self.command("ovs-ofctl").args(args).output().unwrap();
+            let o = ofctl(&["del-flows", "br0"]);
+            let o = if o.status.success() {
+                ofctl(&["add-flow", "br0", "in_port=1,actions=output:2"])
+            } else {
+                o
+            };
             if o.status.success() {
                 return;
             }
@@ -470,28 +464,29 @@ fn ovs_dpdkvhostuserclient_port_every_packet_once() {
     every_packet_through_ovs_once(Mode::OvsClient, "client");
 }
 
-/// ovs-vswitchd is killed (SIGKILL) a second into a run of 50 000
+/// ovs-vswitchd is killed (SIGKILL) a second into a run of 30 000
 /// packets at 10 000 per second and started again; both oxnet processes
 /// keep running, reconnect (as client: connect again; as server: accept
 /// OVS's new connection), set their rings up again, and the traffic
 /// resumes. What the design guarantees, and what is asserted:
-/// - pktgen numbers and hands over all 50 000; sent + not_sent = 50 000,
+/// - pktgen numbers and hands over all 30 000; sent + not_sent = 30 000,
 ///   where not_sent (chains in flight at the disconnect, freed) is at most
 ///   the ring (512);
 /// - the capture has no sequence number twice, none that was not sent,
 ///   and no more than pktgen says were sent;
-/// - the last 10 000 (sent in steady state after the restart) all arrive,
+/// - the last 10 000 (sent after the restart: pktgen does not catch up
+///   with its rate after a stall, so these leave at 10 000 per second, well
+///   after the 10 000 of the first second) all arrive,
 ///   and the new ovs-vswitchd's flow counts more than those.
 ///
 /// Not guaranteed, so only reported: how many OVS lost — those it had taken
 /// from our ring but not delivered when it died, those it forwarded before
-/// the capture's port was back, and drops while pktgen catches up with
-/// its rate after the outage.
+/// the capture's port was back.
 fn traffic_resumes_after_an_ovs_restart(mode: Mode, name: &str) {
     let _one = ONE_OVS.lock().unwrap_or_else(|e| e.into_inner());
     let mut ovs = Ovs::start(name);
     let (gen, cap) = ovs.add_ports(mode);
-    const N: u64 = 50_000;
+    const N: u64 = 30_000;
     const TAIL: u64 = 10_000;
     let pcap = ovs.dir.join("out.pcap");
     let pcap_arg = pcap.display().to_string();
@@ -505,7 +500,7 @@ fn traffic_resumes_after_an_ovs_restart(mode: Mode, name: &str) {
     let mut generator = oxnet_on_cpu0(
         &ovs.dir,
         "pktgen",
-        &["pktgen", &gen, "--count", "50000", "--rate", "0.01", "--json", "--quiet"],
+        &["pktgen", &gen, "--count", "30000", "--rate", "0.01", "--json", "--quiet"],
     );
     wait_ready(&ovs.dir, "pktgen", &mut generator);
     std::thread::sleep(Duration::from_secs(1));
