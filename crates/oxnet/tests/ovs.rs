@@ -153,7 +153,11 @@ impl Ovs {
     fn wait_for_file(&self, name: &str) {
         let start = Instant::now();
         while !self.dir.join(name).exists() {
-            assert!(start.elapsed() < Duration::from_secs(20), "no {name} after 20 s:\n{}", self.log());
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "no {name} after 20 s:\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -210,7 +214,15 @@ impl Ovs {
                 Mode::OvsServer => {
                     // OVS makes the socket in its run directory (OVS_RUNDIR).
                     self.vsctl(&[
-                        "add-port", "br0", name, "--", "set", "Interface", name, "type=dpdkvhostuser", &request,
+                        "add-port",
+                        "br0",
+                        name,
+                        "--",
+                        "set",
+                        "Interface",
+                        name,
+                        "type=dpdkvhostuser",
+                        &request,
                     ]);
                     specs.push(format!("vhost-user:{}", self.path(name)));
                 }
@@ -401,7 +413,11 @@ fn missing(seqs: &[u64], n: u64) -> String {
         ranges.push(format!("{start}..{i}"));
     }
     let total = seen.iter().filter(|&&s| !s).count();
-    format!("{total} in {} ranges {:?}", ranges.len(), &ranges[..ranges.len().min(10)])
+    format!(
+        "{total} in {} ranges {:?}",
+        ranges.len(),
+        &ranges[..ranges.len().min(10)]
+    )
 }
 
 /// pktgen → OVS → pcap, `count` packets at 20 000 per second: the capture
@@ -419,7 +435,17 @@ fn every_packet_through_ovs_once(mode: Mode, name: &str) {
         &ovs.dir,
         "pcap",
         &[
-            "pcap", &cap, &pcap_arg, "--ring", "4096", "--count", "20000", "--seconds", "60", "--json", "--quiet",
+            "pcap",
+            &cap,
+            &pcap_arg,
+            "--ring",
+            "4096",
+            "--count",
+            "20000",
+            "--seconds",
+            "60",
+            "--json",
+            "--quiet",
         ],
     );
     wait_ready(&ovs.dir, "pcap", &mut capture);
@@ -427,7 +453,9 @@ fn every_packet_through_ovs_once(mode: Mode, name: &str) {
     let mut generator = oxnet_on_cpu0(
         &ovs.dir,
         "pktgen",
-        &["pktgen", &gen, "--count", "20000", "--rate", "0.02", "--json", "--quiet"],
+        &[
+            "pktgen", &gen, "--count", "20000", "--rate", "0.02", "--json", "--quiet",
+        ],
     );
     let sent = finish(&mut generator, &ovs.dir, "pktgen", Duration::from_secs(30));
     // The capture ends by itself after N frames; if some are missing it
@@ -493,14 +521,26 @@ fn traffic_resumes_after_an_ovs_restart(mode: Mode, name: &str) {
     let mut capture = oxnet_on_cpu0(
         &ovs.dir,
         "pcap",
-        &["pcap", &cap, &pcap_arg, "--ring", "4096", "--seconds", "60", "--json", "--quiet"],
+        &[
+            "pcap",
+            &cap,
+            &pcap_arg,
+            "--ring",
+            "4096",
+            "--seconds",
+            "60",
+            "--json",
+            "--quiet",
+        ],
     );
     wait_ready(&ovs.dir, "pcap", &mut capture);
     ovs.wait_link_up("cap");
     let mut generator = oxnet_on_cpu0(
         &ovs.dir,
         "pktgen",
-        &["pktgen", &gen, "--count", "30000", "--rate", "0.01", "--json", "--quiet"],
+        &[
+            "pktgen", &gen, "--count", "30000", "--rate", "0.01", "--json", "--quiet",
+        ],
     );
     wait_ready(&ovs.dir, "pktgen", &mut generator);
     std::thread::sleep(Duration::from_secs(1));
@@ -551,7 +591,10 @@ fn traffic_resumes_after_an_ovs_restart(mode: Mode, name: &str) {
         missing(&seqs, N)
     );
     let forwarded = ovs.flow_packets();
-    assert!(forwarded > TAIL, "the new ovs-vswitchd forwarded {forwarded}\n{context}");
+    assert!(
+        forwarded > TAIL,
+        "the new ovs-vswitchd forwarded {forwarded}\n{context}"
+    );
     println!(
         "{mode:?}: OVS restarted in {restarted_in:?}; pktgen sent {sent_n}, not sent {not_sent} \
          (in flight at the disconnect); captured {received}, lost in OVS {}; the new ovs-vswitchd \

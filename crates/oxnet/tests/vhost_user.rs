@@ -261,10 +261,14 @@ fn pktgen_sends_exactly_count_packets_and_testpmd_counts_them() {
         .expect("run oxnet under taskset");
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     let json = text(&o.stdout).lines().last().unwrap_or("").to_string();
+    // Exact, not by luck: before the device closes (GET_VRING_BASE stops
+    // testpmd's ring, and what is still posted would be dropped), pktgen
+    // waits until testpmd has used every descriptor; tx_packets counts
+    // used descriptors, not posted ones.
+    assert_eq!(field(&json, "queued"), 300_000);
     assert_eq!(field(&json, "sent"), 300_000);
+    assert_eq!(field(&json, "not_sent"), 0);
     assert_eq!(field(&json, "tx_packets"), 300_000);
-    // The device is dropped when pktgen exits: its rings were stopped with
-    // GET_VRING_BASE, so testpmd has counted everything by then.
     let out = backend.stop();
     assert_eq!(Backend::received(&out), Some(300_000), "{out}");
 }
@@ -453,6 +457,93 @@ fn a_back_end_that_refuses_our_features_is_a_clear_error() {
     });
     assert_open_fails(&spec_of(&path), "SET_FEATURES refused", Duration::from_secs(2));
     let _ = std::fs::remove_file(path);
+}
+
+/// A back-end that negotiates everything (REPLY_ACK, acks every request,
+/// answers GET_VRING_BASE) but never touches the rings: `serve` gets the
+/// stream after the listener accepted it.
+fn idle_backend(stream: &mut std::os::unix::net::UnixStream) {
+    while let Some((request, flags, payload)) = read_message(stream) {
+        match request {
+            1 => reply_u64(stream, 1, 1 << 30 | 1 << 27), // GET_FEATURES: protocol features, ANY_LAYOUT
+            15 => reply_u64(stream, 15, 1 << 3),          // GET_PROTOCOL_FEATURES: REPLY_ACK
+            11 => {
+                // GET_VRING_BASE: the ring's index and "next index" 0.
+                let index = u32::from_ne_bytes(payload[..4].try_into().unwrap());
+                reply_u64(stream, 11, index as u64);
+            }
+            _ if flags & 8 != 0 => reply_u64(stream, request, 0),
+            _ => {}
+        }
+    }
+}
+
+/// The back-end accepts the rings and never uses a descriptor: pktgen
+/// hands all 100 packets to the driver, closing waits the drain time
+/// (1 s) for the back-end, and then reports all 100 as not sent —
+/// `sent` and `tx_packets` count what the device consumed, here none.
+#[test]
+fn packets_the_back_end_never_used_are_reported_not_sent() {
+    let path = fake_backend("idle", |mut s| idle_backend(&mut s));
+    let start = Instant::now();
+    let o = oxnet(&["pktgen", &spec_of(&path), "--count", "100", "--json", "--quiet"]);
+    let took = start.elapsed();
+    let _ = std::fs::remove_file(&path);
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let json = text(&o.stdout).lines().last().unwrap_or("").to_string();
+    assert_eq!(field(&json, "queued"), 100, "{json}");
+    assert_eq!(field(&json, "sent"), 0, "{json}");
+    assert_eq!(field(&json, "not_sent"), 100, "{json}");
+    assert_eq!(field(&json, "tx_packets"), 0, "{json}");
+    assert!(text(&o.stderr).contains("100 of 100 packets not sent"), "{}", text(&o.stderr));
+    // Bounded: the default drain time, not forever.
+    assert!(took >= Duration::from_secs(1) && took < Duration::from_secs(4), "{took:?}");
+}
+
+/// `vhost-user:PATH,server`: we listen, the back-end connects. A stale
+/// socket file is replaced, and no back-end within the link timeout is a
+/// clear error; a file that is not a socket is refused.
+#[test]
+fn server_mode_listens_and_says_when_nobody_connects() {
+    let path = std::env::temp_dir().join(format!("{}.sock", unique("server")));
+    let _ = std::fs::remove_file(&path);
+    // Stale: a socket file nobody listens on.
+    drop(UnixListener::bind(&path).unwrap());
+    let spec = format!("vhost-user:{},server", path.display());
+    let connector = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            loop {
+                if let Ok(mut s) = std::os::unix::net::UnixStream::connect(&path) {
+                    idle_backend(&mut s);
+                    return;
+                }
+                assert!(start.elapsed() < Duration::from_secs(5), "no listener");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+    };
+    let dev = oxnet_driver::open(&spec, &Config::default()).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    assert!(dev.link().up);
+    drop(dev);
+    connector.join().unwrap();
+    assert!(!path.exists(), "the server removes its socket when closed");
+
+    let config = Config {
+        link_timeout: Duration::from_millis(300),
+        ..Config::default()
+    };
+    let err = oxnet_driver::open(&spec, &config).err().unwrap().to_string();
+    assert!(err.contains("no back-end connected within"), "{err}");
+    assert!(err.contains(&path.display().to_string()), "{err}");
+
+    std::fs::write(&path, b"not a socket").unwrap();
+    let err = oxnet_driver::open(&spec, &config).err().unwrap().to_string();
+    assert!(err.contains("exists and is not a socket"), "{err}");
+    let _ = std::fs::remove_file(&path);
+    let err = oxnet_driver::open("vhost-user:/tmp/x.sock,bogus", &config).err().unwrap().to_string();
+    assert!(err.contains("unknown option 'bogus'"), "{err}");
 }
 
 #[test]

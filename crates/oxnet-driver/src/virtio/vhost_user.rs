@@ -49,13 +49,13 @@
 //! each error names the socket and the message being exchanged.
 
 use super::net;
+use super::transport::DeviceEvent;
 use super::transport::Transport;
 use super::virtqueue::Virtqueue;
 use super::{VirtioNet, VirtioOptions};
 use crate::device::{Config, Device};
 use crate::error::{Error, Result};
 use crate::memory::{self, MemoryKind};
-use super::transport::DeviceEvent;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::{Duration, Instant};
@@ -787,7 +787,10 @@ fn listen_unix(path: &str) -> Result<UnixListener> {
             return Err(fail("cannot listen", "the path exists and is not a socket".into()));
         }
         if UnixStream::connect(path).is_ok() {
-            return Err(fail("cannot listen", "another process is listening on this socket".into()));
+            return Err(fail(
+                "cannot listen",
+                "another process is listening on this socket".into(),
+            ));
         }
         std::fs::remove_file(path).map_err(|e| fail("cannot remove the stale socket", e.to_string()))?;
     }
@@ -953,6 +956,16 @@ mod tests {
         };
         let err = VhostUser::connect("/tmp/x.sock", &config).err().unwrap().to_string();
         assert!(err.contains("--memory huge"), "{err}");
+    }
+
+    #[test]
+    fn specs_name_a_path_and_an_optional_role() {
+        assert_eq!(parse_spec("/tmp/a.sock").unwrap(), ("/tmp/a.sock", Role::Client));
+        assert_eq!(parse_spec("/tmp/a.sock,server").unwrap(), ("/tmp/a.sock", Role::Server));
+        assert_eq!(parse_spec("/tmp/a.sock,client").unwrap(), ("/tmp/a.sock", Role::Client));
+        assert!(parse_spec(",server").unwrap_err().to_string().contains("path is empty"));
+        let err = parse_spec("/tmp/a.sock,srever").unwrap_err().to_string();
+        assert!(err.contains("unknown option 'srever'"), "{err}");
     }
 
     #[test]
