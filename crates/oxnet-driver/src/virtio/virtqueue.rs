@@ -494,6 +494,30 @@ mod tests {
     }
 
     #[test]
+    fn reset_frees_what_the_device_held_and_starts_from_index_0() {
+        let pool = Mempool::new("vq", 8, MemoryKind::Plain).unwrap();
+        let mut q = Virtqueue::new(1, 4, 1, MemoryKind::Plain).unwrap();
+        for _ in 0..3 {
+            q.post(pool.alloc().unwrap(), 10, false).unwrap();
+        }
+        q.publish();
+        device_uses(&q, 0, 60, 1);
+        let (used, _) = q.pop_used().unwrap();
+        drop(used);
+        assert_eq!(q.in_flight(), 2);
+        assert_eq!(pool.free_count(), 8 - 2);
+        assert_eq!(q.reset(), 2, "two chains were still posted");
+        assert_eq!((q.in_flight(), q.free_slots(), pool.free_count()), (0, 4, 8));
+        // §2.4.6 / §2.4.8: a new device starts with avail.idx and used.idx 0.
+        // SAFETY (test): avail.idx / used.idx lie inside the queue.
+        let idx = |q: &Virtqueue, offset: usize| unsafe { read_volatile(q.base().add(offset + 2) as *const u16) };
+        assert_eq!((idx(&q, q.layout.avail), idx(&q, q.layout.used)), (0, 0));
+        q.post(pool.alloc().unwrap(), 10, false).unwrap();
+        q.publish();
+        assert_eq!((avail_entry(&q, 0), idx(&q, q.layout.avail)), (0, 1));
+    }
+
+    #[test]
     fn a_full_queue_hands_the_packet_back() {
         let pool = Mempool::new("vq", 8, MemoryKind::Plain).unwrap();
         let mut q = Virtqueue::new(0, 2, 2, MemoryKind::Plain).unwrap();
