@@ -260,11 +260,17 @@ fn reconnects_as_client_when_testpmd_restarts() {
     reconnects_when_testpmd_restarts("re-client", false);
 }
 
-// As server with testpmd connecting (`net_vhost0,...,client=1`), testpmd
-// 22.11 receives our packets but its io forwarding sends none back (on the
-// first connection already, reconnection aside); Open vSwitch's
-// dpdkvhostuserclient ports (tests/ovs.rs) deliver to a server-mode device
-// exactly, so the server role and its reconnection are tested there.
+/// Ignored: as server with testpmd connecting (`net_vhost0,...,client=1`),
+/// testpmd 22.11 receives our packets (RX-packets 256) but its io
+/// forwarding transmits none back (TX-packets 0, TX-errors 0), on the first
+/// connection already, before any restart; not investigated further. Open
+/// vSwitch's dpdkvhostuserclient ports deliver to a server-mode device
+/// exactly, so the server role and its reconnection are tested in ovs.rs.
+#[test]
+#[ignore]
+fn reconnects_as_server_when_testpmd_restarts() {
+    reconnects_when_testpmd_restarts("re-server", true);
+}
 
 fn open(spec: &str) -> Box<dyn Device> {
     oxnet_driver::open(spec, &Config::default()).unwrap_or_else(|e| panic!("open {spec}: {e}"))
