@@ -319,16 +319,44 @@ impl Drop for Ovs {
     }
 }
 
+/// A child process killed (by its pid) when dropped, so that a failing
+/// test leaves no oxnet behind (one waiting for its back-end would poll
+/// forever).
+struct KillOnDrop(Child);
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// `oxnet ARGS` on CPU 0, stdout and stderr to files in `dir`.
-fn oxnet_on_cpu0(dir: &Path, name: &str, args: &[&str]) -> Child {
-    Command::new("taskset")
+fn oxnet_on_cpu0(dir: &Path, name: &str, args: &[&str]) -> KillOnDrop {
+    let child = Command::new("taskset")
         .args(["-c", "0", env!("CARGO_BIN_EXE_oxnet")])
         .args(args)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(dir.join(format!("{name}.out"))).unwrap())
         .stderr(std::fs::File::create(dir.join(format!("{name}.err"))).unwrap())
         .spawn()
-        .expect("run oxnet under taskset")
+        .expect("run oxnet under taskset");
+    KillOnDrop(child)
 }
 
 fn output(dir: &Path, name: &str) -> (String, String) {

@@ -168,6 +168,17 @@ impl Backend {
 impl Drop for Backend {
     fn drop(&mut self) {
         self.stop();
+        // DPDK's runtime directory for this file prefix (as root under
+        // /var/run/dpdk, else under XDG_RUNTIME_DIR or /tmp).
+        if let Some(prefix) = self.socket.file_stem() {
+            let mut roots = vec![PathBuf::from("/var/run/dpdk"), PathBuf::from("/tmp/dpdk")];
+            if let Ok(runtime) = std::env::var("XDG_RUNTIME_DIR") {
+                roots.push(Path::new(&runtime).join("dpdk"));
+            }
+            for root in roots {
+                let _ = std::fs::remove_dir_all(root.join(prefix));
+            }
+        }
         let _ = std::fs::remove_file(&self.socket);
         let _ = std::fs::remove_file(&self.log);
         let _ = std::fs::remove_file(self.log.with_extension("err"));
