@@ -7,6 +7,12 @@
 #   dpdk-dev  - dpdk-testpmd (Debian ships it in dpdk-dev, not dpdk): the
 #               vhost-user backend of the vhost-user tests
 #               and both sides of scripts/vhost/bench.sh
+#   openvswitch-switch-dpdk - Open vSwitch with DPDK (ovs-vswitchd-dpdk),
+#               the back-end of tests/ovs.rs. The tests start their own
+#               ovsdb-server and ovs-vswitchd; the system service is not
+#               wanted: installing is done with services kept from starting
+#               (policy-rc.d), and the units the package enabled are
+#               disabled again, so the machine runs no Open vSwitch.
 set -euo pipefail
 
 # The QEMU test rig (QEMU 10 from bookworm-backports, busybox, the guest
@@ -18,6 +24,7 @@ command -v tcpdump >/dev/null 2>&1 || [ -x /usr/bin/tcpdump ] || [ -x /usr/sbin/
 command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v dpdk-testpmd >/dev/null 2>&1 || need+=(dpdk-dev)
+[ -x /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk ] || need+=(openvswitch-switch-dpdk)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
@@ -29,4 +36,31 @@ fi
 echo "install-deps: installing ${need[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+
+# Keep package scripts from starting services (invoke-rc.d asks
+# policy-rc.d; exit 101 = "action forbidden"), unless the machine already
+# has a policy of its own.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' > "$policy"
+  chmod 755 "$policy"
+  own_policy=1
+  trap 'rm -f "$policy"' EXIT
+fi
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+if [ "$own_policy" -eq 1 ]; then
+  rm -f "$policy"
+  trap - EXIT
+fi
+
+# Open vSwitch just installed: its units were enabled by the package;
+# disable them (and stop them, should anything have started them).
+if [[ " ${need[*]} " == *" openvswitch-switch-dpdk "* ]]; then
+  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    systemctl disable --now openvswitch-switch.service ovs-vswitchd.service ovsdb-server.service \
+      >/dev/null 2>&1 || true
+  elif command -v update-rc.d >/dev/null 2>&1; then
+    update-rc.d openvswitch-switch disable >/dev/null 2>&1 || true
+  fi
+fi

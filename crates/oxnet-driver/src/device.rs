@@ -60,6 +60,11 @@ pub struct Config {
     /// RSC: most receive buffers one coalesced packet may use (82599
     /// RSCCTL.MAXDESC: 1, 4, 8 or 16; default 16 = 32 KiB with 2 KiB buffers).
     pub rsc_max_descriptors: usize,
+    /// How long closing a device waits for it to consume the packets
+    /// still posted for transmission ([`Device::drain_tx`]); what it has
+    /// not consumed by then is freed and counted as not sent
+    /// ([`DeviceStats::tx_not_sent`]). Default 1 s.
+    pub tx_drain_timeout: std::time::Duration,
 }
 
 /// TCP segmentation offload mode (82599 datasheet §7.2.4).
@@ -113,6 +118,7 @@ impl Default for Config {
             offloads: Offloads::default(),
             mtu: 1500,
             rsc_max_descriptors: 16,
+            tx_drain_timeout: std::time::Duration::from_secs(1),
         }
     }
 }
@@ -198,6 +204,10 @@ pub struct DeviceStats {
     pub rx_undersize: u64,
     /// Frames longer than the maximum frame size (82599: ROC).
     pub rx_oversize: u64,
+    /// Packets `tx_batch` took that the device never consumed: still
+    /// posted when the device was closed, or in flight when a vhost-user
+    /// back-end went away (software). They were freed, not sent.
+    pub tx_not_sent: u64,
 }
 
 impl DeviceStats {
@@ -217,6 +227,7 @@ impl DeviceStats {
         self.rx_length_errors += other.rx_length_errors;
         self.rx_undersize += other.rx_undersize;
         self.rx_oversize += other.rx_oversize;
+        self.tx_not_sent += other.tx_not_sent;
     }
 }
 
@@ -381,5 +392,16 @@ pub trait Device: Send {
             "{}: interrupts are not available on this device",
             self.spec()
         )))
+    }
+
+    /// Waits up to `timeout` until the device has consumed every packet
+    /// posted for transmission (VirtIO: the back-end has put each chain in
+    /// the used ring, §2.4.8) and returns how many it still has not; those
+    /// stay posted and count as not sent if the device is closed now.
+    /// Closing a device waits the same way, up to
+    /// [`Config::tx_drain_timeout`]. Drivers that do not track consumption
+    /// separately return 0 at once (so far only virtio does).
+    fn drain_tx(&mut self, _timeout: std::time::Duration) -> usize {
+        0
     }
 }

@@ -4,7 +4,8 @@
 //! |---|---|
 //! | `0000:03:00.0` (or `03:00.0`) | a PCI device, driver chosen by vendor/device id |
 //! | `sim:NAME` | a port of the software 82599 (`oxnet-sim`) |
-//! | `vhost-user:PATH` | virtio-net over the vhost-user socket at PATH (a back-end such as DPDK's vhost PMD) |
+//! | `vhost-user:PATH` | virtio-net over the vhost-user socket at PATH (a back-end such as DPDK's vhost PMD, Open vSwitch's `dpdkvhostuser` port) |
+//! | `vhost-user:PATH,server` | the same, but oxnet listens at PATH and the back-end connects (Open vSwitch's `dpdkvhostuserclient` port) |
 //!
 //! Kernel-backed devices arrive with later drivers; their prefixes are
 //! recognised and refused with a message saying so.
@@ -16,7 +17,8 @@ use std::sync::RwLock;
 
 /// The accepted forms, for error messages.
 pub const ACCEPTED_FORMS: &str = "a PCI address like 0000:03:00.0, or sim:NAME (a simulated 82599 port), \
-                                   or vhost-user:PATH (the Unix socket of a vhost-user back-end)";
+                                   or vhost-user:PATH[,server] (the Unix socket of a vhost-user back-end; \
+                                   with ,server oxnet listens and the back-end connects)";
 
 /// Prefixes reserved for drivers that do not exist yet.
 const FUTURE_PREFIXES: &[&str] = &["tap", "af_packet", "af_xdp"];

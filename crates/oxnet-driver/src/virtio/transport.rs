@@ -18,6 +18,20 @@ pub mod status {
     pub const FAILED: u8 = 128;
 }
 
+/// What [`Transport::poll_device`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceEvent {
+    /// Nothing changed.
+    Unchanged,
+    /// The device went away (a vhost-user back-end closed the connection):
+    /// it no longer reads or writes the rings.
+    Lost,
+    /// A device is there again (the back-end restarted, or reconnected),
+    /// features and memory already negotiated: the driver sets up its
+    /// queues again ([`Transport::setup_queue`], then DRIVER_OK).
+    Back,
+}
+
 /// How a virtio driver talks to its device.
 pub trait Transport: Send {
     /// For messages: "0000:00:03.0", "vhost-user:/tmp/sock".
@@ -53,6 +67,15 @@ pub trait Transport: Send {
     fn check_alive(&mut self) -> Result<()> {
         Ok(())
     }
+    /// Called by the driver every few hundred polls: a transport whose
+    /// device can go away and come back (vhost-user) checks its connection
+    /// and tries to reconnect. PCI devices do not go away.
+    fn poll_device(&mut self) -> DeviceEvent {
+        DeviceEvent::Unchanged
+    }
+    /// Gives up the current device (setting its queues up again failed);
+    /// [`Transport::poll_device`] tries again later.
+    fn disconnect(&mut self) {}
     /// Wires an interrupt per queue of `queues` (vector i for the i-th) to
     /// an eventfd each, returned in the same order. Only legacy PCI over
     /// vfio can; the others refuse.

@@ -22,6 +22,22 @@
 //!   neither TX nor RX makes a system call: a notification (a write to the
 //!   kick eventfd) happens only while the back-end asks for one.
 //!
+//! Roles ("Introduction": front-end and back-end can each be the client,
+//! connecting, or the server, listening): by default we connect to a
+//! back-end that listens (`vhost-user:PATH`; Open vSwitch's
+//! `dpdkvhostuser` ports, testpmd's `net_vhost`); with `vhost-user:PATH,server`
+//! we listen and the back-end connects (Open vSwitch's recommended
+//! `dpdkvhostuserclient` ports, testpmd's `net_vhost` with `client=1`).
+//! Either way the connection can be lost (the back-end restarts): the driver
+//! polls [`Transport::poll_device`] every few hundred batches, we notice the
+//! closed socket, and then reconnect — as client with a bounded backoff
+//! ([`RECONNECT_MIN`] doubling to [`RECONNECT_MAX`]), as server by accepting
+//! the next connection — and negotiate again from SET_OWNER ("Issued when a
+//! new connection is established") through SET_MEM_TABLE; the driver then
+//! sets up its rings again from index 0. A ring's state does not survive
+//! the back-end (what it had taken but not used is gone with it), so the
+//! driver frees what was in flight and counts it as not sent.
+//!
 //! There is no status register and no config space: `reset`/`set_status`
 //! map onto ring start/stop (see [`VhostUser::reset`]); the link status is
 //! emulated from the socket, as DPDK's virtio-user does (VIRTIO_NET_F_STATUS
@@ -33,6 +49,7 @@
 //! each error names the socket and the message being exchanged.
 
 use super::net;
+use super::transport::DeviceEvent;
 use super::transport::Transport;
 use super::virtqueue::Virtqueue;
 use super::{VirtioNet, VirtioOptions};
@@ -40,10 +57,17 @@ use crate::device::{Config, Device};
 use crate::error::{Error, Result};
 use crate::memory::{self, MemoryKind};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::time::Duration;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::time::{Duration, Instant};
 
 /// How long we wait for any answer of the back-end.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// First wait before connecting again to a back-end that went away; it
+/// doubles after each failed attempt up to [`RECONNECT_MAX`].
+pub const RECONNECT_MIN: Duration = Duration::from_millis(10);
+/// Longest wait between two attempts to reconnect.
+pub const RECONNECT_MAX: Duration = Duration::from_secs(1);
 
 /// Request codes ("Front-end message types").
 mod request {
@@ -119,11 +143,48 @@ const REGION_STEP: usize = 64 << 20;
 /// description": region0 ... region7). We send one.
 const MAX_REGIONS: usize = 8;
 
-/// Opens `vhost-user:PATH`: connects and initialises a virtio-net device
-/// whose device is the back-end behind the socket at `path`.
-pub fn open(path: &str, config: &Config) -> Result<Box<dyn Device>> {
-    let transport = VhostUser::connect(path, config)?;
-    let spec = format!("vhost-user:{path}");
+/// Who opens the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// We connect to a back-end listening at the path (the default).
+    Client,
+    /// We listen at the path and the back-end connects (`,server`).
+    Server,
+}
+
+/// Splits `PATH[,server|,client]` (what follows `vhost-user:`). A path
+/// with a comma cannot be given (the part after it would be an option).
+pub fn parse_spec(rest: &str) -> Result<(&str, Role)> {
+    let mut parts = rest.split(',');
+    let path = parts.next().unwrap_or("");
+    if path.is_empty() {
+        return Err(Error::BadSpec(format!("vhost-user:{rest}: the socket path is empty")));
+    }
+    let mut role = Role::Client;
+    for option in parts {
+        role = match option {
+            "server" => Role::Server,
+            "client" => Role::Client,
+            other => {
+                return Err(Error::BadSpec(format!(
+                    "vhost-user:{rest}: unknown option '{other}' (options: server, client)"
+                )))
+            }
+        };
+    }
+    Ok((path, role))
+}
+
+/// Opens `vhost-user:PATH[,server]`: connects (or, as server, waits up to
+/// `config.link_timeout` for the back-end to connect) and initialises a
+/// virtio-net device whose device is the back-end behind the socket.
+pub fn open(rest: &str, config: &Config) -> Result<Box<dyn Device>> {
+    let (path, role) = parse_spec(rest)?;
+    let transport = match role {
+        Role::Client => VhostUser::connect(path, config)?,
+        Role::Server => VhostUser::listen(path, config)?,
+    };
+    let spec = format!("vhost-user:{rest}");
     Ok(Box::new(VirtioNet::init(
         transport,
         &spec,
@@ -135,7 +196,18 @@ pub fn open(path: &str, config: &Config) -> Result<Box<dyn Device>> {
 /// A connection to a vhost-user back-end.
 pub struct VhostUser {
     path: String,
-    socket: OwnedFd,
+    /// The connection; `None` while the back-end is gone.
+    socket: Option<OwnedFd>,
+    /// As server: the listening socket (we remove its path when dropped).
+    listener: Option<UnixListener>,
+    /// Features the driver chose (SET_FEATURES), sent again on reconnect.
+    driver_features: Option<u64>,
+    /// Earliest time of the next attempt to reconnect, and the wait after
+    /// that one if it fails.
+    retry_at: Instant,
+    backoff: Duration,
+    /// Connections made again after a loss.
+    reconnects: u64,
     /// Virtio feature bits as the back-end offered them (GET_FEATURES).
     offered: u64,
     /// Negotiated protocol features (0 without F_PROTOCOL_FEATURES).
@@ -154,40 +226,156 @@ impl VhostUser {
     /// Connects to the back-end listening at `path`, claims it (SET_OWNER),
     /// reads its features and negotiates protocol features.
     pub fn connect(path: &str, config: &Config) -> Result<VhostUser> {
-        if config.memory == Some(MemoryKind::HugePages) {
-            return Err(Error::Config(format!(
-                "vhost-user:{path}: the back-end maps our DMA memory from the plain-memory arena; \
-                 huge-page memory (--memory huge) cannot be shared with it: leave --memory unset or use plain"
-            )));
-        }
+        check_memory(path, config)?;
         let socket = connect_unix(path)?;
-        let mut vhost = VhostUser {
+        let mut vhost = VhostUser::new(path, Some(socket), None);
+        vhost.handshake()?;
+        Ok(vhost)
+    }
+
+    /// Listens at `path` (role server), waits up to `config.link_timeout`
+    /// for a back-end to connect, claims it and negotiates as `connect`.
+    /// A stale socket file at `path` (nobody listening) is replaced; a live
+    /// one is an error.
+    pub fn listen(path: &str, config: &Config) -> Result<VhostUser> {
+        check_memory(path, config)?;
+        let listener = listen_unix(path)?;
+        let mut vhost = VhostUser::new(path, None, Some(listener));
+        let deadline = Instant::now() + config.link_timeout;
+        loop {
+            if let Some(socket) = vhost.accept()? {
+                vhost.socket = Some(socket);
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(vhost.describe_error(
+                    "listening",
+                    format!(
+                        "no back-end connected within {:.0} s (a vhost-user client, e.g. an Open vSwitch \
+                         dpdkvhostuserclient port with options:vhost-server-path={path})",
+                        config.link_timeout.as_secs_f64()
+                    ),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        vhost.handshake()?;
+        Ok(vhost)
+    }
+
+    fn new(path: &str, socket: Option<OwnedFd>, listener: Option<UnixListener>) -> VhostUser {
+        VhostUser {
             path: path.to_string(),
             socket,
+            listener,
+            driver_features: None,
+            retry_at: Instant::now(),
+            backoff: RECONNECT_MIN,
+            reconnects: 0,
             offered: 0,
             protocol_features: 0,
             kick_fds: Vec::new(),
             eventfds: Vec::new(),
             started: Vec::new(),
             mapped: 0,
-        };
+        }
+    }
+
+    /// SET_OWNER, GET_FEATURES and protocol features on a new connection.
+    fn handshake(&mut self) -> Result<()> {
         // SET_OWNER: "Issued when a new connection is established".
-        vhost.send(request::SET_OWNER, 0, &[], &[])?;
-        vhost.offered = vhost.query_u64(request::GET_FEATURES)?;
-        if vhost.offered & F_PROTOCOL_FEATURES != 0 {
+        self.send(request::SET_OWNER, 0, &[], &[])?;
+        self.offered = self.query_u64(request::GET_FEATURES)?;
+        self.protocol_features = 0;
+        if self.offered & F_PROTOCOL_FEATURES != 0 {
             // "Back-ends that report VHOST_USER_F_PROTOCOL_FEATURES must
             // support this message even before VHOST_USER_SET_FEATURES".
-            let offered = vhost.query_u64(request::GET_PROTOCOL_FEATURES)?;
+            let offered = self.query_u64(request::GET_PROTOCOL_FEATURES)?;
             let wanted = offered & WANTED_PROTOCOL_FEATURES;
-            vhost.send(request::SET_PROTOCOL_FEATURES, 0, &wanted.to_ne_bytes(), &[])?;
-            vhost.protocol_features = wanted;
+            self.send(request::SET_PROTOCOL_FEATURES, 0, &wanted.to_ne_bytes(), &[])?;
+            self.protocol_features = wanted;
         }
-        Ok(vhost)
+        Ok(())
+    }
+
+    /// As server: the next connection, if one is waiting.
+    fn accept(&self) -> Result<Option<OwnedFd>> {
+        let Some(listener) = &self.listener else {
+            return Ok(None);
+        };
+        match listener.accept() {
+            Ok((stream, _)) => {
+                // accept(2): the new socket does not inherit O_NONBLOCK;
+                // the same time limits as a connection we make.
+                let limits = stream
+                    .set_read_timeout(Some(REPLY_TIMEOUT))
+                    .and_then(|()| stream.set_write_timeout(Some(REPLY_TIMEOUT)));
+                limits.map_err(|e| self.describe_error("setting socket time limits", e))?;
+                Ok(Some(OwnedFd::from(stream)))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(None),
+            Err(e) => Err(self.describe_error("accepting a connection", e)),
+        }
+    }
+
+    /// Forgets the connection and everything tied to it: the back-end is
+    /// gone (it closed the socket, or we gave up on it).
+    fn drop_connection(&mut self) {
+        self.socket = None;
+        self.kick_fds.clear();
+        self.eventfds.clear();
+        self.started.clear();
+        self.mapped = 0;
+    }
+
+    /// A new connection (as client: connect; as server: accept), then the
+    /// negotiation of [`VhostUser::connect`] and the features and memory
+    /// table of the first one. Ok(false): no back-end there yet.
+    fn reconnect(&mut self) -> Result<bool> {
+        let socket = if self.listener.is_some() {
+            match self.accept()? {
+                Some(socket) => socket,
+                None => return Ok(false),
+            }
+        } else {
+            match connect_unix(&self.path) {
+                Ok(socket) => socket,
+                Err(_) => return Ok(false),
+            }
+        };
+        self.socket = Some(socket);
+        self.handshake()?;
+        if let Some(features) = self.driver_features {
+            // The rings are laid out for these features (ANY_LAYOUT, the
+            // header size): a back-end without them cannot take over.
+            let missing = features & !net::F_STATUS & !self.offered;
+            if missing != 0 {
+                return Err(self.describe_error(
+                    "reconnecting",
+                    format!("the back-end no longer offers features {missing:#x} the rings were set up with"),
+                ));
+            }
+            self.set_driver_features(features)?;
+        }
+        self.reconnects += 1;
+        Ok(true)
+    }
+
+    /// Connections made again after the back-end went away.
+    pub fn reconnects(&self) -> u64 {
+        self.reconnects
     }
 
     /// Negotiated vhost-user protocol features.
     pub fn protocol_features(&self) -> u64 {
         self.protocol_features
+    }
+
+    /// The connection's descriptor; −1 while there is none (a system call
+    /// on it fails with EBADF, reported as "not connected").
+    fn raw_socket(&self) -> RawFd {
+        self.socket.as_ref().map_or(-1, |s| s.as_raw_fd())
     }
 
     fn describe_error(&self, what: &str, detail: impl std::fmt::Display) -> Error {
@@ -201,9 +389,10 @@ impl VhostUser {
         message.extend_from_slice(&(VERSION | extra_flags).to_ne_bytes());
         message.extend_from_slice(&(payload.len() as u32).to_ne_bytes());
         message.extend_from_slice(payload);
-        send_with_fds(self.socket.as_raw_fd(), &message, fds).map_err(|e| {
+        send_with_fds(self.raw_socket(), &message, fds).map_err(|e| {
             let hint = match e.raw_os_error() {
                 Some(libc::EPIPE) | Some(libc::ECONNRESET) => " (the back-end closed the connection)",
+                Some(libc::EBADF) => " (not connected: the back-end went away)",
                 _ => "",
             };
             self.describe_error(&format!("sending {}", request::name(code)), format!("{e}{hint}"))
@@ -237,7 +426,7 @@ impl VhostUser {
             // SAFETY: writing into the unfilled tail of our own buffer.
             let n = unsafe {
                 libc::recv(
-                    self.socket.as_raw_fd(),
+                    self.raw_socket(),
                     buf[done..].as_mut_ptr() as *mut libc::c_void,
                     buf.len() - done,
                     0,
@@ -353,11 +542,14 @@ impl VhostUser {
     /// True while the back-end has not closed the connection. One
     /// non-blocking peek: no data is consumed.
     fn connected(&self) -> bool {
+        if self.socket.is_none() {
+            return false;
+        }
         let mut byte = [0u8; 1];
         // SAFETY: peeking at most one byte into our own buffer.
         let n = unsafe {
             libc::recv(
-                self.socket.as_raw_fd(),
+                self.raw_socket(),
                 byte.as_mut_ptr() as *mut libc::c_void,
                 1,
                 libc::MSG_PEEK | libc::MSG_DONTWAIT,
@@ -419,6 +611,7 @@ impl Transport for VhostUser {
     /// SET_FEATURES, then the memory table (QEMU's order: features, memory,
     /// rings).
     fn set_driver_features(&mut self, features: u64) -> Result<()> {
+        self.driver_features = Some(features);
         let mut wire = features & !net::F_STATUS & !HIDDEN_FEATURES;
         wire |= self.offered & F_PROTOCOL_FEATURES;
         self.command(request::SET_FEATURES, &wire.to_ne_bytes(), &[])?;
@@ -521,6 +714,91 @@ impl Transport for VhostUser {
             Err(self.describe_error("connection", "the back-end closed the connection"))
         }
     }
+
+    /// Connected: notices a closed socket (Lost). Not connected: tries to
+    /// reconnect, as client no sooner than the backoff allows.
+    fn poll_device(&mut self) -> DeviceEvent {
+        if self.socket.is_some() {
+            if self.connected() {
+                return DeviceEvent::Unchanged;
+            }
+            self.drop_connection();
+            self.retry_at = Instant::now();
+            self.backoff = RECONNECT_MIN;
+            return DeviceEvent::Lost;
+        }
+        let now = Instant::now();
+        if now < self.retry_at {
+            return DeviceEvent::Unchanged;
+        }
+        match self.reconnect() {
+            Ok(true) => {
+                self.backoff = RECONNECT_MIN;
+                DeviceEvent::Back
+            }
+            outcome => {
+                // Nobody there yet, or a back-end that failed half-way
+                // through the negotiation: try again later (as server, a
+                // waiting connection is looked at on the next poll).
+                if outcome.is_err() || self.listener.is_none() {
+                    self.retry_at = now + self.backoff;
+                    self.backoff = (self.backoff * 2).min(RECONNECT_MAX);
+                }
+                self.drop_connection();
+                DeviceEvent::Unchanged
+            }
+        }
+    }
+
+    fn disconnect(&mut self) {
+        self.drop_connection();
+        self.retry_at = Instant::now() + self.backoff;
+        self.backoff = (self.backoff * 2).min(RECONNECT_MAX);
+    }
+}
+
+impl Drop for VhostUser {
+    fn drop(&mut self) {
+        if self.listener.is_some() {
+            // Our own socket file: remove it, as a server does.
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn check_memory(path: &str, config: &Config) -> Result<()> {
+    if config.memory == Some(MemoryKind::HugePages) {
+        return Err(Error::Config(format!(
+            "vhost-user:{path}: the back-end maps our DMA memory from the plain-memory arena; \
+             huge-page memory (--memory huge) cannot be shared with it: leave --memory unset or use plain"
+        )));
+    }
+    Ok(())
+}
+
+/// A non-blocking listening socket at `path`. A socket file nobody
+/// listens on (left by a process that died) is replaced; anything else at
+/// `path` is an error.
+fn listen_unix(path: &str) -> Result<UnixListener> {
+    let fail = |what: &str, detail: String| Error::Device(format!("vhost-user:{path}: {what}: {detail}"));
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        use std::os::unix::fs::FileTypeExt;
+        if !meta.file_type().is_socket() {
+            return Err(fail("cannot listen", "the path exists and is not a socket".into()));
+        }
+        if UnixStream::connect(path).is_ok() {
+            return Err(fail(
+                "cannot listen",
+                "another process is listening on this socket".into(),
+            ));
+        }
+        std::fs::remove_file(path).map_err(|e| fail("cannot remove the stale socket", e.to_string()))?;
+    }
+    let listener = UnixListener::bind(path).map_err(|e| fail("cannot listen", e.to_string()))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| fail("cannot listen", e.to_string()))?;
+    Ok(listener)
 }
 
 /// Connects to a Unix stream socket with send and receive time limits.
@@ -678,6 +956,16 @@ mod tests {
         };
         let err = VhostUser::connect("/tmp/x.sock", &config).err().unwrap().to_string();
         assert!(err.contains("--memory huge"), "{err}");
+    }
+
+    #[test]
+    fn specs_name_a_path_and_an_optional_role() {
+        assert_eq!(parse_spec("/tmp/a.sock").unwrap(), ("/tmp/a.sock", Role::Client));
+        assert_eq!(parse_spec("/tmp/a.sock,server").unwrap(), ("/tmp/a.sock", Role::Server));
+        assert_eq!(parse_spec("/tmp/a.sock,client").unwrap(), ("/tmp/a.sock", Role::Client));
+        assert!(parse_spec(",server").unwrap_err().to_string().contains("path is empty"));
+        let err = parse_spec("/tmp/a.sock,srever").unwrap_err().to_string();
+        assert!(err.contains("unknown option 'srever'"), "{err}");
     }
 
     #[test]

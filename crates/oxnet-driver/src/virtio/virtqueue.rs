@@ -463,6 +463,28 @@ impl Virtqueue {
     }
 }
 
+impl Virtqueue {
+    /// Packets posted that the device has not given back yet.
+    pub fn in_flight(&self) -> usize {
+        self.slots.iter().filter(|slot| slot.is_some()).count()
+    }
+
+    /// Empties the queue as if it had just been made (rings zeroed, indices
+    /// 0, every head free) and frees the packets it held; returns how many.
+    /// For a device that went away and came back (a vhost-user back-end
+    /// that restarted): the new one starts from index 0 (SET_VRING_BASE 0)
+    /// and knows nothing of the old chains.
+    pub fn reset(&mut self) -> usize {
+        // SAFETY: our own allocation of layout.total bytes; no device uses
+        // it (the caller guarantees the old device is gone).
+        unsafe { std::ptr::write_bytes(self.memory.virt(), 0, self.layout.total) };
+        self.avail_idx = 0;
+        self.last_used = 0;
+        self.free_heads = HeadFifo::new(self.layout.size / self.chain, self.chain);
+        self.slots.iter_mut().filter_map(Option::take).count()
+    }
+}
+
 /// A first-in first-out ring of free chain heads.
 struct HeadFifo {
     heads: Box<[u16]>,
@@ -679,6 +701,30 @@ mod tests {
         q.post_chain(pool.alloc().unwrap(), 10).unwrap();
         q.post_chain(pool.alloc().unwrap(), 10).unwrap();
         assert_eq!(q.free_slots(), 0);
+    }
+
+    #[test]
+    fn reset_frees_what_the_device_held_and_starts_from_index_0() {
+        let pool = Mempool::new("vq", 8, MemoryKind::Plain).unwrap();
+        let mut q = Virtqueue::new(1, 4, 1, MemoryKind::Plain).unwrap();
+        for _ in 0..3 {
+            q.post(pool.alloc().unwrap(), 10, false).unwrap();
+        }
+        q.publish();
+        device_uses(&q, 0, 60, 1);
+        let (used, _) = q.pop_used().unwrap();
+        drop(used);
+        assert_eq!(q.in_flight(), 2);
+        assert_eq!(pool.free_count(), 8 - 2);
+        assert_eq!(q.reset(), 2, "two chains were still posted");
+        assert_eq!((q.in_flight(), q.free_slots(), pool.free_count()), (0, 4, 8));
+        // §2.4.6 / §2.4.8: a new device starts with avail.idx and used.idx 0.
+        // SAFETY (test): avail.idx / used.idx lie inside the queue.
+        let idx = |q: &Virtqueue, offset: usize| unsafe { read_volatile(q.base().add(offset + 2) as *const u16) };
+        assert_eq!((idx(&q, q.layout.avail), idx(&q, q.layout.used)), (0, 0));
+        q.post(pool.alloc().unwrap(), 10, false).unwrap();
+        q.publish();
+        assert_eq!((avail_entry(&q, 0), idx(&q, q.layout.avail)), (0, 1));
     }
 
     #[test]

@@ -101,8 +101,19 @@ impl PacketGenerator {
         if let Some(limit) = self.limit {
             want = want.min(limit.saturating_sub(numbered) as usize);
         }
-        if let Some(rate) = &self.rate {
-            let allowed = (rate.start.elapsed().as_secs_f64() * rate.packets_per_second) as u64;
+        if let Some(rate) = &mut self.rate {
+            let mut allowed = (rate.start.elapsed().as_secs_f64() * rate.packets_per_second) as u64;
+            // Credit for time when nothing could be sent (the device had
+            // no room, or was gone) is not kept beyond one batch: after a
+            // stall the generator resumes at its rate instead of sending
+            // the backlog at full speed, which a receiver behind the
+            // device (a switch, a capture) would have to absorb.
+            let burst = self.batch_size as u64;
+            if allowed > numbered + burst {
+                let excess = allowed - numbered - burst;
+                rate.start += std::time::Duration::from_secs_f64(excess as f64 / rate.packets_per_second);
+                allowed = numbered + burst;
+            }
             want = want.min(allowed.saturating_sub(numbered) as usize);
         }
         if want > 0 {

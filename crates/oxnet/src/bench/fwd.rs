@@ -116,6 +116,8 @@ pub struct BenchRegisters {
     shaper: Arc<Mutex<Shaper>>,
     reads: Arc<AtomicU64>,
     writes: Arc<AtomicU64>,
+    /// A read barrier the driver made that the model has not seen yet.
+    acquire_pending: AtomicBool,
 }
 
 // Every method of RegisterAccess that reaches the model must be forwarded
@@ -129,7 +131,7 @@ impl RegisterAccess for BenchRegisters {
         if MEASURING.load(Ordering::Relaxed) {
             uncounted_model_read32(self, offset)
         } else {
-            self.inner.read32(offset)
+            self.model().read32(offset)
         }
     }
 
@@ -138,10 +140,54 @@ impl RegisterAccess for BenchRegisters {
         if MEASURING.load(Ordering::Relaxed) {
             uncounted_model_write32(self, offset, value)
         } else {
-            self.inner.write32(offset, value)
+            self.model().write32(offset, value)
         }
     }
+
+    #[inline]
+    fn release_before_tail(&self) {
+        if MEASURING.load(Ordering::Relaxed) {
+            uncounted_model_release_before_tail(self)
+        } else {
+            self.model().release_before_tail()
+        }
+    }
+
+    /// Recorded with one store and handed to the model just before the
+    /// next access that reaches it (any register access or write barrier),
+    /// so the model's read-side check sees it before the tail write that
+    /// reuses the slot. On hardware this is a compiler barrier, no
+    /// instruction; a call into the model per received packet would add a
+    /// call and the spills around it to the figure, which hardware does not
+    /// have. The one store is counted (about one instruction per packet).
+    #[inline(always)]
+    fn acquire_after_status(&self) {
+        std::sync::atomic::compiler_fence(Ordering::Acquire);
+        self.acquire_pending.store(true, Ordering::Relaxed);
+    }
 }
+
+impl BenchRegisters {
+    /// The model, after handing it a read barrier recorded since the last
+    /// access (see `acquire_after_status`).
+    #[inline]
+    fn model(&self) -> &SimRegisters {
+        if self.acquire_pending.swap(false, Ordering::Relaxed) {
+            self.inner.acquire_after_status();
+        }
+        &self.inner
+    }
+}
+
+/// The model's barrier check (it snapshots descriptors; on hardware this
+/// is a compiler barrier, no instruction); collection is off inside.
+#[inline(never)]
+pub fn uncounted_model_release_before_tail(regs: &BenchRegisters) {
+    regs.model().release_before_tail();
+    // Not a tail call (see uncounted_model_read32).
+    std::hint::black_box(());
+}
+
 
 /// The model's side of a measured register read; collection is off inside.
 #[inline(never)]
@@ -149,7 +195,7 @@ pub fn uncounted_model_read32(regs: &BenchRegisters, offset: u32) -> u32 {
     // Counted after the call: the call must not be the last instruction (a
     // tail jump into the model looks to callgrind like leaving this
     // function, which would switch collection on inside the model).
-    let value = regs.inner.read32(offset);
+    let value = regs.model().read32(offset);
     regs.reads.fetch_add(1, Ordering::Relaxed);
     value
 }
@@ -178,7 +224,7 @@ pub fn uncounted_model_write32(regs: &BenchRegisters, offset: u32, value: u32) {
             }
         }
     }
-    regs.inner.write32(offset, value);
+    regs.model().write32(offset, value);
     // After the call, so that it is not a tail jump (see above).
     regs.writes.fetch_add(1, Ordering::Relaxed);
 }
@@ -354,6 +400,7 @@ pub fn run(batch: usize, packets: u64) -> Result<FwdRun> {
         shaper: Arc::clone(shaper),
         reads: Arc::clone(&reads),
         writes: Arc::clone(&writes),
+        acquire_pending: AtomicBool::new(false),
     };
     let mut fwd0: Box<dyn Device> = Box::new(IxgbeDevice::init(
         wrap(names[1], &shaper0),
@@ -485,6 +532,7 @@ pub fn open_uncounted(name: &str, config: &Config) -> Result<Box<dyn Device>> {
         shaper: Arc::new(Mutex::new(Shaper::default())),
         reads: Arc::new(AtomicU64::new(0)),
         writes: Arc::new(AtomicU64::new(0)),
+        acquire_pending: AtomicBool::new(false),
     };
     Ok(Box::new(IxgbeDevice::init(
         regs,
