@@ -208,13 +208,26 @@ impl<R: RegisterAccess> IgbDevice<R> {
         self.tx_queues.get(q as usize)
     }
 
-    /// The register interface.
-    pub fn registers(&self) -> &R {
+    /// Reads the register at byte `offset` (tests look inside the device
+    /// with it). Reading cannot make the NIC DMA anywhere; it does clear
+    /// the clear-on-read statistics counters (82576 §8.19), which
+    /// [`Device::stats`] then misses.
+    pub fn read_register(&self, offset: u32) -> u32 {
+        self.regs.read32(offset)
+    }
+
+    /// The raw register interface.
+    ///
+    /// # Safety
+    /// Whoever writes through it can point the NIC's DMA (RDBAL/TDBAL,
+    /// head write-back) at any memory: the caller must not write registers
+    /// that change where or whether the device reads and writes memory.
+    pub unsafe fn registers(&self) -> &R {
         &self.regs
     }
 
     /// The register interface, mutable (vfio: enabling interrupts).
-    pub fn registers_mut(&mut self) -> &mut R {
+    pub(crate) fn registers_mut(&mut self) -> &mut R {
         &mut self.regs
     }
 

@@ -21,6 +21,7 @@
 pub mod features;
 pub mod regs;
 mod rx;
+pub(crate) use rx::drop_when_full;
 mod tx;
 
 use crate::device::{Config, Device, DeviceStats, Features, Link};
@@ -156,8 +157,24 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         self.tx_queues.get(q as usize)
     }
 
-    /// The register interface (tests of the model use it to look inside).
-    pub fn registers(&self) -> &R {
+    /// Reads the register at byte `offset` (tests look inside the device
+    /// with it). Reading cannot make the NIC DMA anywhere; it does clear
+    /// the clear-on-read statistics counters (§8.2.3.23), which
+    /// [`Device::stats`] then misses. On real hardware an offset outside
+    /// the BAR panics (see [`crate::regs::Mmio`]).
+    pub fn read_register(&self, offset: u32) -> u32 {
+        self.regs.read32(offset)
+    }
+
+    /// The raw register interface.
+    ///
+    /// # Safety
+    /// Whoever writes through it can point the NIC's DMA (RDBAL/TDBAL,
+    /// head write-back) at any memory, or stop queues under the driver:
+    /// the caller must not write registers that change where or whether
+    /// the device reads and writes memory. Use [`Self::read_register`] to
+    /// look.
+    pub unsafe fn registers(&self) -> &R {
         &self.regs
     }
 

@@ -177,7 +177,9 @@ impl VfioDevice {
     }
 
     /// Maps memory BAR `bar` (registers of an Intel NIC: BAR 0).
-    pub fn map_bar(&self, bar: u32) -> Result<Mmio> {
+    /// Crate-private: safe register writes could point the device's DMA
+    /// anywhere (issue 8 item 4); drivers own the mapping.
+    pub(crate) fn map_bar(&self, bar: u32) -> Result<Mmio> {
         let region = self.bar(bar)?;
         if !region.mappable {
             return Err(Error::Pci(format!(
@@ -342,8 +344,9 @@ pub struct VfioRegisters {
 }
 
 impl VfioRegisters {
-    /// Maps BAR `bar` and enables bus mastering.
-    pub fn new(device: VfioDevice, bar: u32) -> Result<VfioRegisters> {
+    /// Maps BAR `bar` and enables bus mastering. Crate-private for the
+    /// reason given at [`VfioDevice::map_bar`].
+    pub(crate) fn new(device: VfioDevice, bar: u32) -> Result<VfioRegisters> {
         let mmio = device.map_bar(bar)?;
         device.enable_bus_master()?;
         Ok(VfioRegisters { mmio, device })
