@@ -59,3 +59,46 @@ fn two_queue_pairs_forward_every_frame_once() {
     assert_eq!(received, (0..frames).collect::<Vec<_>>(), "every frame once");
     assert!(result.json.contains("\"forwarded_per_queue\":["));
 }
+
+/// Issue 8 item 7: SRRCTL.DROP_EN (82599 datasheet §8.2.3.8.7, bit 28;
+/// SRRCTL(n) at 0x01014 + 0x40·n for queues 0–63, §8.2.3.8.7) is set on
+/// every receive queue when there are several and flow control is off, and
+/// clear with one queue or with flow control (a full buffer must then send
+/// PAUSE, not drop).
+#[test]
+fn drop_en_is_set_per_queue_only_with_several_queues_and_no_flow_control() {
+    const DROP_EN: u32 = 1 << 28;
+    let srrctl = |q: u32| 0x01014 + 0x40 * q;
+    for (port, queues, flow_control, expected) in [
+        ("mq-drop-4", 4u16, false, DROP_EN),
+        ("mq-drop-1", 1, false, 0),
+        ("mq-drop-fc", 4, true, 0),
+    ] {
+        let config = Config {
+            rx_queues: queues,
+            tx_queues: queues,
+            rx_ring_size: 64,
+            tx_ring_size: 64,
+            flow_control,
+            offloads: Offloads {
+                rss: queues > 1,
+                ..Offloads::default()
+            },
+            ..Config::default()
+        };
+        let dev = oxnet_driver::ixgbe::IxgbeDevice::init(
+            World::global().port(port),
+            &format!("sim:{port}"),
+            &config,
+            oxnet_driver::MemoryKind::Plain,
+        )
+        .unwrap();
+        for q in 0..queues as u32 {
+            assert_eq!(
+                dev.read_register(srrctl(q)) & DROP_EN,
+                expected,
+                "{port}: SRRCTL({q}).DROP_EN with {queues} queues, flow control {flow_control}"
+            );
+        }
+    }
+}
