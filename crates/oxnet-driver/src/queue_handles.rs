@@ -16,12 +16,14 @@
 //! runs when the last handle (the last `Arc` of the device) is gone.
 
 use crate::advanced::{Nic, RxQueue, TxQueue};
-use crate::device::{DeviceStats, QueueStats, RxHandle, TxHandle};
+use crate::device::{ControlHandle, Device, DeviceStats, Link, QueueHandles, QueueStats, RxHandle, TxHandle};
+use crate::error::Result;
+use crate::mempool::Mempool;
 use crate::packet::PacketBatch;
 use crate::regs::RegisterAccess;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Stops queue `q` and says whether the NIC acknowledged (enable bit read
 /// back as 0): only then may its memory be freed.
@@ -200,5 +202,146 @@ impl<R: RegisterAccess, N: Nic, K: Send + Sync> Drop for QueueTx<R, N, K> {
                 self.id
             );
         }
+    }
+}
+
+/// What a driver's device keeps after its queues went to their handles:
+/// the control handle reads it (hardware counters, link, promiscuous
+/// mode) through its [`Device`] methods, whose queue lists are empty by
+/// then; its `Drop` is the device-wide teardown.
+pub(crate) trait SplitCore: Device {
+    /// The hardware per-queue counters (packets and bytes received,
+    /// packets and bytes sent) accumulated so far, after reading the
+    /// clear-on-read registers; empty if the driver reads none.
+    fn hardware_queue_counters(&mut self) -> Vec<(u64, u64, u64, u64)> {
+        Vec::new()
+    }
+}
+
+/// Builds the handles of a natively split device: `core` is the device
+/// with its queues taken out (`rx_queues`, `tx_queues`), `regs` its
+/// registers, `stop_rx`/`stop_tx` the driver's per-queue stop.
+pub(crate) fn split_device<R, N, D>(
+    core: D,
+    rx_queues: Vec<RxQueue<N>>,
+    tx_queues: Vec<TxQueue<N>>,
+    regs: Arc<R>,
+    stop_rx: StopQueue<R>,
+    stop_tx: StopQueue<R>,
+) -> QueueHandles
+where
+    R: RegisterAccess + 'static,
+    N: Nic + Send + 'static,
+    D: SplitCore + 'static,
+{
+    let queues = (rx_queues.len() as u16, tx_queues.len() as u16);
+    let counters: Vec<Arc<QueueCounters>> = (0..queues.0.max(queues.1))
+        .map(|_| Arc::new(QueueCounters::default()))
+        .collect();
+    let mempools: Vec<Mempool> = rx_queues.iter().map(|q| q.mempool().clone()).collect();
+    let (spec, mac, driver_name) = (core.spec().to_string(), core.mac(), core.driver_name());
+    let core = Arc::new(Mutex::new(core));
+    let rx = rx_queues
+        .into_iter()
+        .enumerate()
+        .map(|(q, queue)| {
+            let handle = QueueRx::new(queue, q as u16, regs.clone(), counters[q].clone(), stop_rx, core.clone());
+            Box::new(handle) as Box<dyn RxHandle>
+        })
+        .collect();
+    let tx = tx_queues
+        .into_iter()
+        .enumerate()
+        .map(|(q, queue)| {
+            let handle = QueueTx::new(queue, q as u16, regs.clone(), counters[q].clone(), stop_tx, core.clone());
+            Box::new(handle) as Box<dyn TxHandle>
+        })
+        .collect();
+    let control = Control {
+        core,
+        counters,
+        mempools,
+        queues,
+        spec,
+        mac,
+        driver_name,
+    };
+    QueueHandles {
+        rx,
+        tx,
+        control: Box::new(control),
+    }
+}
+
+/// The control handle: hardware counters (clear-on-read, so read and
+/// accumulated here only), link, promiscuous mode; the queues' software
+/// counters from the atomics their handles publish.
+struct Control<D: SplitCore> {
+    /// Locked by this handle only, never on the data path.
+    core: Arc<Mutex<D>>,
+    counters: Vec<Arc<QueueCounters>>,
+    mempools: Vec<Mempool>,
+    queues: (u16, u16),
+    spec: String,
+    mac: [u8; 6],
+    driver_name: &'static str,
+}
+
+impl<D: SplitCore> Control<D> {
+    fn core(&self) -> MutexGuard<'_, D> {
+        // A panic while this handle held the lock left plain counters.
+        self.core.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl<D: SplitCore> ControlHandle for Control<D> {
+    fn driver_name(&self) -> &'static str {
+        self.driver_name
+    }
+
+    fn spec(&self) -> &str {
+        &self.spec
+    }
+
+    fn stats(&mut self) -> DeviceStats {
+        let mut stats = self.core().stats();
+        for c in &self.counters {
+            c.add_to(&mut stats);
+        }
+        stats
+    }
+
+    fn queue_stats(&mut self) -> Vec<QueueStats> {
+        let hardware = self.core().hardware_queue_counters();
+        (0..self.counters.len())
+            .map(|q| {
+                let mut s = QueueStats::new(q as u16);
+                self.counters[q].fill(&mut s);
+                if let Some(&(rp, rb, tp, tb)) = hardware.get(q) {
+                    (s.hw_rx_packets, s.hw_rx_bytes, s.hw_tx_packets, s.hw_tx_bytes) = (rp, rb, tp, tb);
+                }
+                s
+            })
+            .collect()
+    }
+
+    fn link(&self) -> Link {
+        self.core().link()
+    }
+
+    fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    fn set_promisc(&mut self, on: bool) -> Result<()> {
+        self.core().set_promisc(on)
+    }
+
+    fn mempool(&self, queue: u16) -> Mempool {
+        self.mempools[(queue as usize).min(self.mempools.len() - 1)].clone()
+    }
+
+    fn queues(&self) -> (u16, u16) {
+        self.queues
     }
 }

@@ -484,7 +484,7 @@ impl<R: RegisterAccess> Device for IxgbeDevice<R> {
     where
         Self: 'static,
     {
-        handles::split(*self)
+        Ok(handles::split(*self))
     }
 }
 
