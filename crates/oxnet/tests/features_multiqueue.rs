@@ -261,3 +261,78 @@ fn dropped_handles_leave_their_queues_disabled() {
     }
     assert!(World::global().faults().iter().all(|f| !f.contains(port)));
 }
+
+/// A device whose receive queue 1 panics (a stand-in for a bug in one
+/// thread's code); queue 0 receives nothing. It has no native split, so
+/// it also exercises the locked fallback (`split_locked`).
+struct PanicsOnQueue1 {
+    pool: oxnet_driver::Mempool,
+}
+
+impl Device for PanicsOnQueue1 {
+    fn driver_name(&self) -> &'static str {
+        "test"
+    }
+    fn spec(&self) -> &str {
+        "test:panics"
+    }
+    fn rx_batch(&mut self, queue: u16, _batch: &mut PacketBatch, _max: usize) -> usize {
+        assert_ne!(queue, 1, "queue 1 is broken");
+        0
+    }
+    fn tx_batch(&mut self, _queue: u16, _batch: &mut PacketBatch) -> usize {
+        0
+    }
+    fn stats(&mut self) -> oxnet_driver::DeviceStats {
+        oxnet_driver::DeviceStats::default()
+    }
+    fn link(&self) -> oxnet_driver::Link {
+        oxnet_driver::Link {
+            up: true,
+            speed_mbps: 0,
+        }
+    }
+    fn mac(&self) -> [u8; 6] {
+        [2, 0, 0, 0, 0, 1]
+    }
+    fn set_promisc(&mut self, _on: bool) -> oxnet_driver::Result<()> {
+        Ok(())
+    }
+    fn features(&self) -> oxnet_driver::Features {
+        oxnet_driver::Features::default()
+    }
+    fn mempool(&self, _queue: u16) -> oxnet_driver::Mempool {
+        self.pool.clone()
+    }
+    fn queues(&self) -> (u16, u16) {
+        (2, 2)
+    }
+}
+
+/// Issue 8 item 7: a panic in one forwarding thread is an error that names
+/// its queue pair, returned promptly, instead of a poisoned lock that makes
+/// every other thread panic too (`expect("device lock")` before).
+#[test]
+fn a_panicking_thread_is_reported_as_an_error() {
+    let config = Config {
+        rx_queues: 2,
+        tx_queues: 2,
+        ..Config::default()
+    };
+    let device = || {
+        Box::new(PanicsOnQueue1 {
+            pool: oxnet_driver::Mempool::new("panics", 64, oxnet_driver::MemoryKind::Plain).unwrap(),
+        }) as Box<dyn Device>
+    };
+    let start = std::time::Instant::now();
+    let result = multiqueue::forward(device(), device(), &config, Some(30.0), false);
+    let message = result.err().expect("an error, not Ok").to_string();
+    assert!(
+        message.contains("queue pair 1 panicked") && message.contains("queue 1 is broken"),
+        "{message}"
+    );
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(20),
+        "returned when the thread died, not at the deadline"
+    );
+}
