@@ -25,8 +25,8 @@ pub mod virtio;
 pub mod wait;
 
 pub use device::{
-    split_locked, Config, ControlHandle, Device, DeviceStats, Features, Link, Offloads, QueueHandles, QueueStats, RxHandle,
-    TsoMode, TxHandle,
+    split_locked, Config, ControlHandle, Device, DeviceStats, Features, Link, Offloads, QueueHandles, QueueStats,
+    RxHandle, TsoMode, TxHandle,
 };
 pub use error::{Error, Result};
 pub use memory::MemoryKind;

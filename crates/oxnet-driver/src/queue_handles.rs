@@ -245,7 +245,14 @@ where
         .into_iter()
         .enumerate()
         .map(|(q, queue)| {
-            let handle = QueueRx::new(queue, q as u16, regs.clone(), counters[q].clone(), stop_rx, core.clone());
+            let handle = QueueRx::new(
+                queue,
+                q as u16,
+                regs.clone(),
+                counters[q].clone(),
+                stop_rx,
+                core.clone(),
+            );
             Box::new(handle) as Box<dyn RxHandle>
         })
         .collect();
@@ -253,7 +260,14 @@ where
         .into_iter()
         .enumerate()
         .map(|(q, queue)| {
-            let handle = QueueTx::new(queue, q as u16, regs.clone(), counters[q].clone(), stop_tx, core.clone());
+            let handle = QueueTx::new(
+                queue,
+                q as u16,
+                regs.clone(),
+                counters[q].clone(),
+                stop_tx,
+                core.clone(),
+            );
             Box::new(handle) as Box<dyn TxHandle>
         })
         .collect();

@@ -154,10 +154,7 @@ mod tests {
                     })
                 });
                 let message = result.expect_err("out-of-BAR access must panic");
-                let message = message
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .unwrap_or_default();
+                let message = message.downcast_ref::<String>().cloned().unwrap_or_default();
                 assert!(
                     message.contains(&format!("{offset:#x}")) && message.contains("outside"),
                     "clear message: {message}"

@@ -197,9 +197,15 @@ fn n_threads_forward_exactly_what_rss_gives_each_queue() {
         let (spec, stats) = &result.queue_stats[0];
         assert_eq!(spec, &format!("sim:{pa}"));
         let received: Vec<u64> = stats.iter().map(|s| s.rx_packets).collect();
-        assert_eq!(received, expected, "{queues} queues: control handle's rx_packets per queue");
+        assert_eq!(
+            received, expected,
+            "{queues} queues: control handle's rx_packets per queue"
+        );
         let sent: Vec<u64> = result.queue_stats[1].1.iter().map(|s| s.tx_packets).collect();
-        assert_eq!(sent, expected, "{queues} queues: control handle's tx_packets per queue of b");
+        assert_eq!(
+            sent, expected,
+            "{queues} queues: control handle's tx_packets per queue of b"
+        );
         let mut batch = PacketBatch::with_capacity(64);
         let mut arrived = Vec::new();
         while sink.rx_batch(0, &mut batch, 64) > 0 {
@@ -207,7 +213,11 @@ fn n_threads_forward_exactly_what_rss_gives_each_queue() {
             batch.clear();
         }
         arrived.sort_unstable();
-        assert_eq!(arrived, (0..frames).collect::<Vec<_>>(), "{queues} queues: every frame once");
+        assert_eq!(
+            arrived,
+            (0..frames).collect::<Vec<_>>(),
+            "{queues} queues: every frame once"
+        );
     }
 }
 

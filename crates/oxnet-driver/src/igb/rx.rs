@@ -45,7 +45,11 @@ pub(super) fn new_rx_queue<R: RegisterAccess>(
             "receive buffers of {data_room} bytes cannot be used"
         )));
     }
-    let drop_en = if crate::ixgbe::drop_when_full(config) { SRRCTL_DROP_EN } else { 0 };
+    let drop_en = if crate::ixgbe::drop_when_full(config) {
+        SRRCTL_DROP_EN
+    } else {
+        0
+    };
     let value = regs.read32(srrctl(q)) & !(SRRCTL_DESCTYPE_MASK | SRRCTL_BSIZEPACKET_MASK | SRRCTL_DROP_EN);
     regs.write32(srrctl(q), value | SRRCTL_DESCTYPE_ADV_ONEBUF | bsize as u32 | drop_en);
     // Ring base (128-byte aligned: DMA memory is page aligned) and

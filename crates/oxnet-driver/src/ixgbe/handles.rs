@@ -43,5 +43,12 @@ pub(super) fn split<R: RegisterAccess + 'static>(mut device: IxgbeDevice<R>) -> 
     let rx_queues = std::mem::take(&mut device.rx_queues);
     let tx_queues = std::mem::take(&mut device.tx_queues);
     let regs = device.regs.clone();
-    split_device(device, rx_queues, tx_queues, regs, stop_rx_queue::<R>, stop_tx_queue::<R>)
+    split_device(
+        device,
+        rx_queues,
+        tx_queues,
+        regs,
+        stop_rx_queue::<R>,
+        stop_tx_queue::<R>,
+    )
 }

@@ -224,7 +224,9 @@ impl VfioDevice {
     }
 
     /// Writes `bytes` (1, 2 or 4 of them) at `offset` of a region.
-    pub fn write_region(&self, region: &Region, offset: u64, bytes: &[u8]) -> Result<()> {
+    /// Crate-private: a write to a BAR can point the device's DMA anywhere
+    /// (issue 8 item 4); drivers own their device's registers.
+    pub(crate) fn write_region(&self, region: &Region, offset: u64, bytes: &[u8]) -> Result<()> {
         self.device.write_all_at(bytes, region.offset + offset).map_err(|e| {
             Error::Io(format!(
                 "{}: writing {} bytes at {offset:#x} of region {}: {e}",
@@ -239,7 +241,7 @@ impl VfioDevice {
     /// device may do DMA — through the IOMMU, only into what we mapped.
     /// Legacy INTx is switched off at the same time: nobody would handle
     /// it (interrupts come as MSI-X through eventfds, or not at all).
-    pub fn enable_bus_master(&self) -> Result<()> {
+    pub(crate) fn enable_bus_master(&self) -> Result<()> {
         let mut command = [0u8; 2];
         self.read_region(&self.config, PCI_COMMAND, &mut command)?;
         let value = u16::from_le_bytes(command) | PCI_COMMAND_MASTER | PCI_COMMAND_INTX_DISABLE;

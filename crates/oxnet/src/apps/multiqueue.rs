@@ -62,7 +62,10 @@ pub fn step_handles(rx: &mut dyn RxHandle, tx: &mut dyn TxHandle, batch: &mut Pa
 /// which measures the lock's cost.)
 pub fn step(rx: &Shared, tx: &Shared, q: u16, batch: &mut PacketBatch, batch_size: usize) -> usize {
     if batch.is_empty() {
-        let n = rx.lock().expect("device lock").rx_batch(q, batch, batch_size);
+        let n = rx
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .rx_batch(q, batch, batch_size);
         if n == 0 {
             return 0;
         }
@@ -72,7 +75,9 @@ pub fn step(rx: &Shared, tx: &Shared, q: u16, batch: &mut PacketBatch, batch_siz
             }
         }
     }
-    tx.lock().expect("device lock").tx_batch(q, batch)
+    tx.lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .tx_batch(q, batch)
 }
 
 /// What `forward` reports.
@@ -139,9 +144,10 @@ pub fn forward(
     // Checked here (not only by the command line): a negative, NaN or
     // huge duration is an error, never a panic.
     let duration = match seconds {
-        Some(s) => Some(Duration::try_from_secs_f64(s).map_err(|_| {
-            Error::Config(format!("--seconds {s}: not a duration (a number of seconds >= 0)"))
-        })?),
+        Some(s) => Some(
+            Duration::try_from_secs_f64(s)
+                .map_err(|_| Error::Config(format!("--seconds {s}: not a duration (a number of seconds >= 0)")))?,
+        ),
         None => None,
     };
     let (mut a, mut b) = (a.split()?, b.split()?);
