@@ -326,12 +326,32 @@ pub struct Features {
     pub flow_control: bool,
 }
 
+/// Turns a boxed device into `Box<dyn Device>` (lets [`Device::split`]
+/// have a default body); implemented for every device.
+pub trait IntoDynDevice {
+    /// `self` as a trait object.
+    fn into_dyn<'a>(self: Box<Self>) -> Box<dyn Device + 'a>
+    where
+        Self: 'a;
+}
+
+impl<T: Device> IntoDynDevice for T {
+    fn into_dyn<'a>(self: Box<Self>) -> Box<dyn Device + 'a>
+    where
+        Self: 'a,
+    {
+        self
+    }
+}
+
 /// A network device: batched receive and transmit on numbered queues.
 ///
 /// One queue is used by one thread at a time (`&mut self`); packets received
 /// on one device may be transmitted on another and are freed back to their
-/// own pool wherever they are dropped.
-pub trait Device: Send {
+/// own pool wherever they are dropped. To run queues on several threads
+/// without a lock, [`split`](Device::split) the device into
+/// [`QueueHandles`].
+pub trait Device: Send + IntoDynDevice {
     /// Name of the driver ("ixgbe", ...).
     fn driver_name(&self) -> &'static str;
     /// The spec string the device was opened with.
@@ -384,6 +404,21 @@ pub trait Device: Send {
         None
     }
 
+    /// Splits the device into one handle per receive queue, one per
+    /// transmit queue and a control handle ([`QueueHandles`]), each `Send`,
+    /// to be moved to its own thread.
+    ///
+    /// ixgbe and igb split natively: a queue handle owns its ring and
+    /// shares only the register mapping, so the data path takes no lock.
+    /// The default (VirtIO, vhost-user) is [`split_locked`]: the handles
+    /// share the device behind one mutex, one lock per batch.
+    fn split(self: Box<Self>) -> Result<QueueHandles>
+    where
+        Self: 'static,
+    {
+        Ok(split_locked(self.into_dyn()))
+    }
+
     /// Arms (`true`) or disarms the receive interrupt of `queue`. An armed
     /// queue fires once when a packet arrives; the application then polls
     /// until the queue is empty and arms it again (as Linux NAPI does).
@@ -404,4 +439,150 @@ pub trait Device: Send {
     fn drain_tx(&mut self, _timeout: std::time::Duration) -> usize {
         0
     }
+}
+
+/// One receive queue of a split device ([`Device::split`]): owned by one
+/// thread, no lock on its data path (natively split drivers).
+pub trait RxHandle: Send {
+    /// The queue number.
+    fn queue(&self) -> u16;
+    /// Receives up to `max` packets, appending them to `batch`; returns
+    /// how many (as [`Device::rx_batch`]).
+    fn rx_batch(&mut self, batch: &mut PacketBatch, max: usize) -> usize;
+}
+
+/// One transmit queue of a split device ([`Device::split`]).
+pub trait TxHandle: Send {
+    /// The queue number.
+    fn queue(&self) -> u16;
+    /// Transmits from the front of `batch`; returns how many were taken,
+    /// the rest stay in `batch` (as [`Device::tx_batch`]).
+    fn tx_batch(&mut self, batch: &mut PacketBatch) -> usize;
+}
+
+/// The device-wide part of a split device: statistics, link, address.
+/// It may run on any thread while the queue handles run on theirs.
+///
+/// Statistics: the hardware's clear-on-read counters are read (and
+/// accumulated) here only, so nothing is lost between threads. The
+/// software counters of each queue (packets, bytes, pool empty, ring full,
+/// refused) are published by the queue's handle into per-queue atomics
+/// once per batch (relaxed stores, no lock), so they lag by at most the
+/// batch in progress; they are exact once the handles are dropped or
+/// joined. The transmit descriptor histogram and the other offload
+/// counters are not published (they stay zero here).
+pub trait ControlHandle: Send {
+    /// Name of the driver.
+    fn driver_name(&self) -> &'static str;
+    /// The spec string the device was opened with.
+    fn spec(&self) -> &str;
+    /// Counters since the device was opened (as [`Device::stats`]).
+    fn stats(&mut self) -> DeviceStats;
+    /// Per-queue counters (as [`Device::queue_stats`]).
+    fn queue_stats(&mut self) -> Vec<QueueStats>;
+    /// Link state.
+    fn link(&self) -> Link;
+    /// The device's MAC address.
+    fn mac(&self) -> [u8; 6];
+    /// Turns promiscuous mode on or off.
+    fn set_promisc(&mut self, on: bool) -> Result<()>;
+    /// The mempool behind receive queue `queue`.
+    fn mempool(&self, queue: u16) -> Mempool;
+    /// Number of RX and TX queues.
+    fn queues(&self) -> (u16, u16);
+}
+
+/// A device split into per-queue handles ([`Device::split`]).
+///
+/// Drop order does not matter for memory safety: a queue handle, when
+/// dropped, stops its own queue and waits (bounded) until the NIC
+/// acknowledges before it frees the ring and buffers; the device-wide
+/// teardown runs when the last handle of the device is gone.
+pub struct QueueHandles {
+    /// Receive queue handles, queue 0 first.
+    pub rx: Vec<Box<dyn RxHandle>>,
+    /// Transmit queue handles, queue 0 first.
+    pub tx: Vec<Box<dyn TxHandle>>,
+    /// Statistics, link and address.
+    pub control: Box<dyn ControlHandle>,
+}
+
+/// Splits any device into handles that share it behind one
+/// `std::sync::Mutex`: the fallback for drivers without a native split
+/// (VirtIO, vhost-user: one queue pair, whose rings share the device's
+/// state). Cost: one uncontended lock and unlock per batch (two atomic
+/// operations, a few instructions per packet at batch 32); threads on the
+/// same device serialise on it. A panic inside one handle's call does not
+/// make the others fail: the lock is taken back from a poisoned mutex
+/// (the device's queues are independent; the panicking call's own queue
+/// may have lost its batch).
+pub fn split_locked(device: Box<dyn Device>) -> QueueHandles {
+    use std::sync::{Arc, Mutex};
+    let (rx_queues, tx_queues) = device.queues();
+    let shared = Arc::new(Mutex::new(device));
+    fn lock(shared: &Mutex<Box<dyn Device>>) -> std::sync::MutexGuard<'_, Box<dyn Device>> {
+        shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+    struct Rx(Arc<Mutex<Box<dyn Device>>>, u16);
+    struct Tx(Arc<Mutex<Box<dyn Device>>>, u16);
+    struct Control(Arc<Mutex<Box<dyn Device>>>, String, &'static str);
+    impl RxHandle for Rx {
+        fn queue(&self) -> u16 {
+            self.1
+        }
+        fn rx_batch(&mut self, batch: &mut PacketBatch, max: usize) -> usize {
+            lock(&self.0).rx_batch(self.1, batch, max)
+        }
+    }
+    impl TxHandle for Tx {
+        fn queue(&self) -> u16 {
+            self.1
+        }
+        fn tx_batch(&mut self, batch: &mut PacketBatch) -> usize {
+            lock(&self.0).tx_batch(self.1, batch)
+        }
+    }
+    impl ControlHandle for Control {
+        fn driver_name(&self) -> &'static str {
+            self.2
+        }
+        fn spec(&self) -> &str {
+            &self.1
+        }
+        fn stats(&mut self) -> DeviceStats {
+            lock(&self.0).stats()
+        }
+        fn queue_stats(&mut self) -> Vec<QueueStats> {
+            lock(&self.0).queue_stats()
+        }
+        fn link(&self) -> Link {
+            lock(&self.0).link()
+        }
+        fn mac(&self) -> [u8; 6] {
+            lock(&self.0).mac()
+        }
+        fn set_promisc(&mut self, on: bool) -> Result<()> {
+            lock(&self.0).set_promisc(on)
+        }
+        fn mempool(&self, queue: u16) -> Mempool {
+            lock(&self.0).mempool(queue)
+        }
+        fn queues(&self) -> (u16, u16) {
+            lock(&self.0).queues()
+        }
+    }
+    let control = Control(shared.clone(), device_spec(&shared), lock(&shared).driver_name());
+    QueueHandles {
+        rx: (0..rx_queues)
+            .map(|q| Box::new(Rx(shared.clone(), q)) as Box<dyn RxHandle>)
+            .collect(),
+        tx: (0..tx_queues)
+            .map(|q| Box::new(Tx(shared.clone(), q)) as Box<dyn TxHandle>)
+            .collect(),
+        control: Box::new(control),
+    }
+}
+
+fn device_spec(shared: &std::sync::Mutex<Box<dyn Device>>) -> String {
+    shared.lock().map(|d| d.spec().to_string()).unwrap_or_default()
 }

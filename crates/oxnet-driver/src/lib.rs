@@ -17,6 +17,7 @@ pub mod mempool;
 pub mod offload;
 pub mod packet;
 pub mod pci;
+mod queue_handles;
 pub mod regs;
 pub mod ring;
 pub mod rss;
@@ -26,7 +27,10 @@ pub mod virtio;
 pub mod wait;
 
 pub use domain::DmaDomain;
-pub use device::{Config, Device, DeviceStats, Features, Link, Offloads, QueueStats, TsoMode};
+pub use device::{
+    split_locked, Config, ControlHandle, Device, DeviceStats, Features, Link, Offloads, QueueHandles, QueueStats,
+    RxHandle, TsoMode, TxHandle,
+};
 pub use error::{Error, Result};
 pub use memory::MemoryKind;
 pub use mempool::Mempool;

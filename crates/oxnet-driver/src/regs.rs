@@ -103,26 +103,38 @@ impl Mmio {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// Refuses an access outside the mapping, in release builds too: one
+    /// compare and a never-taken branch per access (drivers only use the
+    /// offsets of their regs.rs, so it fires only on a programming error,
+    /// e.g. a queue number past the register arrays; a panic with the
+    /// offset beats undefined behaviour).
+    #[inline(always)]
+    fn check(&self, offset: u32) {
+        if offset as usize > self.len.saturating_sub(4) || self.len < 4 {
+            out_of_bar(offset, self.len);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn out_of_bar(offset: u32, len: usize) -> ! {
+    panic!("register offset {offset:#x} lies outside the {len:#x}-byte BAR: refused (oxnet driver bug)")
 }
 
 impl RegisterAccess for Mmio {
     #[inline(always)]
     fn read32(&self, offset: u32) -> u32 {
-        debug_assert!(
-            offset as usize + 4 <= self.len,
-            "register offset {offset:#x} outside BAR"
-        );
-        // SAFETY: offset lies inside the mapped BAR (checked in debug builds;
-        // drivers only use offsets from their regs.rs); MMIO must be volatile.
+        self.check(offset);
+        // SAFETY: `check` keeps the 4 bytes inside the mapped BAR; MMIO must
+        // be volatile.
         unsafe { std::ptr::read_volatile(self.base.as_ptr().add(offset as usize) as *const u32) }
     }
 
     #[inline(always)]
     fn write32(&self, offset: u32, value: u32) {
-        debug_assert!(
-            offset as usize + 4 <= self.len,
-            "register offset {offset:#x} outside BAR"
-        );
+        self.check(offset);
         // SAFETY: as in read32.
         unsafe { std::ptr::write_volatile(self.base.as_ptr().add(offset as usize) as *mut u32, value) }
     }
@@ -149,6 +161,59 @@ impl Drop for Mmio {
         // SAFETY: base/len came from a successful mmap of the BAR (see pci.rs).
         unsafe {
             libc::munmap(self.base.as_ptr() as *mut libc::c_void, self.len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An `Mmio` over a plain heap buffer (not mapped with mmap: it must not
+    /// be dropped through `Mmio::drop`, hence `forget`).
+    fn with_mmio(len: usize, f: impl FnOnce(&Mmio)) {
+        let mut words = vec![0u32; len / 4];
+        // SAFETY: `words` lives for the whole call; `len` bytes fit in it.
+        let mmio = unsafe { Mmio::new(NonNull::new(words.as_mut_ptr() as *mut u8).unwrap(), len) };
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mmio)));
+        std::mem::forget(mmio);
+        drop(words);
+        if let Err(e) = result {
+            std::panic::resume_unwind(e);
+        }
+    }
+
+    #[test]
+    fn access_inside_the_bar_works() {
+        with_mmio(64, |m| {
+            m.write32(60, 0xDEAD_BEEF);
+            assert_eq!(m.read32(60), 0xDEAD_BEEF);
+            assert_eq!(m.read32(0), 0);
+        });
+    }
+
+    /// Issue 8 item 4: the bound is checked in release builds too (this
+    /// test runs in both; `cargo test --release -p oxnet-driver regs`).
+    #[test]
+    fn access_outside_the_bar_is_refused_in_every_build() {
+        for offset in [61u32, 64, 0x1000, u32::MAX] {
+            for write in [false, true] {
+                let result = std::panic::catch_unwind(|| {
+                    with_mmio(64, |m| {
+                        if write {
+                            m.write32(offset, 1)
+                        } else {
+                            m.read32(offset);
+                        }
+                    })
+                });
+                let message = result.expect_err("out-of-BAR access must panic");
+                let message = message.downcast_ref::<String>().cloned().unwrap_or_default();
+                assert!(
+                    message.contains(&format!("{offset:#x}")) && message.contains("outside"),
+                    "clear message: {message}"
+                );
+            }
         }
     }
 }

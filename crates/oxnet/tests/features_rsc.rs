@@ -7,7 +7,7 @@ use oxnet_driver::ixgbe::regs::*;
 use oxnet_driver::ixgbe::IxgbeDevice;
 use oxnet_driver::offload;
 use oxnet_driver::packet::{FLAG_CSUM_CHECKED, FLAG_L4_CSUM_GOOD};
-use oxnet_driver::{Config, Device, MemoryKind, Offloads, PacketBatch, RegisterAccess};
+use oxnet_driver::{Config, Device, MemoryKind, Offloads, PacketBatch};
 use oxnet_sim::{SimRegisters, World};
 
 fn config(rsc: bool) -> Config {
@@ -75,16 +75,16 @@ fn payload_of(p: &oxnet_driver::Packet) -> Vec<u8> {
 fn rsc_on_coalesces_a_burst_into_one_chained_packet_and_off_gives_the_same_bytes() {
     let port = "feat-rsc-on";
     let mut dev = open(port, &config(true)).unwrap();
-    let r = dev.registers();
-    assert_eq!(r.read32(RFCTL) & RFCTL_RSC_DIS, 0);
-    assert_eq!(r.read32(rscctl(0)) & RSCCTL_RSCEN, RSCCTL_RSCEN);
+    let r = |offset| dev.read_register(offset);
+    assert_eq!(r(RFCTL) & RFCTL_RSC_DIS, 0);
+    assert_eq!(r(rscctl(0)) & RSCCTL_RSCEN, RSCCTL_RSCEN);
     assert_eq!(
-        (r.read32(rscctl(0)) >> RSCCTL_MAXDESC_SHIFT) & 0b11,
+        (r(rscctl(0)) >> RSCCTL_MAXDESC_SHIFT) & 0b11,
         0b11,
         "MAXDESC = 16"
     );
     assert_eq!(
-        r.read32(RDRXCTL) & (RDRXCTL_RSCACKC | RDRXCTL_FCOE_WRFIX),
+        r(RDRXCTL) & (RDRXCTL_RSCACKC | RDRXCTL_FCOE_WRFIX),
         RDRXCTL_RSCACKC | RDRXCTL_FCOE_WRFIX
     );
     World::global().inject_burst(port, &burst(7000));
@@ -119,7 +119,7 @@ fn rsc_on_coalesces_a_burst_into_one_chained_packet_and_off_gives_the_same_bytes
     // Off: ten packets, the same payload bytes in order.
     let port = "feat-rsc-off";
     let mut dev = open(port, &config(false)).unwrap();
-    assert_eq!(dev.registers().read32(RFCTL) & RFCTL_RSC_DIS, RFCTL_RSC_DIS);
+    assert_eq!(dev.read_register(RFCTL) & RFCTL_RSC_DIS, RFCTL_RSC_DIS);
     World::global().inject_burst(port, &burst(7000));
     let mut batch = PacketBatch::with_capacity(32);
     assert_eq!(dev.rx_batch(0, &mut batch, 32), 10);

@@ -7,7 +7,7 @@ use oxnet_driver::ixgbe::regs::*;
 use oxnet_driver::ixgbe::IxgbeDevice;
 use oxnet_driver::offload::{self, checksum_verdict};
 use oxnet_driver::packet::{FLAG_CSUM_BAD, FLAG_CSUM_CHECKED, FLAG_IP_CSUM_GOOD, FLAG_L4_CSUM_GOOD, FLAG_RSS_HASH};
-use oxnet_driver::{rss, Config, Device, MemoryKind, Offloads, PacketBatch, RegisterAccess};
+use oxnet_driver::{rss, Config, Device, MemoryKind, Offloads, PacketBatch};
 use oxnet_sim::{SimRegisters, World};
 
 fn open(port: &str, queues: u16, offloads: Offloads) -> oxnet_driver::Result<IxgbeDevice<SimRegisters>> {
@@ -182,12 +182,12 @@ fn dca_programs_the_control_registers_and_off_disables_it() {
         },
     )
     .unwrap();
-    let r = dev.registers();
+    let r = |offset| dev.read_register(offset);
     // §8.2.3.11.4 (DCA_CTRL): DCA enabled (DCA_DIS clear), mode DCA 1.0.
-    assert_eq!(r.read32(DCA_CTRL) & DCA_CTRL_DISABLE, 0);
-    assert_eq!(r.read32(DCA_CTRL) & DCA_CTRL_MODE_10, DCA_CTRL_MODE_10);
+    assert_eq!(r(DCA_CTRL) & DCA_CTRL_DISABLE, 0);
+    assert_eq!(r(DCA_CTRL) & DCA_CTRL_MODE_10, DCA_CTRL_MODE_10);
     for q in 0..2 {
-        let rx = r.read32(dca_rxctrl(q));
+        let rx = r(dca_rxctrl(q));
         assert_eq!(rx & DCA_DESC_EN, DCA_DESC_EN, "DCA_RXCTRL({q}) descriptor DCA");
         assert_eq!(rx & DCA_RXCTRL_HEAD_EN, DCA_RXCTRL_HEAD_EN);
         assert_eq!(rx & DCA_RXCTRL_DATA_EN, DCA_RXCTRL_DATA_EN);
@@ -196,10 +196,10 @@ fn dca_programs_the_control_registers_and_off_disables_it() {
             oxnet_driver::ixgbe::features::dca_cpu(q as u16),
             "CPU ID of queue {q}"
         );
-        let tx = r.read32(dca_txctrl(q));
+        let tx = r(dca_txctrl(q));
         assert_eq!(tx & DCA_DESC_EN, DCA_DESC_EN, "DCA_TXCTRL({q})");
         assert_eq!(tx >> DCA_CPUID_SHIFT, oxnet_driver::ixgbe::features::dca_cpu(q as u16));
     }
     let off = open("feat-dca-off", 1, Offloads::default()).unwrap();
-    assert_eq!(off.registers().read32(DCA_CTRL) & DCA_CTRL_DISABLE, DCA_CTRL_DISABLE);
+    assert_eq!(off.read_register(DCA_CTRL) & DCA_CTRL_DISABLE, DCA_CTRL_DISABLE);
 }

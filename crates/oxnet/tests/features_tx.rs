@@ -10,7 +10,7 @@ use common::chained;
 use oxnet_driver::ixgbe::IxgbeDevice;
 use oxnet_driver::offload::{self, checksum_verdict};
 use oxnet_driver::packet::{FLAG_IP_CSUM_GOOD, FLAG_L4_CSUM_GOOD, TX_IP_CSUM, TX_TCP_CSUM, TX_TSO, TX_UDP_CSUM};
-use oxnet_driver::{Config, Device, MemoryKind, Mempool, Offloads, Packet, PacketBatch, RegisterAccess, TsoMode};
+use oxnet_driver::{Config, Device, MemoryKind, Mempool, Offloads, Packet, PacketBatch, TsoMode};
 use oxnet_sim::{SimRegisters, World};
 
 const TCP_HEADERS: usize = 54;
@@ -248,7 +248,7 @@ fn head_write_back_reports_the_head_and_cleans_from_it() {
     let packets = (0..40).map(|_| chained(&pool, &frame(100, true), 2048)).collect();
     let frames = send(&mut dev, port, packets);
     assert_eq!(frames.len(), 40);
-    let tdh = dev.registers().read32(oxnet_driver::ixgbe::regs::tdh(0));
+    let tdh = dev.read_register(oxnet_driver::ixgbe::regs::tdh(0));
     assert_eq!(
         dev.tx_queue(0).unwrap().written_back_head(),
         Some(tdh),
@@ -256,7 +256,7 @@ fn head_write_back_reports_the_head_and_cleans_from_it() {
     );
     assert_eq!(tdh, 40);
     // TXDCTL.WTHRESH must be 0 with head write-back (§7.2.3.5.2).
-    let txdctl = dev.registers().read32(oxnet_driver::ixgbe::regs::txdctl(0));
+    let txdctl = dev.read_register(oxnet_driver::ixgbe::regs::txdctl(0));
     assert_eq!((txdctl >> 16) & 0x7F, 0);
     // The next call cleans up to the written-back head: every buffer back.
     send(&mut dev, port, Vec::new());

@@ -28,7 +28,7 @@ use oxnet_driver::packet::{
     FLAG_CSUM_BAD, FLAG_CSUM_CHECKED, FLAG_IP_CSUM_BAD, FLAG_IP_CSUM_GOOD, FLAG_L4_CSUM_BAD, FLAG_L4_CSUM_GOOD,
     TX_IP_CSUM, TX_TCP_CSUM, TX_TSO, TX_UDP_CSUM,
 };
-use oxnet_driver::{Config, Device, MemoryKind, Mempool, Offloads, Packet, PacketBatch, RegisterAccess, TsoMode};
+use oxnet_driver::{Config, Device, MemoryKind, Mempool, Offloads, Packet, PacketBatch, TsoMode};
 use oxnet_rig::{static_test, Vm, IGB};
 use std::time::{Duration, Instant};
 
@@ -556,7 +556,7 @@ fn guest_rx_checksum_flags_from_the_nic_equal_the_software_verdicts() {
             ..Offloads::default()
         },
     );
-    let rxcsum = regs.registers().read32(oxnet_driver::igb::regs::RXCSUM);
+    let rxcsum = regs.read_register(oxnet_driver::igb::regs::RXCSUM);
     assert_eq!(rxcsum & 0x300, 0x300, "RXCSUM.IPOFLD | TUOFLD: {rxcsum:#x}");
 }
 
@@ -578,16 +578,16 @@ fn guest_head_write_back_reports_the_head_and_cleans_from_it() {
         (0..40).map(|_| chained(&pool, &frame(100, true), 2048)).collect(),
     );
     assert_eq!(receive(&mut rx, 40).len(), 40, "all 40 on the wire");
-    let tdh = tx.registers().read32(oxnet_driver::igb::regs::tdh(0));
+    let tdh = tx.read_register(oxnet_driver::igb::regs::tdh(0));
     assert_eq!(tdh, 40);
     assert_eq!(
         tx.tx_queue(0).unwrap().written_back_head(),
         Some(tdh),
         "head written back = TDH"
     );
-    let tdwbal = tx.registers().read32(oxnet_driver::igb::regs::tdwbal(0));
+    let tdwbal = tx.read_register(oxnet_driver::igb::regs::tdwbal(0));
     assert_eq!(tdwbal & 1, 1, "TDWBAL.Head_WB_En");
-    let txdctl = tx.registers().read32(oxnet_driver::igb::regs::txdctl(0));
+    let txdctl = tx.read_register(oxnet_driver::igb::regs::txdctl(0));
     assert_eq!((txdctl >> 16) & 0x1F, 0, "TXDCTL.WTHRESH = 0");
     // The next call cleans up to the written-back head: every buffer back.
     send(&mut tx, Vec::new());

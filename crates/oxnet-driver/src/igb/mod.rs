@@ -106,7 +106,8 @@ const AUTO_READ_TIMEOUT: Duration = Duration::from_millis(10);
 
 /// An initialised 82576 with its queues.
 pub struct IgbDevice<R: RegisterAccess> {
-    regs: R,
+    /// Shared with the queue handles after [`Device::split`].
+    regs: std::sync::Arc<R>,
     spec: String,
     rx_queues: Vec<RxQueue>,
     tx_queues: Vec<TxQueue>,
@@ -146,7 +147,7 @@ impl<R: RegisterAccess> IgbDevice<R> {
         }
         let memory = crate::domain::device_memory(config.memory.unwrap_or(default_memory), spec)?;
         let mut dev = IgbDevice {
-            regs,
+            regs: std::sync::Arc::new(regs),
             spec: spec.to_string(),
             rx_queues: Vec::new(),
             tx_queues: Vec::new(),
@@ -184,7 +185,7 @@ impl<R: RegisterAccess> IgbDevice<R> {
                 self.rx_queues.len()
             )));
         }
-        let r = &self.regs;
+        let r = &*self.regs;
         r.write32(GPIE, GPIE_NSICR | GPIE_MSIX_MODE | GPIE_EIAME | GPIE_PBA);
         let mut vectors = 0u32;
         for q in 0..self.rx_queues.len() as u32 {
@@ -209,14 +210,29 @@ impl<R: RegisterAccess> IgbDevice<R> {
         self.tx_queues.get(q as usize)
     }
 
-    /// The register interface.
-    pub fn registers(&self) -> &R {
+    /// Reads the register at byte `offset` (tests look inside the device
+    /// with it). Reading cannot make the NIC DMA anywhere; it does clear
+    /// the clear-on-read statistics counters (82576 §8.19), which
+    /// [`Device::stats`] then misses.
+    pub fn read_register(&self, offset: u32) -> u32 {
+        self.regs.read32(offset)
+    }
+
+    /// The raw register interface.
+    ///
+    /// # Safety
+    /// Whoever writes through it can point the NIC's DMA (RDBAL/TDBAL,
+    /// head write-back) at any memory: the caller must not write registers
+    /// that change where or whether the device reads and writes memory.
+    pub unsafe fn registers(&self) -> &R {
         &self.regs
     }
 
     /// The register interface, mutable (vfio: enabling interrupts).
-    pub fn registers_mut(&mut self) -> &mut R {
-        &mut self.regs
+    /// Only before [`Device::split`] (vfio opens interrupts right after
+    /// `init`), when nothing else holds the registers.
+    pub(crate) fn registers_mut(&mut self) -> &mut R {
+        std::sync::Arc::get_mut(&mut self.regs).expect("igb registers are borrowed mutably only before split")
     }
 
     /// Whether EECD.AUTO_RD was seen after the reset (see docs/igb.md).
@@ -228,7 +244,7 @@ impl<R: RegisterAccess> IgbDevice<R> {
     /// disable), stop receive and transmit, CTRL.RST, wait for the EEPROM
     /// auto-read, disable interrupts again.
     fn reset(&mut self) -> Result<()> {
-        let r = &self.regs;
+        let r = &*self.regs;
         // §4.5.1: "interrupts should be masked ... before the reset".
         r.write32(IMC, INTERRUPTS_ALL);
         r.write32(EIMC, INTERRUPTS_ALL);
@@ -309,7 +325,7 @@ impl<R: RegisterAccess> IgbDevice<R> {
 
     fn mdic_wait(&self, register: u32) -> Result<u32> {
         let what = format!("PHY register {register} access (MDIC.R)");
-        wait_bits(&self.regs, NAME, MDIC, MDIC_READY, MDIC_READY, &what)?;
+        wait_bits(&*self.regs, NAME, MDIC, MDIC_READY, MDIC_READY, &what)?;
         let mdic = self.regs.read32(MDIC);
         if mdic & MDIC_ERROR != 0 {
             return Err(Error::Device(format!(
@@ -329,11 +345,11 @@ impl<R: RegisterAccess> IgbDevice<R> {
             self.regs.write32(MTA + 4 * n, 0);
         }
         for q in 0..config.rx_queues {
-            let queue = rx::new_rx_queue(&self.regs, q, config, memory, &self.spec)?;
+            let queue = rx::new_rx_queue(&*self.regs, q, config, memory, &self.spec)?;
             self.rx_queues.push(queue);
         }
         // Offload switches: RSS, checksum control (features.rs).
-        features::init_rx(&self.regs, config);
+        features::init_rx(&*self.regs, config);
         // §8.10.1 RCTL: accept broadcast, strip the CRC (the application
         // never sees the 4 CRC bytes), no long packets, 2 KB buffers in
         // RCTL.BSIZE = 00b (SRRCTL's size is the one used). UPE/MPE are
@@ -356,10 +372,10 @@ impl<R: RegisterAccess> IgbDevice<R> {
         self.regs
             .write32(TCTL, tctl | TCTL_PSP | TCTL_CT_15 | TCTL_COLD_63 | TCTL_RTLC);
         for q in 0..config.tx_queues {
-            let queue = tx::new_tx_queue(&self.regs, q, config, memory)?;
+            let queue = tx::new_tx_queue(&*self.regs, q, config, memory)?;
             self.tx_queues.push(queue);
         }
-        features::init_dca(&self.regs, config);
+        features::init_dca(&*self.regs, config);
         for q in 0..config.tx_queues {
             self.start_tx_queue(q)?;
         }
@@ -374,7 +390,7 @@ impl<R: RegisterAccess> IgbDevice<R> {
         // §4.5.8: enable the queue, poll until RXDCTL.ENABLE reads back.
         self.regs.write32(rxdctl(q32), rx::rxdctl_enable());
         wait_bits(
-            &self.regs,
+            &*self.regs,
             NAME,
             rxdctl(q32),
             DCTL_ENABLE,
@@ -397,7 +413,7 @@ impl<R: RegisterAccess> IgbDevice<R> {
         let txdctl_value = tx::txdctl_enable(&self.tx_queues[q as usize]);
         self.regs.write32(txdctl(q32), txdctl_value);
         wait_bits(
-            &self.regs,
+            &*self.regs,
             NAME,
             txdctl(q32),
             DCTL_ENABLE,
@@ -415,7 +431,7 @@ impl<R: RegisterAccess> IgbDevice<R> {
 
     /// Reads the clear-on-read counters of §8.19 and adds them up.
     fn read_hardware_stats(&mut self) {
-        let r = &self.regs;
+        let r = &*self.regs;
         let rx_packets = r.read32(GPRC) as u64;
         let tx_packets = r.read32(GPTC) as u64;
         // 64-bit octet counters: the low register first, then the high one
@@ -482,7 +498,7 @@ impl<R: RegisterAccess> Device for IgbDevice<R> {
     #[inline]
     fn rx_batch(&mut self, queue: u16, batch: &mut PacketBatch, max: usize) -> usize {
         match self.rx_queues.get_mut(queue as usize) {
-            Some(q) => q.rx_batch(&self.regs, batch, max),
+            Some(q) => q.rx_batch(&*self.regs, batch, max),
             None => 0,
         }
     }
@@ -490,7 +506,7 @@ impl<R: RegisterAccess> Device for IgbDevice<R> {
     #[inline]
     fn tx_batch(&mut self, queue: u16, batch: &mut PacketBatch) -> usize {
         match self.tx_queues.get_mut(queue as usize) {
-            Some(q) => q.tx_batch(&self.regs, batch),
+            Some(q) => q.tx_batch(&*self.regs, batch),
             None => 0,
         }
     }
@@ -537,6 +553,24 @@ impl<R: RegisterAccess> Device for IgbDevice<R> {
         }
     }
 
+    /// Native split: see `queue_handles.rs` and the ixgbe driver's.
+    fn split(mut self: Box<Self>) -> Result<crate::device::QueueHandles>
+    where
+        Self: 'static,
+    {
+        let rx_queues = std::mem::take(&mut self.rx_queues);
+        let tx_queues = std::mem::take(&mut self.tx_queues);
+        let regs = self.regs.clone();
+        Ok(crate::queue_handles::split_device(
+            *self,
+            rx_queues,
+            tx_queues,
+            regs,
+            teardown::stop_rx_queue::<R>,
+            teardown::stop_tx_queue::<R>,
+        ))
+    }
+
     fn queue_stats(&mut self) -> Vec<crate::device::QueueStats> {
         // Software counters only: the 82576's per-queue counters (PQGPRC...)
         // belong to its virtualisation pools, which this driver leaves off.
@@ -544,7 +578,7 @@ impl<R: RegisterAccess> Device for IgbDevice<R> {
     }
 
     fn feature_registers(&self) -> Vec<(String, u32)> {
-        features::registers(&self.regs, self.rx_queues.len() as u16, self.tx_queues.len() as u16)
+        features::registers(&*self.regs, self.rx_queues.len() as u16, self.tx_queues.len() as u16)
     }
 
     fn mempool(&self, queue: u16) -> Mempool {
@@ -576,11 +610,13 @@ impl<R: RegisterAccess> Device for IgbDevice<R> {
     }
 }
 
+impl<R: RegisterAccess> crate::queue_handles::SplitCore for IgbDevice<R> {}
+
 impl<R: RegisterAccess> Drop for IgbDevice<R> {
     fn drop(&mut self) {
         // Stop DMA before the rings and buffers are freed (teardown.rs):
         // queues stopped and polled, reset, bus mastering off.
-        let stopped = teardown::stop_device(&self.regs, self.rx_queues.len() as u32, self.tx_queues.len() as u32);
+        let stopped = teardown::stop_device(&*self.regs, self.rx_queues.len() as u32, self.tx_queues.len() as u32);
         if !stopped {
             // As in the ixgbe driver: keep memory a late write-back could reach.
             eprintln!("oxnet: 82576 did not stop its queues; keeping their DMA memory allocated");

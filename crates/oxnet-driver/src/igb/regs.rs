@@ -210,7 +210,7 @@ pub const SRRCTL_DESCTYPE_ADV_ONEBUF: u32 = 0b001 << 25;
 /// SRRCTL.DESCTYPE mask.
 pub const SRRCTL_DESCTYPE_MASK: u32 = 0b111 << 25;
 /// SRRCTL.Drop_En: drop frames for this queue when it has no free
-/// descriptor (we leave it off: frames wait in the packet buffer).
+/// descriptor (set with several queues and no flow control: rx.rs).
 pub const SRRCTL_DROP_EN: u32 = 1 << 31;
 /// RXDCTL.ENABLE / TXDCTL.ENABLE.
 pub const DCTL_ENABLE: u32 = 1 << 25;

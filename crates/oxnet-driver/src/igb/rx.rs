@@ -33,9 +33,11 @@ pub(super) fn new_rx_queue<R: RegisterAccess>(
     // it before changing its ring, as the datasheet's dynamic queue
     // enabling (§4.5.8.x) and Linux's igb do.
     regs.write32(rxdctl(q), 0);
-    // SRRCTL: advanced descriptors, one buffer, buffer size in KB.
-    // Drop_En stays 0: with no free descriptor, frames wait in the
-    // packet buffer and are counted in MPC when that is full too.
+    // SRRCTL: advanced descriptors, one buffer, buffer size in KB, and
+    // Drop_En (82576 §8.10.2, bit 31) under the same rule as the 82599's
+    // DROP_EN: set with several queues and flow control off, so that one
+    // stalled queue cannot fill the shared packet buffer for all
+    // (`crate::ixgbe::rx::drop_when_full`).
     let data_room = queue.mempool().data_room();
     let bsize = data_room / 1024;
     if bsize == 0 || bsize > SRRCTL_BSIZEPACKET_MASK as usize {
@@ -43,8 +45,13 @@ pub(super) fn new_rx_queue<R: RegisterAccess>(
             "receive buffers of {data_room} bytes cannot be used"
         )));
     }
+    let drop_en = if crate::ixgbe::drop_when_full(config) {
+        SRRCTL_DROP_EN
+    } else {
+        0
+    };
     let value = regs.read32(srrctl(q)) & !(SRRCTL_DESCTYPE_MASK | SRRCTL_BSIZEPACKET_MASK | SRRCTL_DROP_EN);
-    regs.write32(srrctl(q), value | SRRCTL_DESCTYPE_ADV_ONEBUF | bsize as u32);
+    regs.write32(srrctl(q), value | SRRCTL_DESCTYPE_ADV_ONEBUF | bsize as u32 | drop_en);
     // Ring base (128-byte aligned: DMA memory is page aligned) and
     // length in bytes (a multiple of 128: rings are >= 64 descriptors).
     let base = queue.ring_iova();
@@ -63,7 +70,6 @@ pub(super) fn rxdctl_enable() -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::advanced::{RX_STATUS_DD, RX_STATUS_IPCS, RX_STATUS_L4CS};
     use crate::igb::Nic82576;
     use crate::packet::{FLAG_CSUM_BAD, FLAG_IP_CSUM_BAD, FLAG_IP_CSUM_GOOD, FLAG_L4_CSUM_BAD, FLAG_L4_CSUM_GOOD};

@@ -19,12 +19,14 @@
 //! software 82599 of `oxnet-sim`.
 
 pub mod features;
+mod handles;
 pub mod regs;
 mod rx;
 pub mod teardown;
+pub(crate) use rx::drop_when_full;
 mod tx;
 
-use crate::device::{Config, Device, DeviceStats, Features, Link};
+use crate::device::{Config, Device, DeviceStats, Features, Link, QueueHandles};
 use crate::error::{Error, Result};
 use crate::memory::MemoryKind;
 use crate::mempool::Mempool;
@@ -32,6 +34,7 @@ use crate::packet::PacketBatch;
 use crate::regs::RegisterAccess;
 use crate::wait::wait_bits;
 use regs::*;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use crate::advanced::TX_CLEAN_BATCH;
@@ -95,7 +98,8 @@ pub fn supports(vendor: u16, device: u16) -> bool {
 
 /// An initialised 82599 with its queues.
 pub struct IxgbeDevice<R: RegisterAccess> {
-    regs: R,
+    /// Shared with the queue handles after [`Device::split`].
+    regs: Arc<R>,
     spec: String,
     rx_queues: Vec<RxQueue>,
     tx_queues: Vec<TxQueue>,
@@ -122,7 +126,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         }
         let memory = crate::domain::device_memory(config.memory.unwrap_or(default_memory), spec)?;
         let mut dev = IxgbeDevice {
-            regs,
+            regs: Arc::new(regs),
             spec: spec.to_string(),
             rx_queues: Vec::new(),
             tx_queues: Vec::new(),
@@ -157,9 +161,25 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         self.tx_queues.get(q as usize)
     }
 
-    /// The register interface (tests of the model use it to look inside).
-    pub fn registers(&self) -> &R {
-        &self.regs
+    /// Reads the register at byte `offset` (tests look inside the device
+    /// with it). Reading cannot make the NIC DMA anywhere; it does clear
+    /// the clear-on-read statistics counters (§8.2.3.23), which
+    /// [`Device::stats`] then misses. On real hardware an offset outside
+    /// the BAR panics (see [`crate::regs::Mmio`]).
+    pub fn read_register(&self, offset: u32) -> u32 {
+        self.regs.read32(offset)
+    }
+
+    /// The raw register interface.
+    ///
+    /// # Safety
+    /// Whoever writes through it can point the NIC's DMA (RDBAL/TDBAL,
+    /// head write-back) at any memory, or stop queues under the driver:
+    /// the caller must not write registers that change where or whether
+    /// the device reads and writes memory. Use [`Self::read_register`] to
+    /// look.
+    pub unsafe fn registers(&self) -> &R {
+        &*self.regs
     }
 
     /// §4.6.3.1 disable interrupts, §4.6.3.2 global reset, then wait for the
@@ -221,11 +241,11 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         // Accept broadcast frames (§8.2.3.7.1).
         self.regs.set_flags32(FCTRL, FCTRL_BAM);
         for q in 0..config.rx_queues {
-            let queue = rx::new_rx_queue(&self.regs, q, config, memory, &self.spec)?;
+            let queue = rx::new_rx_queue(&*self.regs, q, config, memory, &self.spec)?;
             self.rx_queues.push(queue);
         }
         // Offload switches: RSS, checksum, statistics mapping (features.rs).
-        features::init_rx(&self.regs, config);
+        features::init_rx(&*self.regs, config);
         // §4.6.7: "set CTRL_EXT.NS_DIS" (no snoop disable).
         self.regs.set_flags32(CTRL_EXT, CTRL_EXT_NS_DIS);
         self.regs.set_flags32(RXCTRL, RXCTRL_RXEN);
@@ -247,12 +267,12 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         self.regs.write32(DTXMXSZRQ, 0xFFF);
         self.regs.set_flags32(RTTDCS, RTTDCS_ARBDIS);
         for q in 0..config.tx_queues {
-            let queue = tx::new_tx_queue(&self.regs, q, config, memory)?;
+            let queue = tx::new_tx_queue(&*self.regs, q, config, memory)?;
             self.tx_queues.push(queue);
         }
         self.regs.clear_flags32(RTTDCS, RTTDCS_ARBDIS);
-        features::init_tso(&self.regs, config);
-        features::init_dca(&self.regs, config);
+        features::init_tso(&*self.regs, config);
+        features::init_dca(&*self.regs, config);
         // §8.2.3.9.2: global transmit enable.
         self.regs.set_flags32(DMATXCTL, DMATXCTL_TE);
         Ok(())
@@ -265,7 +285,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         // §4.6.7.1: enable the queue, wait until RXDCTL.ENABLE reads back.
         self.regs.set_flags32(rxdctl(q32), DCTL_ENABLE);
         wait_bits(
-            &self.regs,
+            &*self.regs,
             "82599",
             rxdctl(q32),
             DCTL_ENABLE,
@@ -289,7 +309,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
         // §4.6.8.1: enable the queue and poll until it reads back enabled.
         self.regs.set_flags32(txdctl(q32), DCTL_ENABLE);
         wait_bits(
-            &self.regs,
+            &*self.regs,
             "82599",
             txdctl(q32),
             DCTL_ENABLE,
@@ -324,16 +344,16 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
     }
 
     fn wait_set(&self, offset: u32, mask: u32, what: &str) -> Result<()> {
-        wait_bits(&self.regs, "82599", offset, mask, mask, what)
+        wait_bits(&*self.regs, "82599", offset, mask, mask, what)
     }
 
     fn wait_clear(&self, offset: u32, mask: u32, what: &str) -> Result<()> {
-        wait_bits(&self.regs, "82599", offset, mask, 0, what)
+        wait_bits(&*self.regs, "82599", offset, mask, 0, what)
     }
 
     /// Reads the clear-on-read counters of §8.2.3.23 and adds them up.
     fn read_hardware_stats(&mut self) {
-        let r = &self.regs;
+        let r = &*self.regs;
         let rx_packets = r.read32(GPRC) as u64;
         let tx_packets = r.read32(GPTC) as u64;
         // 36-bit octet counters: the low register first, then the high one.
@@ -381,7 +401,7 @@ impl<R: RegisterAccess> Device for IxgbeDevice<R> {
     #[inline]
     fn rx_batch(&mut self, queue: u16, batch: &mut PacketBatch, max: usize) -> usize {
         match self.rx_queues.get_mut(queue as usize) {
-            Some(q) => q.rx_batch(&self.regs, batch, max),
+            Some(q) => q.rx_batch(&*self.regs, batch, max),
             None => 0,
         }
     }
@@ -389,7 +409,7 @@ impl<R: RegisterAccess> Device for IxgbeDevice<R> {
     #[inline]
     fn tx_batch(&mut self, queue: u16, batch: &mut PacketBatch) -> usize {
         match self.tx_queues.get_mut(queue as usize) {
-            Some(q) => q.tx_batch(&self.regs, batch),
+            Some(q) => q.tx_batch(&*self.regs, batch),
             None => 0,
         }
     }
@@ -439,7 +459,7 @@ impl<R: RegisterAccess> Device for IxgbeDevice<R> {
     }
 
     fn feature_registers(&self) -> Vec<(String, u32)> {
-        features::registers(&self.regs, self.rx_queues.len() as u16, self.tx_queues.len() as u16)
+        features::registers(&*self.regs, self.rx_queues.len() as u16, self.tx_queues.len() as u16)
     }
 
     fn features(&self) -> Features {
@@ -458,13 +478,24 @@ impl<R: RegisterAccess> Device for IxgbeDevice<R> {
     fn queues(&self) -> (u16, u16) {
         (self.rx_queues.len() as u16, self.tx_queues.len() as u16)
     }
+
+    /// Native split (queue_handles.rs): each queue handle owns its queue
+    /// and shares the registers; the control handle owns what is left of
+    /// the device (behind a mutex only it takes), whose `Drop` (the
+    /// device-wide teardown) runs when the last handle is gone.
+    fn split(self: Box<Self>) -> Result<QueueHandles>
+    where
+        Self: 'static,
+    {
+        Ok(handles::split(*self))
+    }
 }
 
 impl<R: RegisterAccess> Drop for IxgbeDevice<R> {
     fn drop(&mut self) {
         // Stop DMA before the rings and buffers are freed (teardown.rs):
         // queues stopped and polled, reset, bus mastering off.
-        let stopped = teardown::stop_device(&self.regs, self.rx_queues.len() as u32, self.tx_queues.len() as u32);
+        let stopped = teardown::stop_device(&*self.regs, self.rx_queues.len() as u32, self.tx_queues.len() as u32);
         if !stopped {
             // The device did not acknowledge: it might still write into
             // the rings and buffers. Keep them (leaked) rather than hand

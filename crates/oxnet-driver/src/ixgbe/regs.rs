@@ -131,7 +131,7 @@ pub const SRRCTL_DESCTYPE_ADV_ONEBUF: u32 = 0b001 << 25;
 /// SRRCTL.DESCTYPE mask.
 pub const SRRCTL_DESCTYPE_MASK: u32 = 0b111 << 25;
 /// SRRCTL.DROP_EN: drop when no descriptor is free instead of filling the
-/// packet buffer (we leave it off: frames wait in the packet buffer).
+/// packet buffer (set with several queues and no flow control: rx.rs).
 pub const SRRCTL_DROP_EN: u32 = 1 << 28;
 /// RXDCTL.ENABLE / TXDCTL.ENABLE.
 pub const DCTL_ENABLE: u32 = 1 << 25;

@@ -22,8 +22,7 @@ pub(super) fn new_rx_queue<R: RegisterAccess>(
     let queue = RxQueue::new(id, config, memory, spec, config.offloads.rss)?;
     let q = id as u32;
     // §8.2.3.8.7 SRRCTL: advanced descriptors, one buffer, buffer size in
-    // KB. DROP_EN stays 0: with no free descriptor, frames wait in the
-    // packet buffer and are counted in MPC when that is full too.
+    // KB, and DROP_EN (see `drop_when_full`).
     let bsize = queue.mempool().data_room() / 1024;
     if bsize == 0 || bsize > SRRCTL_BSIZEPACKET_MASK as usize {
         return Err(Error::Config(format!(
@@ -31,8 +30,9 @@ pub(super) fn new_rx_queue<R: RegisterAccess>(
             bsize * 1024
         )));
     }
+    let drop_en = if drop_when_full(config) { SRRCTL_DROP_EN } else { 0 };
     let value = regs.read32(srrctl(q)) & !(SRRCTL_DESCTYPE_MASK | SRRCTL_BSIZEPACKET_MASK | SRRCTL_DROP_EN);
-    regs.write32(srrctl(q), value | SRRCTL_DESCTYPE_ADV_ONEBUF | bsize as u32);
+    regs.write32(srrctl(q), value | SRRCTL_DESCTYPE_ADV_ONEBUF | bsize as u32 | drop_en);
     // §8.2.3.8.1–3: ring base and length in bytes.
     let base = queue.ring_iova();
     regs.write32(rdbal(q), base as u32);
@@ -43,4 +43,17 @@ pub(super) fn new_rx_queue<R: RegisterAccess>(
     // §8.2.3.11.1: the datasheet asks to clear bit 12 of DCA_RXCTRL.
     regs.clear_flags32(dca_rxctrl(q), DCA_RXCTRL_DATA_WRO_EN);
     Ok(queue)
+}
+
+/// Whether a receive queue drops frames when it has no free descriptor
+/// (SRRCTL.DROP_EN, §8.2.3.8.7) instead of holding them in the packet
+/// buffer. With one queue, holding is better (frames wait, then MPC
+/// counts). With several queues sharing packet buffer 0, one queue whose
+/// thread stalls would fill the buffer and block every other queue, so
+/// each queue drops its own frames (counted per queue in QPRDC) — unless
+/// flow control is on: then a full buffer must make the NIC send PAUSE
+/// (§4.6.10) rather than drop. Linux's ixgbe (`ixgbe_set_rx_drop_en`)
+/// follows the same rule.
+pub(crate) fn drop_when_full(config: &Config) -> bool {
+    config.rx_queues > 1 && !config.flow_control
 }

@@ -177,7 +177,9 @@ impl VfioDevice {
     }
 
     /// Maps memory BAR `bar` (registers of an Intel NIC: BAR 0).
-    pub fn map_bar(&self, bar: u32) -> Result<Mmio> {
+    /// Crate-private: safe register writes could point the device's DMA
+    /// anywhere (issue 8 item 4); drivers own the mapping.
+    pub(crate) fn map_bar(&self, bar: u32) -> Result<Mmio> {
         let region = self.bar(bar)?;
         if !region.mappable {
             return Err(Error::Pci(format!(
@@ -222,7 +224,9 @@ impl VfioDevice {
     }
 
     /// Writes `bytes` (1, 2 or 4 of them) at `offset` of a region.
-    pub fn write_region(&self, region: &Region, offset: u64, bytes: &[u8]) -> Result<()> {
+    /// Crate-private: a write to a BAR can point the device's DMA anywhere
+    /// (issue 8 item 4); drivers own their device's registers.
+    pub(crate) fn write_region(&self, region: &Region, offset: u64, bytes: &[u8]) -> Result<()> {
         self.device.write_all_at(bytes, region.offset + offset).map_err(|e| {
             Error::Io(format!(
                 "{}: writing {} bytes at {offset:#x} of region {}: {e}",
@@ -237,7 +241,7 @@ impl VfioDevice {
     /// device may do DMA — through the IOMMU, only into what we mapped.
     /// Legacy INTx is switched off at the same time: nobody would handle
     /// it (interrupts come as MSI-X through eventfds, or not at all).
-    pub fn enable_bus_master(&self) -> Result<()> {
+    pub(crate) fn enable_bus_master(&self) -> Result<()> {
         let mut command = [0u8; 2];
         self.read_region(&self.config, PCI_COMMAND, &mut command)?;
         let value = u16::from_le_bytes(command) | PCI_COMMAND_MASTER | PCI_COMMAND_INTX_DISABLE;
@@ -351,8 +355,9 @@ pub struct VfioRegisters {
 }
 
 impl VfioRegisters {
-    /// Maps BAR `bar` and enables bus mastering.
-    pub fn new(device: VfioDevice, bar: u32) -> Result<VfioRegisters> {
+    /// Maps BAR `bar` and enables bus mastering. Crate-private for the
+    /// reason given at [`VfioDevice::map_bar`].
+    pub(crate) fn new(device: VfioDevice, bar: u32) -> Result<VfioRegisters> {
         let mmio = device.map_bar(bar)?;
         device.enable_bus_master()?;
         Ok(VfioRegisters { mmio, device })
