@@ -259,6 +259,9 @@ impl Mempool {
     #[inline]
     fn take(&self, batch: &mut PacketBatch, n: usize, make: impl Fn(NonNull<BufferHeader>, usize) -> Packet) -> usize {
         let inner = self.inner();
+        // Never more than the pool holds: `n = usize::MAX` must not reach
+        // `reserve` (capacity overflow panic).
+        let n = n.min(self.size());
         batch.reserve(n);
         inner.lock();
         // SAFETY: guarded by the lock.

@@ -161,15 +161,6 @@ pub fn fill_checksums(frame: &mut [u8], offload: &TxOffload) -> Result<()> {
         offload.l3_len as usize,
         offload.l4_len as usize,
     );
-    if l2 + l3 + l4 > frame.len() || l3 < 20 {
-        return Err(Error::Config(format!(
-            "offload lengths {l2}+{l3}+{l4} do not fit a {}-byte packet",
-            frame.len()
-        )));
-    }
-    if offload.flags & (TX_IP_CSUM | TX_TSO) != 0 {
-        set_ipv4_checksum(&mut frame[l2..l2 + l3]);
-    }
     let protocol = if offload.flags & TX_UDP_CSUM != 0 {
         Some(IPPROTO_UDP)
     } else if offload.flags & (TX_TCP_CSUM | TX_TSO) != 0 {
@@ -177,6 +168,23 @@ pub fn fill_checksums(frame: &mut [u8], offload: &TxOffload) -> Result<()> {
     } else {
         None
     };
+    // The L4 header must hold the checksum field written below: bytes
+    // 16..18 of a TCP header (RFC 793 §3.1), 6..8 of a UDP header (RFC 768).
+    let l4_minimum = match protocol {
+        Some(IPPROTO_TCP) => 20,
+        Some(_) => 8,
+        None => 0,
+    };
+    if l2 + l3 + l4 > frame.len() || l3 < 20 || l4 < l4_minimum {
+        return Err(Error::Config(format!(
+            "offload lengths {l2}+{l3}+{l4} do not fit a {}-byte packet \
+             (IPv4 header at least 20 bytes, TCP 20, UDP 8)",
+            frame.len()
+        )));
+    }
+    if offload.flags & (TX_IP_CSUM | TX_TSO) != 0 {
+        set_ipv4_checksum(&mut frame[l2..l2 + l3]);
+    }
     if let Some(protocol) = protocol {
         set_l4_checksum(frame, l2, l3, protocol);
     }
@@ -450,6 +458,26 @@ mod tests {
         set_ipv4_checksum(&mut f[14..34]);
         set_l4_checksum(&mut f, 14, 20, IPPROTO_TCP);
         f
+    }
+
+    /// A TCP checksum request whose L4 length is too short to hold the
+    /// checksum field (bytes 16..18) on a frame that ends there: an error,
+    /// not an index panic (issue 8 item 9).
+    #[test]
+    fn short_l4_header_is_an_error_not_a_panic() {
+        let f = tcp_frame(0);
+        for (flags, l4, len) in [(TX_TCP_CSUM, 8u8, 14 + 20 + 8), (TX_TCP_CSUM, 17, 14 + 20 + 17), (TX_UDP_CSUM, 7, 14 + 20 + 7)] {
+            let mut short = f[..len].to_vec();
+            let request = TxOffload {
+                flags,
+                l2_len: 14,
+                l3_len: 20,
+                l4_len: l4,
+                mss: 0,
+            };
+            let err = fill_checksums(&mut short, &request).expect_err("too short");
+            assert!(err.to_string().contains("do not fit"), "{err}");
+        }
     }
 
     #[test]

@@ -158,6 +158,9 @@ impl<N: Nic> RxQueue<N> {
     /// when a descriptor is done).
     #[inline]
     pub(crate) fn rx_batch<R: RegisterAccess>(&mut self, regs: &R, batch: &mut PacketBatch, max: usize) -> usize {
+        // No batch can hold more than one ring of packets; a caller's
+        // `usize::MAX` must not reach `reserve` (capacity overflow).
+        let max = max.min(self.ring_size());
         if self.features {
             return self.rx_batch_features(regs, batch, max);
         }

@@ -101,7 +101,7 @@ pub fn forward(
             Ok(())
         }));
     }
-    let deadline = seconds.map(|s| start + Duration::from_secs_f64(s));
+    let deadline = seconds.and_then(|s| crate::deadline_after(start, s));
     while !signal::stop_requested() && deadline.is_none_or(|d| Instant::now() < d) {
         std::thread::sleep(Duration::from_millis(10));
     }
