@@ -40,7 +40,7 @@ pub const MAX_TSO_PAYLOAD: usize = 256 * 1024 - 1;
 pub const MAX_DATA_DESCRIPTORS: usize = 40;
 
 /// TCP flags kept in the first, middle and last segment of a TSO packet:
-/// the reset values of the 82599's DTXTCPFLGL/DTXTCPFLGH (§8.2.3.9.11/12):
+/// the reset values of the 82599's DTXTCPFLGL/DTXTCPFLGH (§8.2.3.9.3/4):
 /// FIN and PSH only in the last segment. The driver programs the same
 /// values, so hardware and software segmentation agree.
 pub const TSO_FLAGS_FIRST: u16 = 0xFF6;
@@ -494,6 +494,29 @@ mod tests {
         bad_ip[22] ^= 1;
         assert_eq!(checksum_verdict(&bad_ip) & FLAG_IP_CSUM_BAD, FLAG_IP_CSUM_BAD);
         assert_eq!(checksum_verdict(&[0u8; 10]), 0);
+    }
+
+    /// The flag masks, and what they do to a FIN|PSH|ACK packet, checked
+    /// against the datasheet's literals (DTXTCPFLGL reset value 0x0FF6_0FF6,
+    /// DTXTCPFLGH 0x0000_0FFF, §8.2.3.9.3/4), not against the constants the
+    /// hardware path also uses: FIN (0x01) and PSH (0x08) only in the last
+    /// segment, every other flag (here ACK, 0x10) in all.
+    #[test]
+    fn tso_flag_masks_are_the_datasheet_reset_values() {
+        let low = TSO_FLAGS_FIRST as u32 | (TSO_FLAGS_MIDDLE as u32) << 16;
+        assert_eq!(low, 0x0FF6_0FF6, "DTXTCPFLGL");
+        assert_eq!(TSO_FLAGS_LAST as u32, 0x0000_0FFF, "DTXTCPFLGH");
+        let pool = Mempool::new("seg-flags", 64, MemoryKind::Plain).unwrap();
+        let mut f = tcp_frame(1500);
+        f[47] = 0x19; // FIN PSH ACK
+        let mut p = pool.alloc().unwrap();
+        p.set_len(f.len()).unwrap();
+        p.copy_from_slice(&f);
+        p.set_tx_offload(offload_for(&f, TX_TSO, 500).unwrap());
+        let mut out = Vec::new();
+        segment(&p, &pool, &mut out).unwrap();
+        let flags: Vec<u8> = out.iter().map(|s| s[47]).collect();
+        assert_eq!(flags, [0x10, 0x10, 0x19]);
     }
 
     #[test]
