@@ -8,6 +8,9 @@
 pub mod advanced;
 pub mod device;
 pub mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod igb;
 pub mod ixgbe;
 pub mod memory;

@@ -261,6 +261,7 @@ impl Mempool {
         let inner = self.inner();
         // Never more than the pool holds: `n = usize::MAX` must not reach
         // `reserve` (capacity overflow panic).
+        let wanted = n;
         let n = n.min(self.size());
         batch.reserve(n);
         inner.lock();
@@ -275,7 +276,7 @@ impl Mempool {
         }
         stack.truncate(start);
         inner.unlock();
-        if take < n {
+        if take < wanted {
             inner.alloc_failures.fetch_add(1, Ordering::Relaxed);
         }
         take

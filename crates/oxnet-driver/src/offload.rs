@@ -105,6 +105,17 @@ pub fn parse(frame: &[u8]) -> Option<Headers> {
 /// The [`TxOffload`] lengths of `frame` with the given request flags.
 pub fn offload_for(frame: &[u8], flags: u32, mss: u16) -> Result<TxOffload> {
     let h = parse(frame).ok_or_else(|| not_parsed(frame.len()))?;
+    // A TCP request (checksum or TSO) on a UDP packet, or a UDP checksum on
+    // a TCP one, would write the checksum at the other protocol's offset
+    // (found by the frame_offload fuzz target).
+    let wants_tcp = flags & (TX_TCP_CSUM | TX_TSO) != 0;
+    let wants_udp = flags & TX_UDP_CSUM != 0;
+    if (wants_tcp && h.protocol != IPPROTO_TCP) || (wants_udp && h.protocol != IPPROTO_UDP) || (wants_tcp && wants_udp) {
+        return Err(Error::Config(format!(
+            "offload request {flags:#x} does not match the packet's protocol {} (6 = TCP, 17 = UDP)",
+            h.protocol
+        )));
+    }
     Ok(TxOffload {
         flags,
         l2_len: h.l2_len as u8,
@@ -501,6 +512,20 @@ mod tests {
     /// DTXTCPFLGH 0x0000_0FFF, §8.2.3.9.3/4), not against the constants the
     /// hardware path also uses: FIN (0x01) and PSH (0x08) only in the last
     /// segment, every other flag (here ACK, 0x10) in all.
+    /// Found by the frame_offload fuzz target: a TCP checksum request on a
+    /// UDP packet got a request whose L4 header (8 bytes) cannot hold the
+    /// TCP checksum field; now it is refused.
+    #[test]
+    fn offload_request_for_the_other_protocol_is_refused() {
+        let mut udp = tcp_frame(40);
+        udp[23] = IPPROTO_UDP;
+        let err = offload_for(&udp, TX_TCP_CSUM, 0).expect_err("TCP request on UDP");
+        assert!(err.to_string().contains("does not match"), "{err}");
+        assert!(offload_for(&tcp_frame(40), TX_UDP_CSUM, 0).is_err());
+        assert!(offload_for(&tcp_frame(40), TX_TCP_CSUM | TX_UDP_CSUM, 0).is_err());
+        assert!(offload_for(&tcp_frame(40), TX_TCP_CSUM | TX_IP_CSUM, 0).is_ok());
+    }
+
     #[test]
     fn tso_flag_masks_are_the_datasheet_reset_values() {
         let low = TSO_FLAGS_FIRST as u32 | (TSO_FLAGS_MIDDLE as u32) << 16;

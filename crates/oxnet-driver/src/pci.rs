@@ -33,7 +33,11 @@ impl PciAddress {
     pub fn parse(s: &str) -> Option<PciAddress> {
         let parts: Vec<&str> = s.split(':').collect();
         let (domain, bus, rest) = match parts.as_slice() {
-            [d, b, r] if d.len() == 4 => (u16::from_str_radix(d, 16).ok()?, *b, *r),
+            // Hex digits only: from_str_radix alone also takes "+123"
+            // (found by the spec_pci fuzz target).
+            [d, b, r] if d.len() == 4 && d.chars().all(|c| c.is_ascii_hexdigit()) => {
+                (u16::from_str_radix(d, 16).ok()?, *b, *r)
+            }
             [b, r] => (0, *b, *r),
             _ => return None,
         };
@@ -334,6 +338,14 @@ mod tests {
         assert!(crate::ixgbe::supports(0x8086, 0x10FB));
         assert!(crate::igb::supports(0x8086, 0x10C9));
         assert_eq!(refusal(0x1AF4, 0x1528), None, "another vendor's id");
+    }
+
+    /// Found by the spec_pci fuzz target (fuzz/regressions/spec_pci).
+    #[test]
+    fn a_signed_domain_is_not_a_pci_address() {
+        assert_eq!(PciAddress::parse("+123:03:00.0"), None);
+        assert_eq!(PciAddress::parse("-123:03:00.0"), None);
+        assert!(PciAddress::parse("0123:03:00.0").is_some());
     }
 
     #[test]
