@@ -10,6 +10,9 @@ pub mod barrier;
 pub mod device;
 pub mod domain;
 pub mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod igb;
 pub mod ixgbe;
 pub mod memory;

@@ -266,6 +266,10 @@ impl Mempool {
     #[inline]
     fn take(&self, batch: &mut PacketBatch, n: usize, make: impl Fn(NonNull<BufferHeader>, usize) -> Packet) -> usize {
         let inner = self.inner();
+        // Never more than the pool holds: `n = usize::MAX` must not reach
+        // `reserve` (capacity overflow panic).
+        let wanted = n;
+        let n = n.min(self.size());
         batch.reserve(n);
         inner.lock();
         // SAFETY: guarded by the lock.
@@ -279,7 +283,7 @@ impl Mempool {
         }
         stack.truncate(start);
         inner.unlock();
-        if take < n {
+        if take < wanted {
             inner.alloc_failures.fetch_add(1, Ordering::Relaxed);
         }
         take

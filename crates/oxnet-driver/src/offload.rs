@@ -40,7 +40,7 @@ pub const MAX_TSO_PAYLOAD: usize = 256 * 1024 - 1;
 pub const MAX_DATA_DESCRIPTORS: usize = 40;
 
 /// TCP flags kept in the first, middle and last segment of a TSO packet:
-/// the reset values of the 82599's DTXTCPFLGL/DTXTCPFLGH (§8.2.3.9.11/12):
+/// the reset values of the 82599's DTXTCPFLGL/DTXTCPFLGH (§8.2.3.9.3/4):
 /// FIN and PSH only in the last segment. The driver programs the same
 /// values, so hardware and software segmentation agree.
 pub const TSO_FLAGS_FIRST: u16 = 0xFF6;
@@ -105,6 +105,17 @@ pub fn parse(frame: &[u8]) -> Option<Headers> {
 /// The [`TxOffload`] lengths of `frame` with the given request flags.
 pub fn offload_for(frame: &[u8], flags: u32, mss: u16) -> Result<TxOffload> {
     let h = parse(frame).ok_or_else(|| not_parsed(frame.len()))?;
+    // A TCP request (checksum or TSO) on a UDP packet, or a UDP checksum on
+    // a TCP one, would write the checksum at the other protocol's offset
+    // (found by the frame_offload fuzz target).
+    let wants_tcp = flags & (TX_TCP_CSUM | TX_TSO) != 0;
+    let wants_udp = flags & TX_UDP_CSUM != 0;
+    if (wants_tcp && h.protocol != IPPROTO_TCP) || (wants_udp && h.protocol != IPPROTO_UDP) || (wants_tcp && wants_udp) {
+        return Err(Error::Config(format!(
+            "offload request {flags:#x} does not match the packet's protocol {} (6 = TCP, 17 = UDP)",
+            h.protocol
+        )));
+    }
     Ok(TxOffload {
         flags,
         l2_len: h.l2_len as u8,
@@ -161,15 +172,6 @@ pub fn fill_checksums(frame: &mut [u8], offload: &TxOffload) -> Result<()> {
         offload.l3_len as usize,
         offload.l4_len as usize,
     );
-    if l2 + l3 + l4 > frame.len() || l3 < 20 {
-        return Err(Error::Config(format!(
-            "offload lengths {l2}+{l3}+{l4} do not fit a {}-byte packet",
-            frame.len()
-        )));
-    }
-    if offload.flags & (TX_IP_CSUM | TX_TSO) != 0 {
-        set_ipv4_checksum(&mut frame[l2..l2 + l3]);
-    }
     let protocol = if offload.flags & TX_UDP_CSUM != 0 {
         Some(IPPROTO_UDP)
     } else if offload.flags & (TX_TCP_CSUM | TX_TSO) != 0 {
@@ -177,6 +179,23 @@ pub fn fill_checksums(frame: &mut [u8], offload: &TxOffload) -> Result<()> {
     } else {
         None
     };
+    // The L4 header must hold the checksum field written below: bytes
+    // 16..18 of a TCP header (RFC 793 §3.1), 6..8 of a UDP header (RFC 768).
+    let l4_minimum = match protocol {
+        Some(IPPROTO_TCP) => 20,
+        Some(_) => 8,
+        None => 0,
+    };
+    if l2 + l3 + l4 > frame.len() || l3 < 20 || l4 < l4_minimum {
+        return Err(Error::Config(format!(
+            "offload lengths {l2}+{l3}+{l4} do not fit a {}-byte packet \
+             (IPv4 header at least 20 bytes, TCP 20, UDP 8)",
+            frame.len()
+        )));
+    }
+    if offload.flags & (TX_IP_CSUM | TX_TSO) != 0 {
+        set_ipv4_checksum(&mut frame[l2..l2 + l3]);
+    }
     if let Some(protocol) = protocol {
         set_l4_checksum(frame, l2, l3, protocol);
     }
@@ -452,6 +471,26 @@ mod tests {
         f
     }
 
+    /// A TCP checksum request whose L4 length is too short to hold the
+    /// checksum field (bytes 16..18) on a frame that ends there: an error,
+    /// not an index panic (issue 8 item 9).
+    #[test]
+    fn short_l4_header_is_an_error_not_a_panic() {
+        let f = tcp_frame(0);
+        for (flags, l4, len) in [(TX_TCP_CSUM, 8u8, 14 + 20 + 8), (TX_TCP_CSUM, 17, 14 + 20 + 17), (TX_UDP_CSUM, 7, 14 + 20 + 7)] {
+            let mut short = f[..len].to_vec();
+            let request = TxOffload {
+                flags,
+                l2_len: 14,
+                l3_len: 20,
+                l4_len: l4,
+                mss: 0,
+            };
+            let err = fill_checksums(&mut short, &request).expect_err("too short");
+            assert!(err.to_string().contains("do not fit"), "{err}");
+        }
+    }
+
     #[test]
     fn verdicts_of_good_and_damaged_frames() {
         let f = tcp_frame(100);
@@ -466,6 +505,43 @@ mod tests {
         bad_ip[22] ^= 1;
         assert_eq!(checksum_verdict(&bad_ip) & FLAG_IP_CSUM_BAD, FLAG_IP_CSUM_BAD);
         assert_eq!(checksum_verdict(&[0u8; 10]), 0);
+    }
+
+    /// The flag masks, and what they do to a FIN|PSH|ACK packet, checked
+    /// against the datasheet's literals (DTXTCPFLGL reset value 0x0FF6_0FF6,
+    /// DTXTCPFLGH 0x0000_0FFF, §8.2.3.9.3/4), not against the constants the
+    /// hardware path also uses: FIN (0x01) and PSH (0x08) only in the last
+    /// segment, every other flag (here ACK, 0x10) in all.
+    /// Found by the frame_offload fuzz target: a TCP checksum request on a
+    /// UDP packet got a request whose L4 header (8 bytes) cannot hold the
+    /// TCP checksum field; now it is refused.
+    #[test]
+    fn offload_request_for_the_other_protocol_is_refused() {
+        let mut udp = tcp_frame(40);
+        udp[23] = IPPROTO_UDP;
+        let err = offload_for(&udp, TX_TCP_CSUM, 0).expect_err("TCP request on UDP");
+        assert!(err.to_string().contains("does not match"), "{err}");
+        assert!(offload_for(&tcp_frame(40), TX_UDP_CSUM, 0).is_err());
+        assert!(offload_for(&tcp_frame(40), TX_TCP_CSUM | TX_UDP_CSUM, 0).is_err());
+        assert!(offload_for(&tcp_frame(40), TX_TCP_CSUM | TX_IP_CSUM, 0).is_ok());
+    }
+
+    #[test]
+    fn tso_flag_masks_are_the_datasheet_reset_values() {
+        let low = TSO_FLAGS_FIRST as u32 | (TSO_FLAGS_MIDDLE as u32) << 16;
+        assert_eq!(low, 0x0FF6_0FF6, "DTXTCPFLGL");
+        assert_eq!(TSO_FLAGS_LAST as u32, 0x0000_0FFF, "DTXTCPFLGH");
+        let pool = Mempool::new("seg-flags", 64, MemoryKind::Plain).unwrap();
+        let mut f = tcp_frame(1500);
+        f[47] = 0x19; // FIN PSH ACK
+        let mut p = pool.alloc().unwrap();
+        p.set_len(f.len()).unwrap();
+        p.copy_from_slice(&f);
+        p.set_tx_offload(offload_for(&f, TX_TSO, 500).unwrap());
+        let mut out = Vec::new();
+        segment(&p, &pool, &mut out).unwrap();
+        let flags: Vec<u8> = out.iter().map(|s| s[47]).collect();
+        assert_eq!(flags, [0x10, 0x10, 0x19]);
     }
 
     #[test]

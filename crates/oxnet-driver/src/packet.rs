@@ -315,7 +315,11 @@ impl Packet {
     #[inline]
     pub fn segment_count(&self) -> usize {
         if self.is_chained() {
-            self.h().segments as usize
+            match self.h().segments {
+                // Saturated (a chain of 65535 buffers or more): count them.
+                u16::MAX => self.segments().count(),
+                n => n as usize,
+            }
         } else {
             1
         }
@@ -335,10 +339,12 @@ impl Packet {
     /// chain; this packet owns it from now on (dropping this packet frees it).
     pub fn append(&mut self, segment: Packet) {
         let add_len = segment.total_len() as u32;
-        let add_segments = segment.segment_count() as u16;
+        let add_segments = segment.segment_count();
+        // The header's count is a u16: a longer chain saturates at
+        // u16::MAX, where segment_count() walks the chain instead.
         let (total, count) = (
             self.total_len() as u32 + add_len,
-            self.segment_count() as u16 + add_segments,
+            (self.segment_count() + add_segments).min(u16::MAX as usize) as u16,
         );
         let mut tail: &mut Packet = self;
         while tail.is_chained() {
@@ -364,7 +370,7 @@ impl Packet {
             let (len, count) = rest.segments().fold((0, 0), |(l, c), p| (l + p.len(), c + 1));
             let h = rest.h_mut();
             h.total_len = len as u32;
-            h.segments = count as u16;
+            h.segments = count.min(u16::MAX as usize) as u16;
             h.request |= REQUEST_CHAINED;
         } else {
             rest.h_mut().request &= !REQUEST_CHAINED;
@@ -855,6 +861,28 @@ mod tests {
         p.strip_front(10).unwrap();
         assert_eq!(p.data_iova(), iova);
         assert!(p.set_len(4096).is_err());
+    }
+
+    /// A chain of more than 65535 buffers used to overflow the u16
+    /// segment count (a panic in debug builds, a wrong count in release).
+    #[test]
+    fn segment_count_of_a_chain_longer_than_u16() {
+        let n = u16::MAX as usize + 3;
+        let pool = Mempool::with_layout("long chain", n, 0, 64, MemoryKind::Plain).unwrap();
+        let mut head = pool.alloc().unwrap();
+        head.set_len(1).unwrap();
+        // Built from the back, so that each append walks no chain.
+        for _ in 1..n {
+            let mut p = pool.alloc().unwrap();
+            p.set_len(1).unwrap();
+            p.append(head);
+            head = p;
+        }
+        assert_eq!(head.segment_count(), 65538);
+        assert_eq!(head.total_len(), 65538);
+        let rest = head.take_next().unwrap();
+        assert_eq!(rest.segment_count(), 65537);
+        assert_eq!(head.segment_count(), 1);
     }
 
     #[test]

@@ -33,7 +33,11 @@ impl PciAddress {
     pub fn parse(s: &str) -> Option<PciAddress> {
         let parts: Vec<&str> = s.split(':').collect();
         let (domain, bus, rest) = match parts.as_slice() {
-            [d, b, r] if d.len() == 4 => (u16::from_str_radix(d, 16).ok()?, *b, *r),
+            // Hex digits only: from_str_radix alone also takes "+123"
+            // (found by the spec_pci fuzz target).
+            [d, b, r] if d.len() == 4 && d.chars().all(|c| c.is_ascii_hexdigit()) => {
+                (u16::from_str_radix(d, 16).ok()?, *b, *r)
+            }
             [b, r] => (0, *b, *r),
             _ => return None,
         };
@@ -149,6 +153,9 @@ pub fn network_devices() -> Result<Vec<PciDeviceInfo>> {
 /// Opens a PCI device with the driver that its ids call for.
 pub fn open(address: &PciAddress, config: &Config) -> Result<Box<dyn Device>> {
     let info = info(address)?;
+    if let Some(refusal) = refusal(info.vendor, info.device) {
+        return Err(Error::Pci(format!("{address}: {refusal}")));
+    }
     if info.driver.as_deref() == Some(crate::vfio::VFIO_PCI_DRIVER) {
         // Through vfio: IOMMU, DMA memory at IOVA = virtual address, no root.
         return crate::vfio::open_pci(&info, config);
@@ -178,10 +185,42 @@ pub fn open(address: &PciAddress, config: &Config) -> Result<Box<dyn Device>> {
         return Ok(Box::new(device));
     }
     Err(Error::Pci(format!(
-        "{address} ({:04x}:{:04x}, class {:06x}) is not a device oxnet drives; supported: Intel 82599/X520, \
-         X540, X550 (ixgbe), Intel 82576 and I350 copper ports (igb), legacy VirtIO network devices 1af4:1000 (virtio)",
+        "{address} ({:04x}:{:04x}, class {:06x}) is not a device oxnet drives; supported: {SUPPORTED_DEVICES}",
         info.vendor, info.device, info.class
     )))
+}
+
+/// What oxnet drives, for error messages (every id: docs/devices.md).
+pub const SUPPORTED_DEVICES: &str = "Intel 82599/X520 (ixgbe), Intel 82576 copper ports (igb), \
+     legacy VirtIO network devices 1af4:1000 (virtio)";
+
+/// Intel devices that a driver here would almost fit but that are refused:
+/// (device id, name, what differs and is not implemented).
+pub const REFUSED_IDS: &[(u16, &str, &str)] = &[
+    (0x1528, "X540-T", X540_X550),
+    (0x1560, "X540-T1", X540_X550),
+    (0x1563, "X550-T", X540_X550),
+    (0x15D1, "X550-T1", X540_X550),
+    (0x1521, "I350 copper", I350),
+    (0x1522, "I350 fibre", I350),
+    (0x1523, "I350 backplane", I350),
+    (0x1524, "I350 SGMII", I350),
+];
+
+const X540_X550: &str = "its link set-up (copper PHY, X540/X550 datasheets) differs from the 82599's and is not \
+     implemented or tested";
+const I350: &str = "its interrupt routing differs from the 82576's (IVAR: one register per two queues, 16-bit \
+     halves, per the I350 datasheet's IVAR description and Linux's igb) and is not implemented";
+
+/// The reason a device with these ids is refused, as a message naming
+/// what is supported; `None` for devices not in [`REFUSED_IDS`].
+pub fn refusal(vendor: u16, device: u16) -> Option<String> {
+    if vendor != crate::ixgbe::INTEL_VENDOR_ID {
+        return None;
+    }
+    REFUSED_IDS.iter().find(|(id, _, _)| *id == device).map(|(_, name, why)| {
+        format!("Intel {name} ({vendor:04x}:{device:04x}) is not supported: {why}; supported: {SUPPORTED_DEVICES}")
+    })
 }
 
 /// Unbinds the kernel driver and enables bus mastering (ixy: pci.c).
@@ -277,6 +316,43 @@ pub(crate) fn permission_or(e: std::io::Error, what: String) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 8 item 6: X540, X550 and I350 are refused with a message that
+    /// names the device, the reason and what is supported; the 82599 and
+    /// 82576 ids are not.
+    #[test]
+    fn x540_x550_and_i350_are_refused_with_what_is_supported() {
+        for (device, name, reason) in [
+            (0x1528u16, "X540-T", "link set-up"),
+            (0x1560, "X540-T1", "link set-up"),
+            (0x1563, "X550-T", "link set-up"),
+            (0x15D1, "X550-T1", "link set-up"),
+            (0x1521, "I350 copper", "IVAR"),
+        ] {
+            let message = refusal(0x8086, device).expect("refused");
+            assert!(message.contains(&format!("Intel {name} (8086:{device:04x}) is not supported")), "{message}");
+            assert!(message.contains(reason), "{message}");
+            assert!(
+                message.contains("supported: Intel 82599/X520 (ixgbe), Intel 82576 copper ports (igb)"),
+                "{message}"
+            );
+            assert!(!crate::ixgbe::supports(0x8086, device) && !crate::igb::supports(0x8086, device));
+        }
+        for device in [0x10FBu16, 0x10C9] {
+            assert_eq!(refusal(0x8086, device), None);
+        }
+        assert!(crate::ixgbe::supports(0x8086, 0x10FB));
+        assert!(crate::igb::supports(0x8086, 0x10C9));
+        assert_eq!(refusal(0x1AF4, 0x1528), None, "another vendor's id");
+    }
+
+    /// Found by the spec_pci fuzz target (fuzz/regressions/spec_pci).
+    #[test]
+    fn a_signed_domain_is_not_a_pci_address() {
+        assert_eq!(PciAddress::parse("+123:03:00.0"), None);
+        assert_eq!(PciAddress::parse("-123:03:00.0"), None);
+        assert!(PciAddress::parse("0123:03:00.0").is_some());
+    }
 
     #[test]
     fn pci_address_round_trip() {

@@ -157,16 +157,28 @@ fn normalize(name: &str) -> String {
 /// PT_INTERP program header): such a binary cannot run in the guest,
 /// which has no libc.
 pub fn is_dynamic_elf(path: &Path) -> bool {
-    let Ok(bytes) = std::fs::read(path) else { return false };
+    std::fs::read(path).is_ok_and(|bytes| is_dynamic_elf_bytes(&bytes))
+}
+
+/// [`is_dynamic_elf`] on the file's bytes. Any bytes are accepted: header
+/// fields pointing outside the file (e_phoff, e_phentsize, e_phnum of the
+/// ELF-64 header) make it false, never an overflow or an index panic.
+pub fn is_dynamic_elf_bytes(bytes: &[u8]) -> bool {
     if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
         return false; // not a 64-bit little-endian ELF: a script or data
     }
     let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]) as usize;
-    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap()) as usize;
-    let (phoff, phentsize, phnum) = (u64_at(0x20), u16_at(0x36), u16_at(0x38));
+    let mut phoff = [0u8; 8];
+    phoff.copy_from_slice(&bytes[0x20..0x28]);
+    let Ok(phoff) = usize::try_from(u64::from_le_bytes(phoff)) else { return false };
+    let (phentsize, phnum) = (u16_at(0x36), u16_at(0x38));
+    const PT_INTERP: u32 = 3;
     (0..phnum).any(|i| {
-        let at = phoff + i * phentsize;
-        at + 4 <= bytes.len() && u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) == 3
+        let Some(at) = i.checked_mul(phentsize).and_then(|o| o.checked_add(phoff)) else {
+            return false;
+        };
+        let Some(word) = at.checked_add(4).and_then(|end| bytes.get(at..end)) else { return false };
+        u32::from_le_bytes([word[0], word[1], word[2], word[3]]) == PT_INTERP
     })
 }
 
@@ -179,6 +191,34 @@ mod tests {
         assert_eq!(base_name("kernel/drivers/vfio/pci/vfio-pci.ko.xz"), "vfio-pci");
         assert_eq!(base_name("kernel/virt/lib/irqbypass.ko"), "irqbypass");
         assert_eq!(normalize("vfio-pci-core"), normalize("vfio_pci_core"));
+    }
+
+    /// ELF headers whose program-header table lies outside the file or
+    /// whose offsets overflow used to panic (issue 8 item 9).
+    #[test]
+    fn hostile_elf_headers_are_not_dynamic_and_do_not_panic() {
+        let mut elf = vec![0u8; 64];
+        elf[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        for (phoff, phentsize, phnum) in [
+            (u64::MAX, 56u16, 1u16),
+            (u64::MAX - 3, 0, 1),
+            (0x40, 0xFFFF, 0xFFFF),
+            (1 << 62, 56, 100),
+            (60, 56, 1),
+        ] {
+            elf[0x20..0x28].copy_from_slice(&phoff.to_le_bytes());
+            elf[0x36..0x38].copy_from_slice(&phentsize.to_le_bytes());
+            elf[0x38..0x3A].copy_from_slice(&phnum.to_le_bytes());
+            assert!(!is_dynamic_elf_bytes(&elf), "{phoff:#x} {phentsize} {phnum}");
+        }
+        // A PT_INTERP entry right after the header is found.
+        let mut dynamic = elf.clone();
+        dynamic[0x20..0x28].copy_from_slice(&64u64.to_le_bytes());
+        dynamic[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
+        dynamic[0x38..0x3A].copy_from_slice(&1u16.to_le_bytes());
+        dynamic.extend_from_slice(&[3, 0, 0, 0]);
+        assert!(is_dynamic_elf_bytes(&dynamic));
+        assert!(!is_dynamic_elf_bytes(&[]));
     }
 
     #[test]

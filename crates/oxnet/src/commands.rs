@@ -65,7 +65,7 @@ impl Runner {
         let start = Instant::now();
         Runner {
             start,
-            deadline: options.seconds.map(|s| start + Duration::from_secs_f64(s.max(0.0))),
+            deadline: options.seconds.and_then(|s| crate::deadline_after(start, s)),
             printer: LivePrinter::new(names.len()),
             names,
             live: options.live,

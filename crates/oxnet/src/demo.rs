@@ -103,7 +103,7 @@ pub fn run(options: &DemoOptions, prefix: &str) -> Result<DemoResult> {
 
     signal::install();
     let start = Instant::now();
-    let deadline = options.run.seconds.map(|s| start + Duration::from_secs_f64(s));
+    let deadline = options.run.seconds.and_then(|s| crate::deadline_after(start, s));
     let mut printer = LivePrinter::new(4);
     let mut drain_deadline: Option<Instant> = None;
     let mut iteration = 0u64;

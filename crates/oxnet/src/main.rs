@@ -98,7 +98,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Receive (and drop) on every queue for this many seconds first.
-        #[arg(long, default_value_t = 0.0)]
+        #[arg(long, default_value_t = 0.0, value_parser = oxnet::parse_seconds)]
         seconds: f64,
         #[command(flatten)]
         device: DeviceArgs,
@@ -280,7 +280,7 @@ struct DeviceArgs {
 #[derive(Args)]
 struct RunArgs {
     /// Stop after this many seconds.
-    #[arg(long)]
+    #[arg(long, value_parser = oxnet::parse_seconds)]
     seconds: Option<f64>,
     /// Print one JSON object with the final statistics as the last line.
     #[arg(long)]

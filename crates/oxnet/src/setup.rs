@@ -48,11 +48,16 @@ pub fn devices_table() -> Result<String> {
     );
     for d in &devices {
         let ours = if oxnet_driver::ixgbe::supports(d.vendor, d.device) {
-            "ixgbe"
+            "ixgbe".to_string()
         } else if oxnet_driver::igb::supports(d.vendor, d.device) {
-            "igb"
+            "igb".to_string()
+        } else if let Some((_, name, why)) = pci::REFUSED_IDS
+            .iter()
+            .find(|(id, _, _)| d.vendor == oxnet_driver::ixgbe::INTEL_VENDOR_ID && *id == d.device)
+        {
+            format!("not supported: {name}, {why}")
         } else {
-            "-"
+            "-".to_string()
         };
         out.push_str(&format!(
             "{:<14} {:04x}   {:04x}   {:<12} {:<5} {:<6} {}\n",

@@ -1,7 +1,8 @@
 //! The ixgbe driver's initialisation, checked access by access against the
 //! order of 82599 datasheet §4.6.3 (and §4.6.7 / §4.6.8), on the model.
 
-use oxnet_driver::ixgbe::regs::*;
+mod datasheet;
+use datasheet::*;
 use oxnet_driver::Config;
 use oxnet_sim::{Access, World};
 

@@ -105,6 +105,16 @@ impl<N: Nic> RxQueue<N> {
     }
 
     /// Number of descriptors.
+    /// Writes a descriptor as a (hostile) NIC would: the fuzz target of
+    /// the receive path.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn write_descriptor_for_fuzzing(&mut self, i: usize, bytes: &[u8; DESCRIPTOR_SIZE]) {
+        assert!(i < self.ring_size());
+        // SAFETY: descriptor i lies inside the ring (checked above); the
+        // ring is ours and no device reads it here.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ring.virt().add(i * DESCRIPTOR_SIZE), DESCRIPTOR_SIZE) };
+    }
+
     pub fn ring_size(&self) -> usize {
         self.index.size()
     }
@@ -158,6 +168,9 @@ impl<N: Nic> RxQueue<N> {
     /// when a descriptor is done).
     #[inline]
     pub(crate) fn rx_batch<R: RegisterAccess>(&mut self, regs: &R, batch: &mut PacketBatch, max: usize) -> usize {
+        // No batch can hold more than one ring of packets; a caller's
+        // `usize::MAX` must not reach `reserve` (capacity overflow).
+        let max = max.min(self.ring_size());
         if self.features {
             return self.rx_batch_features(regs, batch, max);
         }

@@ -758,7 +758,7 @@ fn context_fields(request: &crate::packet::TxOffload) -> (u32, u32, u32) {
 /// computed by the NIC with IXSM (we zero it for TSO, as Linux does).
 fn seed_checksums(packet: &mut Packet, request: &crate::packet::TxOffload) {
     let (l2, l3) = (request.l2_len as usize, request.l3_len as usize);
-    if packet.len() < l2 + l3 + 8 {
+    if l3 < 20 || packet.len() < l2 + l3 + 8 {
         return;
     }
     let total = packet.total_len();

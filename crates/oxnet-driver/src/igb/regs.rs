@@ -1,6 +1,6 @@
 //! 82576 register offsets and bits, named as in the datasheet (82576 GbE
 //! Controller datasheet, chapter 8 "Programming Interface"). Only what the
-//! driver uses. The I350 has the same layout for all of these.
+//! driver uses.
 
 // §8.2 General registers.
 /// Device Control Register (§8.2.1).

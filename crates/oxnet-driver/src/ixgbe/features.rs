@@ -174,7 +174,7 @@ pub fn init_dca<R: RegisterAccess>(regs: &R, config: &Config) {
     }
     regs.write32(DCA_CTRL, DCA_CTRL_MODE_10);
     for q in 0..config.rx_queues {
-        let value = regs.read32(dca_rxctrl(q as u32)) & !(DCA_RXCTRL_DATA_WRO_EN | (0xFF << DCA_CPUID_SHIFT));
+        let value = regs.read32(dca_rxctrl(q as u32)) & !(DCA_RXCTRL_RESERVED_12 | (0xFF << DCA_CPUID_SHIFT));
         regs.write32(
             dca_rxctrl(q as u32),
             value | DCA_DESC_EN | DCA_RXCTRL_HEAD_EN | DCA_RXCTRL_DATA_EN | (dca_cpu(q) << DCA_CPUID_SHIFT),

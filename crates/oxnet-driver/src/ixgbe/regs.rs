@@ -121,9 +121,13 @@ pub const fn rdt(q: u32) -> u32 {
 pub const fn rxdctl(q: u32) -> u32 {
     0x01028 + 0x40 * q
 }
-/// DCA_RXCTRL bit 12: "Rx data write relaxed ordering"; the datasheet
-/// (§8.2.3.11.1) says to clear it — ixy does the same.
-pub const DCA_RXCTRL_DATA_WRO_EN: u32 = 1 << 12;
+/// DCA_RXCTRL bit 12: reserved, 1 at reset, and the datasheet (§4.6.7,
+/// §8.2.3.11.1) says to clear it; ixy does the same. (Not the relaxed-ordering
+/// bit: that is [`DCA_RXCTRL_DATA_WRO_EN`], bit 13.)
+pub const DCA_RXCTRL_RESERVED_12: u32 = 1 << 12;
+/// DCA_RXCTRL bit 13: Rx data write relaxed ordering (§8.2.3.11.1; Linux's
+/// IXGBE_DCA_RXCTRL_DATA_WRO_EN). The driver leaves it as reset set it.
+pub const DCA_RXCTRL_DATA_WRO_EN: u32 = 1 << 13;
 /// SRRCTL.BSIZEPACKET, bits 4:0, in 1 KB units.
 pub const SRRCTL_BSIZEPACKET_MASK: u32 = 0x1F;
 /// SRRCTL.DESCTYPE = 001b: advanced descriptors, one buffer (bits 27:25).
@@ -180,15 +184,15 @@ pub const fn txdctl(q: u32) -> u32 {
 }
 
 // §8.2.3.3 Flow control registers (IEEE 802.3x).
-/// Flow Control Transmit Timer Value n (§8.2.3.3.3), n < 4.
+/// Flow Control Transmit Timer Value n (§8.2.3.3.2), n < 4.
 pub const fn fcttv(n: u32) -> u32 {
     0x03200 + 4 * n
 }
-/// Flow Control Receive Threshold Low n (§8.2.3.3.4).
+/// Flow Control Receive Threshold Low n (§8.2.3.3.3).
 pub const fn fcrtl(n: u32) -> u32 {
     0x03220 + 4 * n
 }
-/// Flow Control Receive Threshold High n (§8.2.3.3.5).
+/// Flow Control Receive Threshold High n (§8.2.3.3.4).
 pub const fn fcrth(n: u32) -> u32 {
     0x03260 + 4 * n
 }
@@ -196,7 +200,7 @@ pub const fn fcrth(n: u32) -> u32 {
 pub const FCRTL_XONE: u32 = 1 << 31;
 /// FCRTH.FCEN: send XOFF above the high threshold.
 pub const FCRTH_FCEN: u32 = 1 << 31;
-/// Flow Control Refresh Threshold Value (§8.2.3.3.6).
+/// Flow Control Refresh Threshold Value (§8.2.3.3.5).
 pub const FCRTV: u32 = 0x032A0;
 /// Flow Control Configuration (§8.2.3.3.7).
 pub const FCCFG: u32 = 0x03D00;
@@ -245,7 +249,9 @@ pub const RFCTL_RSC_DIS: u32 = 1 << 5;
 pub const RFCTL_NFSW_DIS: u32 = 1 << 6;
 /// See [`RFCTL_NFSW_DIS`].
 pub const RFCTL_NFSR_DIS: u32 = 1 << 7;
-/// Multiple Receive Queues Command (§8.2.3.7.12).
+/// Multiple Receive Queues Command (§8.2.3.7.12). 0x05818 is the
+/// 82598-compatible address; the 82599 decodes it too, and Linux's and
+/// DPDK's ixgbe drivers program MRQC there on the 82599 as well.
 pub const MRQC: u32 = 0x05818;
 /// MRQC.MRQE = 0001b: RSS only (bits 3:0).
 pub const MRQC_RSSEN: u32 = 0b0001;
@@ -255,13 +261,13 @@ pub const MRQC_RSS_FIELD_IPV4_TCP: u32 = 1 << 16;
 pub const MRQC_RSS_FIELD_IPV4: u32 = 1 << 17;
 /// Hash UDP/IPv4 packets with their ports.
 pub const MRQC_RSS_FIELD_IPV4_UDP: u32 = 1 << 22;
-/// Redirection Table n (§8.2.3.7.13), n < 32: four 8-bit entries each, the
+/// Redirection Table n (§8.2.3.7.15), n < 32: four 8-bit entries each, the
 /// low 4 bits the queue. (0x05C00 is the 82598-compatible alias that Linux
 /// uses; the 82599 datasheet lists 0x0EB00.)
 pub const fn reta(n: u32) -> u32 {
     0x0EB00 + 4 * n
 }
-/// RSS Random Key n (§8.2.3.7.14), n < 10: 40 bytes, byte 0 in the low
+/// RSS Random Key n (§8.2.3.7.16), n < 10: 40 bytes, byte 0 in the low
 /// byte of RSSRK(0).
 pub const fn rssrk(n: u32) -> u32 {
     0x0EB80 + 4 * n
@@ -317,14 +323,14 @@ pub const fn tdwbah(q: u32) -> u32 {
 pub const TDWBAL_HEAD_WB_EN: u32 = 1 << 0;
 /// TXDCTL.WTHRESH (bits 22:16): must be 0 with head write-back.
 pub const TXDCTL_WTHRESH_MASK: u32 = 0x7F << 16;
-/// DMA Tx TCP Flags Control Low (§8.2.3.9.12): TCP flags kept in the first
+/// DMA Tx TCP Flags Control Low (§8.2.3.9.3): TCP flags kept in the first
 /// (bits 11:0) and middle (27:16) segments of a TSO packet.
 pub const DTXTCPFLGL: u32 = 0x04A88;
-/// DMA Tx TCP Flags Control High: kept in the last segment (bits 11:0).
+/// DMA Tx TCP Flags Control High (§8.2.3.9.4): kept in the last segment (bits 11:0).
 pub const DTXTCPFLGH: u32 = 0x04A8C;
 
 // §8.2.3.11 DCA.
-/// DCA Control (§8.2.3.11.4? — Linux IXGBE_DCA_CTRL): bit 0 DCA_DIS, bits
+/// DCA Control (§8.2.3.11.4; Linux IXGBE_DCA_CTRL): bit 0 DCA_DIS, bits
 /// 4:1 DCA_MODE (0001b = DCA 1.0).
 pub const DCA_CTRL: u32 = 0x11074;
 /// DCA_CTRL.DCA_DIS.

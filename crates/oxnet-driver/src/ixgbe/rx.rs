@@ -40,8 +40,9 @@ pub(super) fn new_rx_queue<R: RegisterAccess>(
     regs.write32(rdlen(q), queue.ring_bytes() as u32);
     regs.write32(rdh(q), 0);
     regs.write32(rdt(q), 0);
-    // §8.2.3.11.1: the datasheet asks to clear bit 12 of DCA_RXCTRL.
-    regs.clear_flags32(dca_rxctrl(q), DCA_RXCTRL_DATA_WRO_EN);
+    // §4.6.7 / §8.2.3.11.1: bit 12 of DCA_RXCTRL is reserved, 1 at reset,
+    // and must be cleared.
+    regs.clear_flags32(dca_rxctrl(q), DCA_RXCTRL_RESERVED_12);
     Ok(queue)
 }
 

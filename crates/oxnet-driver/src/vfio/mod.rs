@@ -425,9 +425,10 @@ pub(crate) fn open_pci(info: &PciDeviceInfo, config: &Config) -> Result<Box<dyn 
         return Ok(Box::new(device));
     }
     Err(Error::Pci(format!(
-        "{spec} ({:04x}:{:04x}) is bound to vfio-pci but is not a device oxnet drives; supported: Intel \
-         82599/X520, X540, X550 (ixgbe), Intel 82576 (igb), legacy VirtIO network devices 1af4:1000 (virtio)",
-        info.vendor, info.device
+        "{spec} ({:04x}:{:04x}) is bound to vfio-pci but is not a device oxnet drives; supported: {}",
+        info.vendor,
+        info.device,
+        crate::pci::SUPPORTED_DEVICES
     )))
 }
 

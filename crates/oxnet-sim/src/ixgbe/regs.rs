@@ -127,7 +127,7 @@ pub const RQSMR_BASE: u32 = 0x02300; // n < 32
 pub const TQSM_BASE: u32 = 0x08600; // n < 32
 pub const QBTC_BASE: u32 = 0x08700; // QBTC_L(n) at +8n, QBTC_H(n) at +8n + 4
 
-// §8.2.3.11 DCA, §8.2.3.9.12 TSO flags.
+// §8.2.3.11 DCA, §8.2.3.9.3/4 TSO flags.
 pub const DCA_ID: u32 = 0x11070;
 pub const DCA_CTRL: u32 = 0x11074;
 pub const DTXTCPFLGL: u32 = 0x04A88;
@@ -263,24 +263,24 @@ pub const PLAIN: &[PlainGroup] = &[
     plain("EIAM", EIAM, 1, 0, 0),                       // §8.2.3.5.6
     plain("GPIE", GPIE, 1, 0, 0),                       // §8.2.3.5.11
     plain("IVAR", IVAR_BASE, 64, 4, 0),                 // §8.2.3.5.16
-    plain("FCTTV", FCTTV_BASE, 4, 4, 0),                // §8.2.3.3.1
+    plain("FCTTV", FCTTV_BASE, 4, 4, 0),                // §8.2.3.3.2
     plain("FCRTV", FCRTV, 1, 0, 0),                     // §8.2.3.3.5
     plain("RXCSUM", RXCSUM, 1, 0, 0),                   // §8.2.3.7.5
     plain("VLNCTRL", VLNCTRL, 1, 0, 0),                 // §8.2.3.7.2
     plain("MTA", MTA_BASE, 128, 4, 0),                  // §8.2.3.7.7
-    plain("MRQC", MRQC, 1, 0, 0),                       // §8.2.3.7.12
-    plain("RETA", RETA_BASE, 32, 4, 0),                 // §8.2.3.7.13
-    plain("RSSRK", RSSRK_BASE, 10, 4, 0),               // §8.2.3.7.14
+    plain("MRQC", MRQC, 1, 0, 0),                       // §8.2.3.7.12 (82598-compatible address)
+    plain("RETA", RETA_BASE, 32, 4, 0),                 // §8.2.3.7.15
+    plain("RSSRK", RSSRK_BASE, 10, 4, 0),               // §8.2.3.7.16
     plain("RFCTL", RFCTL, 1, 0, 0),                     // §8.2.3.7.6
     plain("PSRTYPE", PSRTYPE_BASE, 64, 4, 0),           // §8.2.3.7.4
     plain("RQSMR", RQSMR_BASE, 32, 4, 0),               // queue -> statistics set
     plain("TQSM", TQSM_BASE, 32, 4, 0),                 // queue -> statistics set
     plain("DCA_ID", DCA_ID, 1, 0, 0),                   // §8.2.3.11.3
     plain("DCA_CTRL", DCA_CTRL, 1, 0, 1),               // §8.2.3.11.4: DCA_DIS at reset
-    plain("DTXTCPFLGL", DTXTCPFLGL, 1, 0, 0x0FF6_0FF6), // §8.2.3.9.12
-    plain("DTXTCPFLGH", DTXTCPFLGH, 1, 0, 0x0000_0FFF), // §8.2.3.9.13
+    plain("DTXTCPFLGL", DTXTCPFLGL, 1, 0, 0x0FF6_0FF6), // §8.2.3.9.3
+    plain("DTXTCPFLGH", DTXTCPFLGH, 1, 0, 0x0000_0FFF), // §8.2.3.9.4
     plain("RTTDCS", RTTDCS, 1, 0, 0),                   // §8.2.3.10.2
-    plain("DTXMXSZRQ", DTXMXSZRQ, 1, 0, 0x10),          // §8.2.3.9.15
+    plain("DTXMXSZRQ", DTXMXSZRQ, 1, 0, 0x10),          // §8.2.3.9.1
     plain("MTQC", MTQC, 1, 0, 0),                       // §8.2.3.9.16
     plain("TXPBSIZE0", TXPBSIZE_BASE, 1, 0, 0xA_0000),  // §8.2.3.9.13: 160 KB
     plain("TXPBSIZE", TXPBSIZE_BASE + 4, 7, 4, 0),

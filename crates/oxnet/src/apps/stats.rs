@@ -172,9 +172,9 @@ fn histogram(q: &QueueStats) -> impl Iterator<Item = (String, u64)> + '_ {
 pub fn main(spec: &str, config: &oxnet_driver::Config, seconds: f64, json: bool) -> oxnet_driver::Result<()> {
     let mut dev = crate::commands::open(spec, config)?;
     let (queues, _) = dev.queues();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds.max(0.0));
+    let deadline = crate::deadline_after(std::time::Instant::now(), seconds);
     let mut batch = oxnet_driver::PacketBatch::with_capacity(config.batch_size);
-    while std::time::Instant::now() < deadline && !crate::signal::stop_requested() {
+    while deadline.is_none_or(|d| std::time::Instant::now() < d) && !crate::signal::stop_requested() {
         for q in 0..queues {
             dev.rx_batch(q, &mut batch, config.batch_size);
             batch.clear();

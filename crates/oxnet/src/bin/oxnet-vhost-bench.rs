@@ -7,7 +7,7 @@
 use oxnet::apps::PacketGenerator;
 use oxnet_driver::{Config, PacketBatch};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
@@ -15,7 +15,13 @@ fn main() -> ExitCode {
         eprintln!("usage: oxnet-vhost-bench tx|rx SPEC SECONDS [BATCH [RING]]");
         return ExitCode::from(2);
     }
-    let seconds: f64 = args[3].parse().unwrap_or(5.0);
+    let seconds = match oxnet::parse_seconds(&args[3]) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("oxnet-vhost-bench: error: SECONDS {e}");
+            return ExitCode::from(2);
+        }
+    };
     let batch: usize = args.get(4).and_then(|b| b.parse().ok()).unwrap_or(32);
     let ring: usize = args.get(5).and_then(|r| r.parse().ok()).unwrap_or(256);
     let config = Config {
@@ -31,7 +37,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let deadline = oxnet::deadline_after(Instant::now(), seconds);
     let start = Instant::now();
     let mut iterations = 0u64;
     if args[1] == "tx" {
@@ -42,13 +48,13 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        while iterations % 1024 != 0 || Instant::now() < deadline {
+        while iterations % 1024 != 0 || deadline.is_none_or(|d| Instant::now() < d) {
             generator.step(&mut *dev);
             iterations += 1;
         }
     } else {
         let mut packets = PacketBatch::with_capacity(batch);
-        while iterations % 1024 != 0 || Instant::now() < deadline {
+        while iterations % 1024 != 0 || deadline.is_none_or(|d| Instant::now() < d) {
             dev.rx_batch(0, &mut packets, batch);
             packets.clear();
             iterations += 1;
