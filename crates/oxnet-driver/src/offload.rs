@@ -90,7 +90,10 @@ pub fn parse(frame: &[u8]) -> Option<Headers> {
         IPPROTO_UDP if l4.len() >= 8 => 8,
         _ => return None,
     };
-    if l4_len < 8 || l4.len() < l4_len {
+    // A TCP data offset below 5 words is malformed (RFC 793 §3.1; found
+    // by the frame_offload fuzz target: offset 2 gave an 8-byte "TCP
+    // header" that cannot hold the checksum field).
+    if l4_len < 8 || (protocol == IPPROTO_TCP && l4_len < 20) || l4.len() < l4_len {
         return None;
     }
     Some(Headers {
@@ -524,6 +527,21 @@ mod tests {
         assert!(offload_for(&tcp_frame(40), TX_UDP_CSUM, 0).is_err());
         assert!(offload_for(&tcp_frame(40), TX_TCP_CSUM | TX_UDP_CSUM, 0).is_err());
         assert!(offload_for(&tcp_frame(40), TX_TCP_CSUM | TX_IP_CSUM, 0).is_ok());
+    }
+
+    /// Found by the frame_offload fuzz target
+    /// (fuzz/regressions/frame_offload/tcp-data-offset-2): a TCP header
+    /// with data offset 2 (8 bytes) was parsed as valid.
+    #[test]
+    fn tcp_data_offset_below_five_is_not_parsed() {
+        let mut f = tcp_frame(40);
+        for offset in [0u8, 2, 4] {
+            f[46] = offset << 4;
+            assert!(parse(&f).is_none(), "data offset {offset}");
+            assert!(offload_for(&f, TX_TCP_CSUM, 0).is_err());
+        }
+        f[46] = 5 << 4;
+        assert_eq!(parse(&f).map(|h| h.l4_len), Some(20));
     }
 
     #[test]
