@@ -203,4 +203,7 @@ fn dca_writes_the_datasheet_register_values_and_off_disables_it() {
     }
     let off = open("feat-dca-off", 1, Offloads::default()).unwrap();
     assert_eq!(off.registers().read32(DCA_CTRL), DCA_CTRL_DISABLE);
+    // Without DCA too, receive set-up clears reserved bit 12 (§4.6.7; the
+    // model powers on with it set) and nothing else of DCA_RXCTRL.
+    assert_eq!(off.registers().read32(dca_rxctrl(0)), 0);
 }
