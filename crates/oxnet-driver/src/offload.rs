@@ -113,7 +113,8 @@ pub fn offload_for(frame: &[u8], flags: u32, mss: u16) -> Result<TxOffload> {
     // (found by the frame_offload fuzz target).
     let wants_tcp = flags & (TX_TCP_CSUM | TX_TSO) != 0;
     let wants_udp = flags & TX_UDP_CSUM != 0;
-    if (wants_tcp && h.protocol != IPPROTO_TCP) || (wants_udp && h.protocol != IPPROTO_UDP) || (wants_tcp && wants_udp) {
+    if (wants_tcp && h.protocol != IPPROTO_TCP) || (wants_udp && h.protocol != IPPROTO_UDP) || (wants_tcp && wants_udp)
+    {
         return Err(Error::Config(format!(
             "offload request {flags:#x} does not match the packet's protocol {} (6 = TCP, 17 = UDP)",
             h.protocol
@@ -480,7 +481,11 @@ mod tests {
     #[test]
     fn short_l4_header_is_an_error_not_a_panic() {
         let f = tcp_frame(0);
-        for (flags, l4, len) in [(TX_TCP_CSUM, 8u8, 14 + 20 + 8), (TX_TCP_CSUM, 17, 14 + 20 + 17), (TX_UDP_CSUM, 7, 14 + 20 + 7)] {
+        for (flags, l4, len) in [
+            (TX_TCP_CSUM, 8u8, 14 + 20 + 8),
+            (TX_TCP_CSUM, 17, 14 + 20 + 17),
+            (TX_UDP_CSUM, 7, 14 + 20 + 7),
+        ] {
             let mut short = f[..len].to_vec();
             let request = TxOffload {
                 flags,

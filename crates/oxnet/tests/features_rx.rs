@@ -196,10 +196,18 @@ fn dca_writes_the_datasheet_register_values_and_off_disables_it() {
         // Queue q is tagged with core q (wrapped to the cores there are).
         let cpu = (q % cores) << DCA_CPUID_SHIFT;
         let rx = r.read32(dca_rxctrl(q));
-        assert_eq!(rx, 0x0000_00E0 | cpu, "DCA_RXCTRL({q}) = {rx:#010x}: bits 5, 6, 7 and the CPU ID");
+        assert_eq!(
+            rx,
+            0x0000_00E0 | cpu,
+            "DCA_RXCTRL({q}) = {rx:#010x}: bits 5, 6, 7 and the CPU ID"
+        );
         assert_eq!(rx & DCA_RXCTRL_RESERVED_12, 0, "bit 12 reserved (§4.6.7)");
         let tx = r.read32(dca_txctrl(q));
-        assert_eq!(tx, 0x0000_0020 | cpu, "DCA_TXCTRL({q}) = {tx:#010x}: bit 5 and the CPU ID");
+        assert_eq!(
+            tx,
+            0x0000_0020 | cpu,
+            "DCA_TXCTRL({q}) = {tx:#010x}: bit 5 and the CPU ID"
+        );
     }
     let off = open("feat-dca-off", 1, Offloads::default()).unwrap();
     assert_eq!(off.registers().read32(DCA_CTRL), DCA_CTRL_DISABLE);
@@ -232,7 +240,12 @@ fn rss_hash_matches_the_published_verification_vector() {
     f[36..38].copy_from_slice(&1766u16.to_be_bytes());
     World::global().inject(port, &f);
     let hashes: Vec<u32> = (0..2)
-        .flat_map(|q| receive_all(&mut dev, q).iter().map(|p| p.meta().rss_hash).collect::<Vec<_>>())
+        .flat_map(|q| {
+            receive_all(&mut dev, q)
+                .iter()
+                .map(|p| p.meta().rss_hash)
+                .collect::<Vec<_>>()
+        })
         .collect();
     assert_eq!(hashes, [0x51cc_c178]);
 }
