@@ -30,7 +30,10 @@ pub fn run(name: &str, data: &[u8]) {
 }
 
 fn u16_at(data: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([data.get(at).copied().unwrap_or(0), data.get(at + 1).copied().unwrap_or(0)])
+    u16::from_le_bytes([
+        data.get(at).copied().unwrap_or(0),
+        data.get(at + 1).copied().unwrap_or(0),
+    ])
 }
 
 thread_local! {
@@ -88,8 +91,16 @@ pub fn spec_pci(data: &[u8]) {
     if let Some(address) = PciAddress::parse(&text) {
         let printed = address.to_string();
         assert_eq!(PciAddress::parse(&printed), Some(address), "{text:?} -> {printed}");
-        let canonical = if text.len() == 7 { format!("0000:{text}") } else { text.to_string() };
-        assert_eq!(printed, canonical.to_ascii_lowercase(), "{text:?} is accepted but not canonical");
+        let canonical = if text.len() == 7 {
+            format!("0000:{text}")
+        } else {
+            text.to_string()
+        };
+        assert_eq!(
+            printed,
+            canonical.to_ascii_lowercase(),
+            "{text:?} is accepted but not canonical"
+        );
     }
 }
 
@@ -124,7 +135,9 @@ impl RegisterAccess for NoRegisters {
 /// forced on), then the queue receives. Every packet delivered must lie in
 /// its buffers, and no buffer may be lost.
 pub fn rx_writeback(data: &[u8]) {
-    let Some((&mode, descriptors)) = data.split_first() else { return };
+    let Some((&mode, descriptors)) = data.split_first() else {
+        return;
+    };
     let config = Config {
         rx_ring_size: 32,
         tx_ring_size: 32,
@@ -180,9 +193,15 @@ mod tests {
     use std::path::PathBuf;
 
     fn files(kind: &str, target: &str) -> Vec<PathBuf> {
-        let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz")).join(kind).join(target);
+        let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz"))
+            .join(kind)
+            .join(target);
         let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect())
+            .map(|d| {
+                d.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.is_file())
+                    .collect()
+            })
             .unwrap_or_default();
         out.sort();
         out
@@ -218,7 +237,10 @@ mod tests {
     #[test]
     fn seeded_random_inputs() {
         for (t, target) in TARGETS.iter().enumerate() {
-            let corpus: Vec<Vec<u8>> = files("corpus", target).iter().map(|p| std::fs::read(p).unwrap()).collect();
+            let corpus: Vec<Vec<u8>> = files("corpus", target)
+                .iter()
+                .map(|p| std::fs::read(p).unwrap())
+                .collect();
             let mut rng = Rng(0x0A0E_7000 + t as u64);
             let runs = if *target == "rx_writeback" { 300 } else { 3000 };
             for _ in 0..runs {

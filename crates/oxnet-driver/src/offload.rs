@@ -90,7 +90,10 @@ pub fn parse(frame: &[u8]) -> Option<Headers> {
         IPPROTO_UDP if l4.len() >= 8 => 8,
         _ => return None,
     };
-    if l4_len < 8 || l4.len() < l4_len {
+    // A TCP data offset below 5 words is malformed (RFC 793 §3.1; found
+    // by the frame_offload fuzz target: offset 2 gave an 8-byte "TCP
+    // header" that cannot hold the checksum field).
+    if l4_len < 8 || (protocol == IPPROTO_TCP && l4_len < 20) || l4.len() < l4_len {
         return None;
     }
     Some(Headers {
@@ -110,7 +113,8 @@ pub fn offload_for(frame: &[u8], flags: u32, mss: u16) -> Result<TxOffload> {
     // (found by the frame_offload fuzz target).
     let wants_tcp = flags & (TX_TCP_CSUM | TX_TSO) != 0;
     let wants_udp = flags & TX_UDP_CSUM != 0;
-    if (wants_tcp && h.protocol != IPPROTO_TCP) || (wants_udp && h.protocol != IPPROTO_UDP) || (wants_tcp && wants_udp) {
+    if (wants_tcp && h.protocol != IPPROTO_TCP) || (wants_udp && h.protocol != IPPROTO_UDP) || (wants_tcp && wants_udp)
+    {
         return Err(Error::Config(format!(
             "offload request {flags:#x} does not match the packet's protocol {} (6 = TCP, 17 = UDP)",
             h.protocol
@@ -477,7 +481,11 @@ mod tests {
     #[test]
     fn short_l4_header_is_an_error_not_a_panic() {
         let f = tcp_frame(0);
-        for (flags, l4, len) in [(TX_TCP_CSUM, 8u8, 14 + 20 + 8), (TX_TCP_CSUM, 17, 14 + 20 + 17), (TX_UDP_CSUM, 7, 14 + 20 + 7)] {
+        for (flags, l4, len) in [
+            (TX_TCP_CSUM, 8u8, 14 + 20 + 8),
+            (TX_TCP_CSUM, 17, 14 + 20 + 17),
+            (TX_UDP_CSUM, 7, 14 + 20 + 7),
+        ] {
             let mut short = f[..len].to_vec();
             let request = TxOffload {
                 flags,
@@ -524,6 +532,21 @@ mod tests {
         assert!(offload_for(&tcp_frame(40), TX_UDP_CSUM, 0).is_err());
         assert!(offload_for(&tcp_frame(40), TX_TCP_CSUM | TX_UDP_CSUM, 0).is_err());
         assert!(offload_for(&tcp_frame(40), TX_TCP_CSUM | TX_IP_CSUM, 0).is_ok());
+    }
+
+    /// Found by the frame_offload fuzz target
+    /// (fuzz/regressions/frame_offload/tcp-data-offset-2): a TCP header
+    /// with data offset 2 (8 bytes) was parsed as valid.
+    #[test]
+    fn tcp_data_offset_below_five_is_not_parsed() {
+        let mut f = tcp_frame(40);
+        for offset in [0u8, 2, 4] {
+            f[46] = offset << 4;
+            assert!(parse(&f).is_none(), "data offset {offset}");
+            assert!(offload_for(&f, TX_TCP_CSUM, 0).is_err());
+        }
+        f[46] = 5 << 4;
+        assert_eq!(parse(&f).map(|h| h.l4_len), Some(20));
     }
 
     #[test]

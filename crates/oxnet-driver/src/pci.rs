@@ -218,9 +218,12 @@ pub fn refusal(vendor: u16, device: u16) -> Option<String> {
     if vendor != crate::ixgbe::INTEL_VENDOR_ID {
         return None;
     }
-    REFUSED_IDS.iter().find(|(id, _, _)| *id == device).map(|(_, name, why)| {
-        format!("Intel {name} ({vendor:04x}:{device:04x}) is not supported: {why}; supported: {SUPPORTED_DEVICES}")
-    })
+    REFUSED_IDS
+        .iter()
+        .find(|(id, _, _)| *id == device)
+        .map(|(_, name, why)| {
+            format!("Intel {name} ({vendor:04x}:{device:04x}) is not supported: {why}; supported: {SUPPORTED_DEVICES}")
+        })
 }
 
 /// Unbinds the kernel driver and enables bus mastering (ixy: pci.c).
@@ -330,7 +333,10 @@ mod tests {
             (0x1521, "I350 copper", "IVAR"),
         ] {
             let message = refusal(0x8086, device).expect("refused");
-            assert!(message.contains(&format!("Intel {name} (8086:{device:04x}) is not supported")), "{message}");
+            assert!(
+                message.contains(&format!("Intel {name} (8086:{device:04x}) is not supported")),
+                "{message}"
+            );
             assert!(message.contains(reason), "{message}");
             assert!(
                 message.contains("supported: Intel 82599/X520 (ixgbe), Intel 82576 copper ports (igb)"),

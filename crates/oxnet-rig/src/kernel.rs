@@ -170,14 +170,18 @@ pub fn is_dynamic_elf_bytes(bytes: &[u8]) -> bool {
     let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]) as usize;
     let mut phoff = [0u8; 8];
     phoff.copy_from_slice(&bytes[0x20..0x28]);
-    let Ok(phoff) = usize::try_from(u64::from_le_bytes(phoff)) else { return false };
+    let Ok(phoff) = usize::try_from(u64::from_le_bytes(phoff)) else {
+        return false;
+    };
     let (phentsize, phnum) = (u16_at(0x36), u16_at(0x38));
     const PT_INTERP: u32 = 3;
     (0..phnum).any(|i| {
         let Some(at) = i.checked_mul(phentsize).and_then(|o| o.checked_add(phoff)) else {
             return false;
         };
-        let Some(word) = at.checked_add(4).and_then(|end| bytes.get(at..end)) else { return false };
+        let Some(word) = at.checked_add(4).and_then(|end| bytes.get(at..end)) else {
+            return false;
+        };
         u32::from_le_bytes([word[0], word[1], word[2], word[3]]) == PT_INTERP
     })
 }

@@ -39,6 +39,23 @@ pub fn hugepages(n: u64) -> Result<String> {
     Ok(report)
 }
 
+/// The last column of `oxnet devices`: the driver oxnet would use, `not
+/// supported: ...` for a refused relative (pci::REFUSED_IDS), or `-`.
+pub fn driver_column(vendor: u16, device: u16) -> String {
+    if oxnet_driver::ixgbe::supports(vendor, device) {
+        "ixgbe".to_string()
+    } else if oxnet_driver::igb::supports(vendor, device) {
+        "igb".to_string()
+    } else if let Some((_, name, why)) = pci::REFUSED_IDS
+        .iter()
+        .find(|(id, _, _)| vendor == oxnet_driver::ixgbe::INTEL_VENDOR_ID && *id == device)
+    {
+        format!("not supported: {name}, {why}")
+    } else {
+        "-".to_string()
+    }
+}
+
 /// The table `oxnet devices` prints.
 pub fn devices_table() -> Result<String> {
     let devices = pci::network_devices()?;
@@ -47,18 +64,7 @@ pub fn devices_table() -> Result<String> {
         "address", "vendor", "device", "driver", "numa", "iommu", "oxnet driver"
     );
     for d in &devices {
-        let ours = if oxnet_driver::ixgbe::supports(d.vendor, d.device) {
-            "ixgbe".to_string()
-        } else if oxnet_driver::igb::supports(d.vendor, d.device) {
-            "igb".to_string()
-        } else if let Some((_, name, why)) = pci::REFUSED_IDS
-            .iter()
-            .find(|(id, _, _)| d.vendor == oxnet_driver::ixgbe::INTEL_VENDOR_ID && *id == d.device)
-        {
-            format!("not supported: {name}, {why}")
-        } else {
-            "-".to_string()
-        };
+        let ours = driver_column(d.vendor, d.device);
         out.push_str(&format!(
             "{:<14} {:04x}   {:04x}   {:<12} {:<5} {:<6} {}\n",
             d.address.to_string(),
@@ -94,4 +100,21 @@ pub fn bind_vfio(address: &str, owner: Option<&str>) -> Result<String> {
 /// `oxnet bind kernel ADDRESS`: gives the device back to the kernel.
 pub fn bind_kernel(address: &str) -> Result<String> {
     oxnet_driver::vfio::bind::bind_kernel(&parse_address(address)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::driver_column;
+
+    /// `oxnet devices` names refused relatives as such (issue 8 item 6).
+    #[test]
+    fn devices_column_for_accepted_refused_and_unknown_ids() {
+        assert_eq!(driver_column(0x8086, 0x10FB), "ixgbe");
+        assert_eq!(driver_column(0x8086, 0x10C9), "igb");
+        assert!(driver_column(0x8086, 0x1528).starts_with("not supported: X540-T, "));
+        assert!(driver_column(0x8086, 0x1563).starts_with("not supported: X550-T, "));
+        assert!(driver_column(0x8086, 0x1521).starts_with("not supported: I350 copper, "));
+        assert_eq!(driver_column(0x8086, 0x100E), "-");
+        assert_eq!(driver_column(0x10EC, 0x1528), "-", "another vendor's id");
+    }
 }

@@ -79,3 +79,44 @@ fn rx_batch_with_usize_max_receives_what_is_there() {
         assert!(taken <= pool.size(), "{name}: {taken}");
     }
 }
+
+/// A TCP checksum request whose L4 length (8) cannot hold the checksum
+/// field (bytes 16..18), on a frame that ends there: `tx_batch` used to
+/// panic in the software checksum path (`offload.rs`). Now the packet is
+/// refused and counted (tx_invalid), and the queue keeps working.
+#[test]
+fn short_l4_checksum_request_is_refused_by_tx_batch() {
+    use oxnet_driver::packet::{TxOffload, TX_TCP_CSUM};
+    let config = Config {
+        rx_ring_size: 64,
+        tx_ring_size: 64,
+        offloads: Offloads {
+            tx_checksum: false, // the software path, where the panic was
+            ..Offloads::default()
+        },
+        ..Config::default()
+    };
+    let mut dev = open("sim:bi-tx-short", &config).unwrap();
+    let pool = dev.mempool(0);
+    let mut batch = PacketBatch::with_capacity(2);
+    for _ in 0..2 {
+        let mut p = pool.alloc().unwrap();
+        p.set_len(42).unwrap(); // 14 + 20 + 8 bytes
+        p.fill(0);
+        p[12..14].copy_from_slice(&[0x08, 0x00]);
+        p[14] = 0x45;
+        p[23] = 6;
+        p.set_tx_offload(TxOffload {
+            flags: TX_TCP_CSUM,
+            l2_len: 14,
+            l3_len: 20,
+            l4_len: 8,
+            mss: 0,
+        });
+        batch.push(p);
+    }
+    let taken = dev.tx_batch(0, &mut batch);
+    assert_eq!(taken, 2, "both taken off the batch (refused)");
+    assert!(batch.is_empty());
+    assert_eq!(dev.stats().tx_invalid, 2);
+}

@@ -112,7 +112,13 @@ impl<N: Nic> RxQueue<N> {
         assert!(i < self.ring_size());
         // SAFETY: descriptor i lies inside the ring (checked above); the
         // ring is ours and no device reads it here.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ring.virt().add(i * DESCRIPTOR_SIZE), DESCRIPTOR_SIZE) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.ring.virt().add(i * DESCRIPTOR_SIZE),
+                DESCRIPTOR_SIZE,
+            )
+        };
     }
 
     pub fn ring_size(&self) -> usize {

@@ -352,11 +352,13 @@ pub const DCA_CPUID_SHIFT: u32 = 24;
 
 // §8.2.3.23 Per-queue statistics (16 counter sets; RQSMR/TQSM map queues
 // to sets, 4 queues per register, 4 bits each at bits 3:0, 11:8, ...).
-/// Receive Queue Statistic Mapping n (§8.2.3.8.?), n < 32.
+/// Receive Queue Statistic Mapping n (§8.2.3.8; exact subsection not
+/// verified here, offset as in Linux ixgbe_type.h), n < 32.
 pub const fn rqsmr(n: u32) -> u32 {
     0x02300 + 4 * n
 }
-/// Transmit Queue Statistic Mapping n (§8.2.3.9.?), n < 32.
+/// Transmit Queue Statistic Mapping n (§8.2.3.9; exact subsection not
+/// verified here, offset as in Linux ixgbe_type.h), n < 32.
 pub const fn tqsm(n: u32) -> u32 {
     0x08600 + 4 * n
 }

@@ -161,6 +161,10 @@ impl Ixgbe {
         rxpbsize[0] = 512 << 10; // §8.2.3.8.9: 512 KB for buffer 0
         let queue = RxQueue {
             srrctl: 0x0000_0402,
+            // §8.2.3.11.1 / §4.6.7: bit 12 is reserved, 1 at power-on, and
+            // the driver must clear it (ixy notes the same). The
+            // relaxed-ordering bits (9, 11, 13, 15) are not modelled.
+            dca_rxctrl: 1 << 12,
             ..RxQueue::default()
         }; // §8.2.3.8.7: 2 KB buffers, 256 B headers, legacy
         Ixgbe {

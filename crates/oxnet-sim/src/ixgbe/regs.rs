@@ -122,7 +122,8 @@ pub const RDRXCTL_RSCACKC: u32 = 1 << 25;
 pub const RDRXCTL_FCOE_WRFIX: u32 = 1 << 26;
 pub const RDRXCTL_RSCFRSTSIZE: u32 = 0x1F << 17;
 
-// Per-queue statistics mapping and counters (§8.2.3.8.?, §8.2.3.23.71-76).
+// Per-queue statistics mapping (§8.2.3.8/§8.2.3.9, subsection not verified)
+// and counters (§8.2.3.23.71-76).
 pub const RQSMR_BASE: u32 = 0x02300; // n < 32
 pub const TQSM_BASE: u32 = 0x08600; // n < 32
 pub const QBTC_BASE: u32 = 0x08700; // QBTC_L(n) at +8n, QBTC_H(n) at +8n + 4
