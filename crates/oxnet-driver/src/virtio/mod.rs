@@ -277,6 +277,21 @@ impl<T: Transport> VirtioNet<T> {
             ));
             return Ok(());
         }
+        // Another DMA domain (crate::domain): copied, every segment, into
+        // a buffer of the device's own pool (which keeps metadata and the
+        // offload request); no buffer free: it stays with the caller.
+        if !crate::domain::in_domain(&packet, self.pool.dma_domain()) {
+            match crate::domain::into_domain(packet, &self.pool) {
+                Ok(copy) => {
+                    self.stats.tx_copied += 1;
+                    packet = copy;
+                }
+                Err(packet) => {
+                    self.stats.tx_copy_pool_empty += 1;
+                    return Err(packet);
+                }
+            }
+        }
         if request.flags & TX_REQUEST_MASK != 0 && !net_header::device_can(self.features, &request) {
             return self.tx_software(packet, sent);
         }
@@ -580,6 +595,7 @@ impl<T: Transport> Device for VirtioNet<T> {
         self.reap_tx();
         let header_len = self.header_len;
         let per_plain = self.descriptors_per_packet();
+        let domain = self.pool.dma_domain();
         let mut sent = 0;
         let taken = batch.consume_front_while(batch.len(), |mut packet| {
             // A chain or an offload request (a chain head carries a flag in
@@ -590,6 +606,11 @@ impl<T: Transport> Device for VirtioNet<T> {
             if packet.is_empty() || packet.headroom() < header_len {
                 self.stats.tx_invalid += 1;
                 return Ok(());
+            }
+            // A packet of another DMA domain: its address means nothing to
+            // this device (crate::domain); copied on the slow path.
+            if packet.dma_domain() != domain {
+                return self.tx_special(packet, &mut sent);
             }
             if self.tx.free_slots() < per_plain {
                 return Err(packet);

@@ -13,6 +13,7 @@ use super::{net, VirtioNet, VirtioOptions};
 use crate::device::{Config, Device, Offloads, TsoMode};
 use crate::error::Result;
 use crate::memory::{iova_to_virt, MemoryKind};
+use crate::mempool::Mempool;
 use crate::offload;
 use crate::packet::{Packet, PacketBatch, TxOffload, TX_IP_CSUM, TX_TCP_CSUM, TX_TSO};
 use std::sync::{Arc, Mutex};
@@ -376,4 +377,54 @@ fn a_chain_longer_than_the_queue_is_linearised_and_a_bad_request_refused() {
     assert!(fake.take_tx().is_empty());
     assert_eq!(dev.stats().tx_invalid, 1);
     assert!(dev.last_tx_error().unwrap().contains("do not fit"));
+}
+
+/// DMA domains (crate::domain): a packet from memory no device can reach
+/// (a CPU-only pool) never reaches a descriptor with its own address — the
+/// fake device maps every descriptor address through the IOVA map and
+/// would fail on it — it is copied into the device's pool, bytes intact,
+/// and counted; a chained one segment by segment, its request kept.
+#[test]
+fn a_packet_of_another_dma_domain_is_copied_and_counted() {
+    let (mut dev, fake) = open(OFFERED, switches_on());
+    let cpu = Mempool::new("cpu-only", 16, MemoryKind::CpuOnly).unwrap();
+    let frame = tcp_frame(500);
+    let mut p = cpu.alloc().unwrap();
+    p.set_len(frame.len()).unwrap();
+    p.copy_from_slice(&frame);
+    send(&mut dev, p);
+    let got = fake.take_tx();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].1, frame);
+    assert_eq!(dev.stats().tx_copied, 1);
+
+    // A chain of three CPU-only segments with a checksum request.
+    let frame = tcp_frame(3000);
+    let mut chunks = frame.chunks(1200);
+    let first = chunks.next().unwrap();
+    let mut head = cpu.alloc().unwrap();
+    head.set_len(first.len()).unwrap();
+    head.copy_from_slice(first);
+    for c in chunks {
+        let mut s = cpu.alloc().unwrap();
+        s.set_len(c.len()).unwrap();
+        s.copy_from_slice(c);
+        head.append(s);
+    }
+    head.set_tx_offload(TxOffload {
+        flags: TX_IP_CSUM | TX_TCP_CSUM,
+        l2_len: 14,
+        l3_len: 20,
+        l4_len: 20,
+        mss: 0,
+    });
+    send(&mut dev, head);
+    let got = fake.take_tx();
+    assert_eq!(got.len(), 1);
+    let mut bytes = got[0].1.clone();
+    complete(&got[0].0, &mut bytes);
+    assert!(checksums_ok(&bytes), "the request survived the copy");
+    assert_eq!(bytes[54..], frame[54..]);
+    assert_eq!(dev.stats().tx_copied, 2);
+    assert_eq!(cpu.free_count(), 16, "the originals went back to their pool");
 }
