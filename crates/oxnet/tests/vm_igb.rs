@@ -206,7 +206,7 @@ fn igb_refuses_rsc_oversized_tso_and_long_chains_and_programs_dca() {
 /// flows (source ports 1000..1063) round-robin over its 4 transmit queues;
 /// NIC 1, with 4 receive queues and RSS, must receive every frame, on
 /// every queue, each with an RSS hash, and the same flow always on the same
-/// queue.
+/// queue — received through per-queue handles, one thread per queue.
 #[test]
 #[ignore = "runs inside a QEMU guest with two igb NICs (see igb_four_queues_rss_...)"]
 fn guest_rss_spreads_udp_flows_over_all_queues() {
@@ -220,7 +220,7 @@ fn guest_rss_spreads_udp_flows_over_all_queues() {
         ..Config::default()
     };
     let mut tx = oxnet_driver::open(&Vm::nic_address(0), &config).expect("open NIC 0");
-    let mut rx = oxnet_driver::open(&Vm::nic_address(1), &config).expect("open NIC 1");
+    let rx = oxnet_driver::open(&Vm::nic_address(1), &config).expect("open NIC 1");
     assert_eq!(tx.driver_name(), "igb");
     assert_eq!(rx.queues(), (QUEUES, QUEUES));
     let pool = tx.mempool(0);
@@ -244,36 +244,55 @@ fn guest_rss_spreads_udp_flows_over_all_queues() {
             sent += 1;
         }
     }
+    // NIC 1 split into per-queue handles (Device::split, native on igb):
+    // one receiving thread per queue, no lock between them; the control
+    // handle reads the hardware counters afterwards.
+    let handles = rx.split().expect("split NIC 1 into queue handles");
+    assert_eq!(handles.rx.len(), QUEUES as usize);
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let threads: Vec<_> = handles
+        .rx
+        .into_iter()
+        .map(|mut queue| {
+            let received = received.clone();
+            std::thread::spawn(move || {
+                let q = queue.queue();
+                let mut flows = Vec::new();
+                let mut batch = PacketBatch::with_capacity(64);
+                while received.load(std::sync::atomic::Ordering::Relaxed) < sent && Instant::now() < deadline {
+                    let n = queue.rx_batch(&mut batch, 64);
+                    for packet in batch.iter() {
+                        let flow = u16::from_be_bytes([packet[34], packet[35]]) - 1000;
+                        assert_ne!(packet.meta().rss_hash, 0, "frame of flow {flow} on queue {q} has no RSS hash");
+                        flows.push(flow);
+                    }
+                    batch.clear();
+                    received.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+                }
+                (q, flows)
+            })
+        })
+        .collect();
     let mut per_queue = [0u64; QUEUES as usize];
     let mut queue_of_flow = [u16::MAX; FLOWS as usize];
-    let mut batch = PacketBatch::with_capacity(64);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while per_queue.iter().sum::<u64>() < sent && Instant::now() < deadline {
-        for q in 0..QUEUES {
-            rx.rx_batch(q, &mut batch, 64);
-            for packet in batch.iter() {
-                let flow = u16::from_be_bytes([packet[34], packet[35]]) - 1000;
-                assert_ne!(
-                    packet.meta().rss_hash,
-                    0,
-                    "frame of flow {flow} on queue {q} has no RSS hash"
-                );
-                let seen = &mut queue_of_flow[flow as usize];
-                assert!(*seen == u16::MAX || *seen == q, "flow {flow} on queues {seen} and {q}");
-                *seen = q;
-                per_queue[q as usize] += 1;
-            }
-            batch.clear();
+    for thread in threads {
+        let (q, flows) = thread.join().expect("receiving thread");
+        for flow in flows {
+            let seen = &mut queue_of_flow[flow as usize];
+            assert!(*seen == u16::MAX || *seen == q, "flow {flow} on queues {seen} and {q}");
+            *seen = q;
+            per_queue[q as usize] += 1;
         }
     }
-    println!("sent {sent}, received per queue {per_queue:?}");
+    println!("sent {sent}, received per queue {per_queue:?} (split handles)");
     assert_eq!(per_queue.iter().sum::<u64>(), sent, "{per_queue:?}");
     assert!(
         per_queue.iter().all(|&n| n > 0),
         "a queue received nothing: {per_queue:?}"
     );
-    let stats = rx.stats();
-    assert_eq!(stats.rx_packets, sent);
+    let mut control = handles.control;
+    assert_eq!(control.stats().rx_packets, sent);
     assert_eq!(tx.stats().tx_packets, sent);
 }
 
