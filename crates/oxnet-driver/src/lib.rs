@@ -29,11 +29,11 @@ pub mod vfio;
 pub mod virtio;
 pub mod wait;
 
-pub use domain::DmaDomain;
 pub use device::{
     split_locked, Config, ControlHandle, Device, DeviceStats, Features, Link, Offloads, QueueHandles, QueueStats,
     RxHandle, TsoMode, TxHandle,
 };
+pub use domain::DmaDomain;
 pub use error::{Error, Result};
 pub use memory::MemoryKind;
 pub use mempool::Mempool;

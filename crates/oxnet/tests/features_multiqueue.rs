@@ -224,7 +224,10 @@ fn forward_on_threads(world: &World, tag: &str) {
             "{queues} queues: control handle's tx_packets per queue of b"
         );
         // The model's DMA thread (if any) finishes what it was given.
-        assert!(world.settle(std::time::Duration::from_secs(10)), "the model's DMA engine settles");
+        assert!(
+            world.settle(std::time::Duration::from_secs(10)),
+            "the model's DMA engine settles"
+        );
         let mut batch = PacketBatch::with_capacity(64);
         let mut arrived = Vec::new();
         while sink.rx_batch(0, &mut batch, 64) > 0 {

@@ -78,11 +78,7 @@ fn rsc_on_coalesces_a_burst_into_one_chained_packet_and_off_gives_the_same_bytes
     let r = |offset| dev.read_register(offset);
     assert_eq!(r(RFCTL) & RFCTL_RSC_DIS, 0);
     assert_eq!(r(rscctl(0)) & RSCCTL_RSCEN, RSCCTL_RSCEN);
-    assert_eq!(
-        (r(rscctl(0)) >> RSCCTL_MAXDESC_SHIFT) & 0b11,
-        0b11,
-        "MAXDESC = 16"
-    );
+    assert_eq!((r(rscctl(0)) >> RSCCTL_MAXDESC_SHIFT) & 0b11, 0b11, "MAXDESC = 16");
     assert_eq!(
         r(RDRXCTL) & (RDRXCTL_RSCACKC | RDRXCTL_FCOE_WRFIX),
         RDRXCTL_RSCACKC | RDRXCTL_FCOE_WRFIX

@@ -16,10 +16,7 @@ fn two_commands() -> Vec<String> {
         .split("## Two commands")
         .nth(1)
         .expect("README.md has a '## Two commands' section");
-    let block = section
-        .split("```")
-        .nth(1)
-        .expect("the section has a code block");
+    let block = section.split("```").nth(1).expect("the section has a code block");
     block
         .lines()
         .skip(1) // the fence's language tag
@@ -43,7 +40,10 @@ fn ci_runs_the_readme_test_command() {
         .lines()
         .map(|line| line.split('#').next().unwrap_or("").trim())
         .any(|line| line == test_command);
-    assert!(runs_it, ".ci/run does not run the README's test command {test_command:?}:\n{ci}");
+    assert!(
+        runs_it,
+        ".ci/run does not run the README's test command {test_command:?}:\n{ci}"
+    );
 }
 
 /// Runs the first command as a new user would type it, from the top of the

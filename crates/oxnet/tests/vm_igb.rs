@@ -264,7 +264,11 @@ fn guest_rss_spreads_udp_flows_over_all_queues() {
                     let n = queue.rx_batch(&mut batch, 64);
                     for packet in batch.iter() {
                         let flow = u16::from_be_bytes([packet[34], packet[35]]) - 1000;
-                        assert_ne!(packet.meta().rss_hash, 0, "frame of flow {flow} on queue {q} has no RSS hash");
+                        assert_ne!(
+                            packet.meta().rss_hash,
+                            0,
+                            "frame of flow {flow} on queue {q} has no RSS hash"
+                        );
                         flows.push(flow);
                     }
                     batch.clear();

@@ -6,8 +6,8 @@
 //! ([`RxQueue::arm_all`]) and enables it.
 
 use super::{
-    DescriptorPtr, Nic, DESCRIPTOR_SIZE, RX_NEXTP_MASK, RX_NEXTP_SHIFT,
-    RX_RSCCNT_MASK, RX_RSS_TYPE_MASK, RX_STATUS_DD, RX_STATUS_EOP, RX_STATUS_IPCS, RX_STATUS_L4CS,
+    DescriptorPtr, Nic, DESCRIPTOR_SIZE, RX_NEXTP_MASK, RX_NEXTP_SHIFT, RX_RSCCNT_MASK, RX_RSS_TYPE_MASK, RX_STATUS_DD,
+    RX_STATUS_EOP, RX_STATUS_IPCS, RX_STATUS_L4CS,
 };
 use crate::device::{Config, QueueStats};
 use crate::error::{Error, Result};

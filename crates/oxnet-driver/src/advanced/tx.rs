@@ -7,9 +7,8 @@
 //! [`TxQueue::head_writeback_iova`], and enables it.
 
 use super::{
-    DescriptorPtr, Nic, DESCRIPTOR_SIZE, TX_DCMD_EOP, TX_DCMD_IFCS, TX_DCMD_RS, TX_DCMD_TSE,
-    TX_L4LEN_SHIFT, TX_MACLEN_SHIFT, TX_MSS_SHIFT, TX_POPTS_IXSM, TX_POPTS_TXSM, TX_STATUS_DD, TX_TUCMD_IPV4,
-    TX_TUCMD_L4T_TCP,
+    DescriptorPtr, Nic, DESCRIPTOR_SIZE, TX_DCMD_EOP, TX_DCMD_IFCS, TX_DCMD_RS, TX_DCMD_TSE, TX_L4LEN_SHIFT,
+    TX_MACLEN_SHIFT, TX_MSS_SHIFT, TX_POPTS_IXSM, TX_POPTS_TXSM, TX_STATUS_DD, TX_TUCMD_IPV4, TX_TUCMD_L4T_TCP,
 };
 use crate::device::{Config, QueueStats, TsoMode};
 use crate::domain::{self, DmaDomain};

@@ -6,7 +6,6 @@ use crate::device::QueueHandles;
 use crate::queue_handles::{split_device, SplitCore};
 use crate::regs::RegisterAccess;
 
-
 // A queue handle's drop stops its queue with the teardown's per-queue
 // steps (teardown.rs): drained, disabled, acknowledged.
 use super::teardown::{stop_rx_queue, stop_tx_queue};

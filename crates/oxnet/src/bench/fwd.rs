@@ -181,7 +181,6 @@ pub fn uncounted_model_release_before_tail(regs: &BenchRegisters) {
     std::hint::black_box(());
 }
 
-
 /// The model's side of a measured register read; collection is off inside.
 #[inline(never)]
 pub fn uncounted_model_read32(regs: &BenchRegisters, offset: u32) -> u32 {
