@@ -296,19 +296,8 @@ impl Ovs {
 
 impl Drop for Ovs {
     fn drop(&mut self) {
-        for child in [self.vswitchd.take(), self.ovsdb.take()].into_iter().flatten() {
-            let mut child = child;
-            // SAFETY: signalling a process we started, by its pid.
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-            let start = Instant::now();
-            while child.try_wait().ok().flatten().is_none() {
-                if start.elapsed() > Duration::from_secs(10) {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
+        for mut child in [self.vswitchd.take(), self.ovsdb.take()].into_iter().flatten() {
+            common::terminate(&mut child);
         }
         // DPDK's runtime directory for our file prefix (root: /var/run/dpdk).
         let _ = std::fs::remove_dir_all(Path::new("/var/run/dpdk").join(&self.prefix));

@@ -14,6 +14,8 @@
 //!
 //! Back-end on CPU 1, the test on CPU 0 (as in vhost_user.rs).
 
+mod common;
+
 use oxnet_driver::ixgbe::IxgbeDevice;
 use oxnet_driver::offload;
 use oxnet_driver::virtio::net_header;
@@ -106,17 +108,7 @@ impl Backend {
 
     fn stop(&mut self) -> String {
         if let Some(mut child) = self.child.take() {
-            // SAFETY: signalling the process we started, by its pid.
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-            let start = Instant::now();
-            while child.try_wait().ok().flatten().is_none() {
-                if start.elapsed() > Duration::from_secs(10) {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            common::terminate(&mut child);
         }
         self.output()
     }

@@ -115,3 +115,20 @@ pub fn chained(pool: &oxnet_driver::Mempool, bytes: &[u8], piece: usize) -> oxne
     }
     head
 }
+
+/// Ends a child process this test started: SIGTERM (testpmd and OVS print
+/// their final statistics and close their sockets on it), then SIGKILL if
+/// it is still there after 10 s. Reaps it either way.
+pub fn terminate(child: &mut std::process::Child) {
+    // SAFETY: signalling a process we started, by its pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let start = std::time::Instant::now();
+    while child.try_wait().ok().flatten().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
