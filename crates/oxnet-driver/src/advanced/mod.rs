@@ -16,9 +16,11 @@
 //! `igb/rx.rs`, ...).
 
 mod rx;
+pub mod stop;
 mod tx;
 
 pub use rx::{checksum_flags, RxQueue};
+pub use stop::QUEUE_STOP_TIMEOUT;
 pub use tx::{TxQueue, TX_CLEAN_BATCH};
 
 use crate::device::{DeviceStats, QueueStats};

@@ -18,23 +18,18 @@ use crate::regs::RegisterAccess;
 use crate::wait::poll_bits;
 use std::time::Duration;
 
-/// How long a queue may take to drain or to acknowledge a disable.
-pub const QUEUE_STOP_TIMEOUT: Duration = Duration::from_millis(500);
+pub use crate::advanced::QUEUE_STOP_TIMEOUT;
 
-/// Stops receive queue `q`: RXDCTL.ENABLE cleared and read back as 0.
-/// True once the device acknowledged.
+/// Stops receive queue `q` ([`crate::advanced::stop`]). True once the
+/// device acknowledged.
 pub fn stop_rx_queue<R: RegisterAccess>(regs: &R, q: u32) -> bool {
-    regs.clear_flags32(rxdctl(q), DCTL_ENABLE);
-    poll_bits(regs, rxdctl(q), DCTL_ENABLE, 0, QUEUE_STOP_TIMEOUT)
+    crate::advanced::stop::stop_rx(regs, rxdctl(q))
 }
 
-/// Stops transmit queue `q`: waits (bounded) until TDH == TDT, then clears
-/// TXDCTL.ENABLE and waits until it reads 0. True once acknowledged.
+/// Stops transmit queue `q`: drained, then disabled. True once the
+/// device acknowledged the disable.
 pub fn stop_tx_queue<R: RegisterAccess>(regs: &R, q: u32) -> bool {
-    let tail = regs.read32(tdt(q));
-    let _drained = poll_bits(regs, tdh(q), u32::MAX, tail, QUEUE_STOP_TIMEOUT);
-    regs.clear_flags32(txdctl(q), DCTL_ENABLE);
-    poll_bits(regs, txdctl(q), DCTL_ENABLE, 0, QUEUE_STOP_TIMEOUT)
+    crate::advanced::stop::stop_tx(regs, tdh(q), tdt(q), txdctl(q))
 }
 
 /// Stops all DMA of the device with `rx_queues` receive and `tx_queues`

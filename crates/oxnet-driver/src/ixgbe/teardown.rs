@@ -30,11 +30,7 @@ use crate::regs::RegisterAccess;
 use crate::wait::poll_bits;
 use std::time::Duration;
 
-/// How long a queue may take to drain or to acknowledge a disable.
-/// Linux's ixgbe polls RXDCTL for at most 10 × 10 µs on hardware; the
-/// model's DMA engine runs on a thread that a loaded machine may not
-/// schedule for a while, so we allow far more.
-pub const QUEUE_STOP_TIMEOUT: Duration = Duration::from_millis(500);
+pub use crate::advanced::QUEUE_STOP_TIMEOUT;
 
 /// CTRL.PCIe_Master_Disable (§8.2.3.1.1, bit 2) and
 /// STATUS.PCIe_Master_Enable_Status (§8.2.3.1.2, bit 19).
@@ -42,22 +38,16 @@ const CTRL_PCIE_MASTER_DISABLE: u32 = 1 << 2;
 const STATUS: u32 = 0x00008;
 const STATUS_PCIE_MASTER_ENABLE: u32 = 1 << 19;
 
-/// Stops receive queue `q`: RXDCTL.ENABLE cleared and read back as 0
-/// (§4.6.7.1.2). True once the device acknowledged.
+/// Stops receive queue `q` (§4.6.7.1.2, [`crate::advanced::stop`]). True
+/// once the device acknowledged.
 pub fn stop_rx_queue<R: RegisterAccess>(regs: &R, q: u32) -> bool {
-    regs.clear_flags32(rxdctl(q), DCTL_ENABLE);
-    poll_bits(regs, rxdctl(q), DCTL_ENABLE, 0, QUEUE_STOP_TIMEOUT)
+    crate::advanced::stop::stop_rx(regs, rxdctl(q))
 }
 
-/// Stops transmit queue `q` (§4.6.8.1.2): waits until TDH == TDT (what was
-/// handed over is sent; bounded: a queue the link partner pauses may never
-/// get there), then clears TXDCTL.ENABLE and waits until it reads 0. True
+/// Stops transmit queue `q` (§4.6.8.1.2): drained, then disabled. True
 /// once the device acknowledged the disable.
 pub fn stop_tx_queue<R: RegisterAccess>(regs: &R, q: u32) -> bool {
-    let tail = regs.read32(tdt(q));
-    let _drained = poll_bits(regs, tdh(q), u32::MAX, tail, QUEUE_STOP_TIMEOUT);
-    regs.clear_flags32(txdctl(q), DCTL_ENABLE);
-    poll_bits(regs, txdctl(q), DCTL_ENABLE, 0, QUEUE_STOP_TIMEOUT)
+    crate::advanced::stop::stop_tx(regs, tdh(q), tdt(q), txdctl(q))
 }
 
 /// Stops all DMA of the device with `rx_queues` receive and `tx_queues`
