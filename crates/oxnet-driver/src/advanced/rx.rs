@@ -104,7 +104,6 @@ impl<N: Nic> RxQueue<N> {
         self.ring_size() * DESCRIPTOR_SIZE
     }
 
-    /// Number of descriptors.
     /// Writes a descriptor as a (hostile) NIC would: the fuzz target of
     /// the receive path.
     #[cfg(any(test, feature = "fuzzing"))]
@@ -121,6 +120,7 @@ impl<N: Nic> RxQueue<N> {
         };
     }
 
+    /// Number of descriptors.
     pub fn ring_size(&self) -> usize {
         self.index.size()
     }
