@@ -36,15 +36,7 @@ fn open(port: &str, memory: MemoryKind, offloads: Offloads) -> IxgbeDevice<SimRe
         memory: Some(memory),
         ..Config::default()
     };
-    let dev = IxgbeDevice::init(
-        World::global().port(port),
-        &format!("sim:{port}"),
-        &config,
-        MemoryKind::Plain,
-    )
-    .unwrap_or_else(|e| panic!("{port}: {e}"));
-    World::global().set_capture(port, true);
-    dev
+    common::capturing_sim_port(port, &config)
 }
 
 /// A 60..=1514-byte frame whose bytes say which one it is.

@@ -22,15 +22,7 @@ fn open(port: &str, offloads: Offloads) -> IxgbeDevice<SimRegisters> {
         offloads,
         ..Config::default()
     };
-    let dev = IxgbeDevice::init(
-        World::global().port(port),
-        &format!("sim:{port}"),
-        &config,
-        MemoryKind::Plain,
-    )
-    .unwrap_or_else(|e| panic!("{port}: {e}"));
-    World::global().set_capture(port, true);
-    dev
+    common::capturing_sim_port(port, &config)
 }
 
 /// Ethernet + IPv4 + TCP (or UDP) with `payload` bytes, checksum fields

@@ -682,15 +682,7 @@ fn sim_port(port: &str, memory: oxnet_driver::MemoryKind) -> oxnet_driver::ixgbe
         memory: Some(memory),
         ..Config::default()
     };
-    let dev = oxnet_driver::ixgbe::IxgbeDevice::init(
-        oxnet_sim::World::global().port(port),
-        &format!("sim:{port}"),
-        &config,
-        oxnet_driver::MemoryKind::Plain,
-    )
-    .unwrap_or_else(|e| panic!("{port}: {e}"));
-    oxnet_sim::World::global().set_capture(port, true);
-    dev
+    common::capturing_sim_port(port, &config)
 }
 
 /// Frame `i` of a test: 60..=1514 bytes whose contents say which one it is.

@@ -132,3 +132,21 @@ pub fn terminate(child: &mut std::process::Child) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// The ixgbe driver on port `port` of the global software 82599 world
+/// (plain memory unless `config.memory` says otherwise), with the frames
+/// it sends captured (`World::frames_on_wire`).
+pub fn capturing_sim_port(
+    port: &str,
+    config: &oxnet_driver::Config,
+) -> oxnet_driver::ixgbe::IxgbeDevice<oxnet_sim::SimRegisters> {
+    let dev = oxnet_driver::ixgbe::IxgbeDevice::init(
+        oxnet_sim::World::global().port(port),
+        &format!("sim:{port}"),
+        config,
+        oxnet_driver::MemoryKind::Plain,
+    )
+    .unwrap_or_else(|e| panic!("{port}: {e}"));
+    oxnet_sim::World::global().set_capture(port, true);
+    dev
+}
