@@ -8,7 +8,13 @@
 #               vhost-user backend of the vhost-user tests
 #               and both sides of scripts/vhost/bench.sh
 #   openvswitch-switch-dpdk - Open vSwitch with DPDK (ovs-vswitchd-dpdk),
-#               the back-end of tests/ovs.rs. The tests start their own
+#               the back-end of tests/ovs.rs.
+#   iproute2, iputils-ping, arping, strace, ethtool - the kernel-device
+#               tests (tap, af_packet, af_xdp): namespaces and veth pairs,
+#               Linux peers, system-call counts, offload switches
+#   libxdp1, libbpf1 - af_xdp (loaded at run time with dlopen, so that
+#               oxnet builds and runs without them); libxdp1 ships the
+#               default redirect program xsk_def_xdp_prog.o The tests start their own
 #               ovsdb-server and ovs-vswitchd; the system service is not
 #               wanted: installing is done with services kept from starting
 #               (policy-rc.d), and the units the package enabled are
@@ -25,6 +31,14 @@ command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v dpdk-testpmd >/dev/null 2>&1 || need+=(dpdk-dev)
 [ -x /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk ] || need+=(openvswitch-switch-dpdk)
+command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || need+=(iproute2)
+command -v ping >/dev/null 2>&1 || [ -x /usr/bin/ping ] || need+=(iputils-ping)
+command -v arping >/dev/null 2>&1 || [ -x /usr/sbin/arping ] || need+=(arping)
+command -v strace >/dev/null 2>&1 || need+=(strace)
+command -v ethtool >/dev/null 2>&1 || [ -x /usr/sbin/ethtool ] || [ -x /sbin/ethtool ] || need+=(ethtool)
+command -v sysctl >/dev/null 2>&1 || [ -x /usr/sbin/sysctl ] || [ -x /sbin/sysctl ] || need+=(procps)
+ls /usr/lib/*/libxdp.so.1 >/dev/null 2>&1 && [ -e /usr/lib/x86_64-linux-gnu/bpf/xsk_def_xdp_prog.o -o -n "$(ls /usr/lib/*/bpf/xsk_def_xdp_prog.o 2>/dev/null)" ] || need+=(libxdp1)
+ls /usr/lib/*/libbpf.so.1 >/dev/null 2>&1 || need+=(libbpf1)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -18,7 +18,7 @@ bash scripts/install-deps.sh
 lap "install-deps.sh"
 cargo build --workspace --all-targets
 lap "cargo build"
-cargo test --workspace --all-targets 2>&1 | tee -a "$log"
+cargo test --workspace --all-targets --no-fail-fast 2>&1 | tee -a "$log"
 lap "cargo test (all)"
 
 nr=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages

@@ -65,6 +65,9 @@ pub struct Config {
     /// not consumed by then is freed and counted as not sent
     /// ([`DeviceStats::tx_not_sent`]). Default 1 s.
     pub tx_drain_timeout: std::time::Duration,
+    /// `tap:` devices: give the kernel side of the TAP this IPv4 address
+    /// ("10.0.0.1/24") and bring it up (`--tap-ip`; the spec's `ip=` wins).
+    pub tap_ip: Option<String>,
 }
 
 /// TCP segmentation offload mode (82599 datasheet §7.2.4).
@@ -119,6 +122,7 @@ impl Default for Config {
             mtu: 1500,
             rsc_max_descriptors: 16,
             tx_drain_timeout: std::time::Duration::from_secs(1),
+            tap_ip: None,
         }
     }
 }
@@ -196,7 +200,10 @@ pub struct DeviceStats {
     /// own memory (software; see [`crate::domain`]).
     pub tx_copied: u64,
     /// Packets from another DMA domain that stayed with the caller because
-    /// no buffer was free to copy them into (software).
+    /// no buffer was free to copy them into (software): the packet whose
+    /// copy failed, once per failure. The packets behind it in the batch
+    /// stay with the caller too (transmission is in order) and are not
+    /// counted here.
     pub tx_copy_pool_empty: u64,
     /// Frames received with a length error (82599: RLEC).
     pub rx_length_errors: u64,
@@ -208,6 +215,13 @@ pub struct DeviceStats {
     /// posted when the device was closed, or in flight when a vhost-user
     /// back-end went away (software). They were freed, not sent.
     pub tx_not_sent: u64,
+    /// Frames the kernel dropped before oxnet saw them (kernel-backed
+    /// devices: AF_PACKET's PACKET_STATISTICS tp_drops, AF_XDP's
+    /// XDP_STATISTICS rx_dropped + rx_ring_full, TAP queue overruns).
+    pub kernel_rx_dropped: u64,
+    /// Descriptors the kernel refused as invalid (AF_XDP's XDP_STATISTICS
+    /// rx_invalid_descs + tx_invalid_descs; 0 elsewhere).
+    pub kernel_invalid_descs: u64,
 }
 
 impl DeviceStats {
@@ -228,6 +242,8 @@ impl DeviceStats {
         self.rx_undersize += other.rx_undersize;
         self.rx_oversize += other.rx_oversize;
         self.tx_not_sent += other.tx_not_sent;
+        self.kernel_rx_dropped += other.kernel_rx_dropped;
+        self.kernel_invalid_descs += other.kernel_invalid_descs;
     }
 }
 
@@ -270,7 +286,7 @@ pub struct QueueStats {
     /// own domain (software; [`crate::domain`]).
     pub tx_copied: u64,
     /// Packets from another DMA domain that stayed with the caller because
-    /// no copy buffer was free (software).
+    /// no copy buffer was free (software; as in [`DeviceStats`]).
     pub tx_copy_pool_empty: u64,
     /// Histogram of descriptors per transmitted packet (software).
     pub tx_descriptors_per_packet: [u64; TX_DESCRIPTOR_HISTOGRAM],
@@ -469,8 +485,10 @@ pub trait TxHandle: Send {
 /// refused) are published by the queue's handle into per-queue atomics
 /// once per batch (relaxed stores, no lock), so they lag by at most the
 /// batch in progress; they are exact once the handles are dropped or
-/// joined. The transmit descriptor histogram and the other offload
-/// counters are not published (they stay zero here).
+/// joined. The ixgbe and igb handles publish every counter the unsplit
+/// device's `queue_stats` shows, the transmit descriptor histogram and the
+/// offload and copy counters included (those only after a batch that took
+/// an offload or software path, so the plain path pays nothing for them).
 pub trait ControlHandle: Send {
     /// Name of the driver.
     fn driver_name(&self) -> &'static str;

@@ -6,6 +6,8 @@
 //! packets are [`Packet`]s from a [`Mempool`] in [`memory::DmaMemory`].
 
 pub mod advanced;
+pub mod af_packet;
+pub mod af_xdp;
 pub mod barrier;
 pub mod device;
 pub mod domain;
@@ -15,8 +17,10 @@ pub mod error;
 pub mod fuzzing;
 pub mod igb;
 pub mod ixgbe;
+pub mod memif;
 pub mod memory;
 pub mod mempool;
+pub mod netif;
 pub mod offload;
 pub mod packet;
 pub mod pci;
@@ -25,6 +29,8 @@ pub mod regs;
 pub mod ring;
 pub mod rss;
 pub mod spec;
+pub mod tap;
+mod unix;
 pub mod vfio;
 pub mod virtio;
 pub mod wait;

@@ -19,10 +19,12 @@
 //! a handle too, so the memory stays valid until the last handle and the last
 //! packet are gone, whichever comes last, on whichever thread.
 
+use crate::domain::DmaDomain;
 use crate::error::{Error, Result};
 use crate::memory::{DmaMemory, MemoryKind};
 use crate::packet::{
-    fresh_request_word, BufferHeader, Metadata, Packet, PacketBatch, HEADER_SIZE, REQUEST_WORD_OFFSET,
+    fresh_request_word, request_domain_bits, BufferHeader, Metadata, Packet, PacketBatch, HEADER_SIZE,
+    REQUEST_WORD_OFFSET,
 };
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
@@ -49,6 +51,9 @@ pub(crate) struct PoolInner {
     /// Headers of the free buffers; guarded by `lock`.
     free_stack: UnsafeCell<Vec<NonNull<BufferHeader>>>,
     alloc_failures: AtomicU64,
+    /// The request word of a fresh buffer ([`fresh_request_word`]: head
+    /// room, one segment, the pool's domain bits), computed once.
+    fresh_word: u64,
 }
 
 /// A pool of equally sized DMA buffers. Cloning gives another handle to the
@@ -117,6 +122,7 @@ impl Mempool {
             lock: AtomicBool::new(false),
             free_stack: UnsafeCell::new(Vec::with_capacity(num_entries)),
             alloc_failures: AtomicU64::new(0),
+            fresh_word: fresh_request_word(headroom as u16, DmaDomain::of(kind)),
         });
         let inner = NonNull::from(Box::leak(inner));
         // SAFETY: just created, not shared yet.
@@ -138,7 +144,7 @@ impl Mempool {
                     iova: pool.memory.iova(offset + HEADER_SIZE),
                     room: (headroom + data_room) as u32,
                     len: 0,
-                    request: 0,
+                    request: request_domain_bits(pool.memory.dma_domain()),
                     data_offset: headroom as u16,
                     segments: 1,
                     meta: Metadata::default(),
@@ -224,7 +230,7 @@ impl Mempool {
         match header {
             Some(header) => {
                 inner.refs.fetch_add(1, Ordering::Relaxed);
-                Ok(fresh_packet(header, inner.headroom))
+                Ok(fresh_packet(header, inner.fresh_word))
             }
             None => {
                 inner.alloc_failures.fetch_add(1, Ordering::Relaxed);
@@ -250,7 +256,7 @@ impl Mempool {
     /// anyway (two stores per packet saved on the receive path).
     #[inline]
     pub(crate) fn alloc_batch_for_receive(&self, batch: &mut PacketBatch, n: usize) -> usize {
-        let fresh = fresh_request_word(self.inner().headroom as u16);
+        let fresh = self.inner().fresh_word;
         self.take(batch, n, move |header, _| {
             // SAFETY: as in fresh_packet; the word at REQUEST_WORD_OFFSET is
             // 8-byte aligned inside the header (request, data_offset,
@@ -264,7 +270,7 @@ impl Mempool {
     }
 
     #[inline]
-    fn take(&self, batch: &mut PacketBatch, n: usize, make: impl Fn(NonNull<BufferHeader>, usize) -> Packet) -> usize {
+    fn take(&self, batch: &mut PacketBatch, n: usize, make: impl Fn(NonNull<BufferHeader>, u64) -> Packet) -> usize {
         let inner = self.inner();
         // Never more than the pool holds: `n = usize::MAX` must not reach
         // `reserve` (capacity overflow panic).
@@ -279,7 +285,7 @@ impl Mempool {
         inner.refs.fetch_add(take, Ordering::Relaxed);
         for &header in stack[start..].iter().rev() {
             // SAFETY: `reserve(n)` above made room for `take <= n` packets.
-            unsafe { batch.push_reserved(make(header, inner.headroom)) };
+            unsafe { batch.push_reserved(make(header, inner.fresh_word)) };
         }
         stack.truncate(start);
         inner.unlock();
@@ -293,16 +299,17 @@ impl Mempool {
 /// A packet for a buffer just taken off the free stack: empty, data after
 /// the head room, no metadata.
 #[inline]
-fn fresh_packet(header: NonNull<BufferHeader>, headroom: usize) -> Packet {
+fn fresh_packet(header: NonNull<BufferHeader>, fresh_word: u64) -> Packet {
     // SAFETY: the caller took the buffer off the free stack and counted a
-    // pool reference for it; nobody else can reach its header.
+    // pool reference for it; nobody else can reach its header. The word at
+    // REQUEST_WORD_OFFSET is 8-byte aligned inside it (request with the
+    // pool's domain bits, data offset, segment count: the pool's
+    // `fresh_word`).
     unsafe {
         let h = &mut *header.as_ptr();
         h.len = 0;
-        h.request = 0;
-        h.data_offset = headroom as u16;
-        h.segments = 1;
         h.meta = Metadata::default();
+        ((header.as_ptr() as *mut u8).add(REQUEST_WORD_OFFSET) as *mut u64).write(fresh_word);
         Packet::from_header(header)
     }
 }

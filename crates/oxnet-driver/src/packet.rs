@@ -63,6 +63,33 @@ pub const TX_REQUEST_MASK: u32 = TX_IP_CSUM | TX_TCP_CSUM | TX_UDP_CSUM | TX_TSO
 /// Set in a chain head's request word (not a request: it sends a chained
 /// packet down the same slow path as the requests).
 pub(crate) const REQUEST_CHAINED: u32 = 1 << 31;
+/// The request word's copy of the buffer's DMA domain (bits 29:28 =
+/// `DmaDomain as u8`), written with every reset of the word: a transmit
+/// fast path subtracts its own domain's value from the length-and-request
+/// word and so learns "plain, sendable length, own domain" from one
+/// compare ([`plain_word_base`]). Not a request; [`Packet::len_and_request`]
+/// and [`Packet::tx_offload`] leave it out.
+pub(crate) const REQUEST_DOMAIN_SHIFT: u32 = 28;
+/// The bits of [`REQUEST_DOMAIN_SHIFT`].
+pub(crate) const REQUEST_DOMAIN_MASK: u32 = 0b11 << REQUEST_DOMAIN_SHIFT;
+
+/// The domain bits of the request word of a buffer of `domain`.
+#[inline]
+pub(crate) const fn request_domain_bits(domain: crate::domain::DmaDomain) -> u32 {
+    (domain as u32) << REQUEST_DOMAIN_SHIFT
+}
+
+/// The length-and-request word ([`Packet::len_and_request_domain`]) of a
+/// plain, single-buffer, 1-byte packet of `domain`. For any packet,
+/// `word.wrapping_sub(base) < max` holds exactly when the packet is plain
+/// (no request, not chained), of `domain`, and 1..=max bytes long: the
+/// upper half of the difference is zero only when the request word is
+/// exactly the domain bits (a length of 0 borrows and makes the lower half
+/// 0xFFFF_FFFF).
+#[inline]
+pub(crate) const fn plain_word_base(domain: crate::domain::DmaDomain) -> u64 {
+    ((request_domain_bits(domain) as u64) << 32) | 1
+}
 
 /// What a packet asks the transmitting device to do for it: checksums and
 /// TCP segmentation, with the header lengths the NIC needs (the 82599's and
@@ -109,7 +136,8 @@ pub(crate) struct BufferHeader {
     pub(crate) room: u32,
     /// Length of the data (of this segment).
     pub(crate) len: u32,
-    /// `TX_*` request bits and [`REQUEST_CHAINED`]; 0 for a plain packet.
+    /// `TX_*` request bits, [`REQUEST_CHAINED`] and the domain bits
+    /// ([`REQUEST_DOMAIN_MASK`]); only the domain bits for a plain packet.
     pub(crate) request: u32,
     /// Offset of the data from the end of the header.
     pub(crate) data_offset: u16,
@@ -138,10 +166,11 @@ const _: () = assert!(std::mem::offset_of!(BufferHeader, request) == REQUEST_WOR
 /// and `segments` (high half).
 pub(crate) const REQUEST_WORD_OFFSET: usize = 24;
 
-/// The value of that word for a fresh, plain, single-buffer packet.
+/// The value of that word for a fresh, plain, single-buffer packet of a
+/// pool of `domain`.
 #[inline]
-pub(crate) const fn fresh_request_word(headroom: u16) -> u64 {
-    ((headroom as u64) << 32) | (1u64 << 48)
+pub(crate) const fn fresh_request_word(headroom: u16, domain: crate::domain::DmaDomain) -> u64 {
+    ((headroom as u64) << 32) | (1u64 << 48) | request_domain_bits(domain) as u64
 }
 
 /// A packet buffer owned by the holder.
@@ -245,11 +274,22 @@ impl Packet {
         &mut self.h_mut().meta
     }
 
-    /// `len` in the low 32 bits and the request word in the high 32 bits, in
-    /// one load: a transmit fast path compares `value - 1 < max_frame` and
-    /// so also learns that the packet is plain (no request, not chained).
+    /// `len` in the low 32 bits and the request word (requests and
+    /// [`REQUEST_CHAINED`], without the domain bits) in the high 32 bits:
+    /// `value >> 32 == 0` for a plain packet (no request, not chained),
+    /// and `value - 1 < max_frame` also checks its length.
     #[inline]
     pub(crate) fn len_and_request(&self) -> u64 {
+        self.len_and_request_domain() & !((REQUEST_DOMAIN_MASK as u64) << 32)
+    }
+
+    /// `len` and the whole request word, domain bits included, in one
+    /// load: a transmit fast path compares `value - plain_word_base(own
+    /// domain) < max_frame` and so learns in one compare that the packet
+    /// is plain, of a sendable length and of its own DMA domain
+    /// ([`plain_word_base`]).
+    #[inline]
+    pub(crate) fn len_and_request_domain(&self) -> u64 {
         // SAFETY: len and request are adjacent u32 fields (asserted above);
         // the 8 bytes lie inside our header; the read may be unaligned.
         unsafe {
@@ -277,7 +317,7 @@ impl Packet {
     #[inline]
     pub fn set_tx_offload(&mut self, offload: TxOffload) {
         let h = self.h_mut();
-        h.request = (h.request & REQUEST_CHAINED) | (offload.flags & TX_REQUEST_MASK);
+        h.request = (h.request & (REQUEST_CHAINED | REQUEST_DOMAIN_MASK)) | (offload.flags & TX_REQUEST_MASK);
         h.l2_len = offload.l2_len;
         h.l3_len = offload.l3_len;
         h.l4_len = offload.l4_len;
@@ -466,7 +506,7 @@ impl Packet {
         let h = self.h_mut();
         h.data_offset = headroom;
         h.len = 0;
-        h.request = 0;
+        h.request = request_domain_bits(h.domain);
         h.segments = 1;
         h.meta = Metadata::default();
     }

@@ -16,7 +16,9 @@
 //! runs when the last handle (the last `Arc` of the device) is gone.
 
 use crate::advanced::{Nic, RxQueue, TxQueue};
-use crate::device::{ControlHandle, Device, DeviceStats, Link, QueueHandles, QueueStats, RxHandle, TxHandle};
+use crate::device::{
+    ControlHandle, Device, DeviceStats, Link, QueueHandles, QueueStats, RxHandle, TxHandle, TX_DESCRIPTOR_HISTOGRAM,
+};
 use crate::error::Result;
 use crate::mempool::Mempool;
 use crate::packet::PacketBatch;
@@ -31,15 +33,63 @@ pub(crate) type StopQueue<R> = fn(&R, u32) -> bool;
 
 /// The software counters of one queue pair, published by its handles once
 /// per batch (single writer each, relaxed stores) for the control handle.
+/// The transmit side publishes the plain path's descriptor count after
+/// every batch, and the counters of the offload and software paths
+/// (`TxQueue::slow_path_stats`: descriptors, packets, bytes, context
+/// descriptors, fallbacks, copies, the descriptor histogram) only after a
+/// batch that took one of those paths: the plain path pays one store.
 #[derive(Default)]
 pub(crate) struct QueueCounters {
     rx_packets: AtomicU64,
     rx_bytes: AtomicU64,
     rx_descriptors: AtomicU64,
     rx_pool_empty: AtomicU64,
-    tx_packets: AtomicU64,
     tx_ring_full: AtomicU64,
     tx_invalid: AtomicU64,
+    tx_plain_descriptors: AtomicU64,
+    tx_slow: SlowPathCounters,
+}
+
+/// `TxQueue::slow_path_stats`, as atomics.
+struct SlowPathCounters {
+    descriptors: AtomicU64,
+    packets: AtomicU64,
+    bytes: AtomicU64,
+    context_descriptors: AtomicU64,
+    software_fallback: AtomicU64,
+    copied: AtomicU64,
+    copy_pool_empty: AtomicU64,
+    descriptors_per_packet: [AtomicU64; TX_DESCRIPTOR_HISTOGRAM],
+}
+
+impl Default for SlowPathCounters {
+    fn default() -> Self {
+        SlowPathCounters {
+            descriptors: AtomicU64::new(0),
+            packets: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            context_descriptors: AtomicU64::new(0),
+            software_fallback: AtomicU64::new(0),
+            copied: AtomicU64::new(0),
+            copy_pool_empty: AtomicU64::new(0),
+            descriptors_per_packet: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+impl SlowPathCounters {
+    fn store(&self, s: &QueueStats) {
+        self.descriptors.store(s.tx_descriptors, Relaxed);
+        self.packets.store(s.tx_packets, Relaxed);
+        self.bytes.store(s.tx_bytes, Relaxed);
+        self.context_descriptors.store(s.tx_context_descriptors, Relaxed);
+        self.software_fallback.store(s.tx_software_fallback, Relaxed);
+        self.copied.store(s.tx_copied, Relaxed);
+        self.copy_pool_empty.store(s.tx_copy_pool_empty, Relaxed);
+        for (counter, &value) in self.descriptors_per_packet.iter().zip(&s.tx_descriptors_per_packet) {
+            counter.store(value, Relaxed);
+        }
+    }
 }
 
 impl QueueCounters {
@@ -48,14 +98,34 @@ impl QueueCounters {
         stats.rx_pool_empty += self.rx_pool_empty.load(Relaxed);
         stats.tx_ring_full += self.tx_ring_full.load(Relaxed);
         stats.tx_invalid += self.tx_invalid.load(Relaxed);
+        stats.tx_copied += self.tx_slow.copied.load(Relaxed);
+        stats.tx_copy_pool_empty += self.tx_slow.copy_pool_empty.load(Relaxed);
     }
 
-    /// Fills the software part of one queue's [`QueueStats`].
+    /// Fills the software part of one queue's [`QueueStats`], as
+    /// `software_queue_stats` does for an unsplit device (plain-path
+    /// descriptors count as one packet and one descriptor each).
     pub(crate) fn fill(&self, stats: &mut QueueStats) {
         stats.rx_packets = self.rx_packets.load(Relaxed);
         stats.rx_bytes = self.rx_bytes.load(Relaxed);
         stats.rx_descriptors = self.rx_descriptors.load(Relaxed);
-        stats.tx_packets = self.tx_packets.load(Relaxed);
+        let plain = self.tx_plain_descriptors.load(Relaxed);
+        let slow = &self.tx_slow;
+        stats.tx_descriptors = slow.descriptors.load(Relaxed) + plain;
+        stats.tx_packets = slow.packets.load(Relaxed) + plain;
+        stats.tx_bytes = slow.bytes.load(Relaxed);
+        stats.tx_context_descriptors = slow.context_descriptors.load(Relaxed);
+        stats.tx_software_fallback = slow.software_fallback.load(Relaxed);
+        stats.tx_copied = slow.copied.load(Relaxed);
+        stats.tx_copy_pool_empty = slow.copy_pool_empty.load(Relaxed);
+        for (value, counter) in stats
+            .tx_descriptors_per_packet
+            .iter_mut()
+            .zip(&slow.descriptors_per_packet)
+        {
+            *value = counter.load(Relaxed);
+        }
+        stats.tx_descriptors_per_packet[1] += plain;
     }
 }
 
@@ -138,9 +208,6 @@ pub(crate) struct QueueTx<R: RegisterAccess, N: Nic, K: Send + Sync> {
     regs: Arc<R>,
     counters: Arc<QueueCounters>,
     stop: StopQueue<R>,
-    /// Packets taken by this handle (the driver counts plain-path packets
-    /// as descriptors; counting here avoids copying its histogram).
-    packets: u64,
     _device: Arc<K>,
 }
 
@@ -153,27 +220,29 @@ impl<R: RegisterAccess, N: Nic, K: Send + Sync> QueueTx<R, N, K> {
         stop: StopQueue<R>,
         device: Arc<K>,
     ) -> Self {
-        let packets = queue.software_stats().tx_packets;
-        let handle = QueueTx {
+        let mut handle = QueueTx {
             queue: ManuallyDrop::new(queue),
             id,
             regs,
             counters,
             stop,
-            packets,
             _device: device,
         };
         handle.publish();
         handle
     }
 
-    /// See [`QueueRx::publish`].
+    /// See [`QueueRx::publish`]; the slow paths' block only when a batch
+    /// took one of them ([`QueueCounters`]).
     #[inline]
-    fn publish(&self) {
+    fn publish(&mut self) {
         let c = &self.counters;
-        c.tx_packets.store(self.packets, Relaxed);
+        c.tx_plain_descriptors.store(self.queue.plain_descriptors(), Relaxed);
         c.tx_ring_full.store(self.queue.ring_full_count(), Relaxed);
         c.tx_invalid.store(self.queue.invalid_count(), Relaxed);
+        if self.queue.take_stats_changed() {
+            c.tx_slow.store(self.queue.slow_path_stats());
+        }
     }
 }
 
@@ -185,7 +254,6 @@ impl<R: RegisterAccess, N: Nic + Send, K: Send + Sync> TxHandle for QueueTx<R, N
     #[inline]
     fn tx_batch(&mut self, batch: &mut PacketBatch) -> usize {
         let n = self.queue.tx_batch(&*self.regs, batch);
-        self.packets += n as u64;
         self.publish();
         n
     }

@@ -6,9 +6,10 @@
 //! | `sim:NAME` | a port of the software 82599 (`oxnet-sim`) |
 //! | `vhost-user:PATH` | virtio-net over the vhost-user socket at PATH (a back-end such as DPDK's vhost PMD, Open vSwitch's `dpdkvhostuser` port) |
 //! | `vhost-user:PATH,server` | the same, but oxnet listens at PATH and the back-end connects (Open vSwitch's `dpdkvhostuserclient` port) |
-//!
-//! Kernel-backed devices arrive with later drivers; their prefixes are
-//! recognised and refused with a message saying so.
+//! | `tap:NAME` | a Linux TAP device ([`crate::tap`]) |
+//! | `af_packet:IF` | any Linux interface through AF_PACKET rings ([`crate::af_packet`]) |
+//! | `af_xdp:IF[:QUEUE]` | a queue of a Linux interface through an XDP socket ([`crate::af_xdp`]) |
+//! | `memif:PATH[,role=client\|server][,id=N]` | shared memory with another process: VPP, DPDK, oxnet ([`crate::memif`]) |
 
 use crate::device::{Config, Device};
 use crate::error::{Error, Result};
@@ -16,12 +17,13 @@ use crate::pci::PciAddress;
 use std::sync::RwLock;
 
 /// The accepted forms, for error messages.
-pub const ACCEPTED_FORMS: &str = "a PCI address like 0000:03:00.0, or sim:NAME (a simulated 82599 port), \
-                                   or vhost-user:PATH[,server] (the Unix socket of a vhost-user back-end; \
-                                   with ,server oxnet listens and the back-end connects)";
+pub const ACCEPTED_FORMS: &str = "a PCI address like 0000:03:00.0, sim:NAME (a simulated 82599 port), \
+                                   vhost-user:PATH[,server] (the Unix socket of a vhost-user back-end; \
+                                   with ,server oxnet listens and the back-end connects), tap:NAME, \
+                                   af_packet:IF, af_xdp:IF[:QUEUE] or memif:PATH[,role=client|server][,id=N]";
 
 /// Prefixes reserved for drivers that do not exist yet.
-const FUTURE_PREFIXES: &[&str] = &["tap", "af_packet", "af_xdp"];
+const FUTURE_PREFIXES: &[&str] = &[];
 
 /// Prefix of specs for the vhost-user transport of the virtio driver.
 pub const VHOST_USER_PREFIX: &str = "vhost-user";
@@ -86,6 +88,10 @@ pub fn open(spec: &str, config: &Config) -> Result<Box<dyn Device>> {
     match Spec::parse(spec)? {
         Spec::Pci(address) => crate::pci::open(&address, config),
         Spec::Other { prefix, rest } if prefix == VHOST_USER_PREFIX => crate::virtio::vhost_user::open(&rest, config),
+        Spec::Other { prefix, rest } if prefix == "tap" => crate::tap::open(&rest, config),
+        Spec::Other { prefix, rest } if prefix == "af_packet" => crate::af_packet::open(&rest, config),
+        Spec::Other { prefix, rest } if prefix == "af_xdp" => crate::af_xdp::open(&rest, config),
+        Spec::Other { prefix, rest } if prefix == "memif" => crate::memif::open(&rest, config),
         Spec::Other { prefix, rest } => {
             let opener = {
                 let openers = OPENERS.read().unwrap_or_else(|e| e.into_inner());
@@ -133,9 +139,14 @@ mod tests {
             let err = Spec::parse(bad).unwrap_err().to_string();
             assert!(err.contains("sim:NAME") || err.contains("empty name"), "{bad}: {err}");
         }
-        let err = Spec::parse("tap:x").unwrap_err().to_string();
-        assert!(err.contains("not part of this version"), "{err}");
-        assert!(err.contains("vhost-user:PATH"), "{err}");
+        let err = Spec::parse("nosuch:x")
+            .map(|_| ())
+            .and_then(|_| open("nosuch:x", &Config::default()).map(|_| ()));
+        let err = err.unwrap_err().to_string();
+        assert!(
+            err.contains("unknown device type") && err.contains("af_xdp:IF"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -248,3 +248,40 @@ pub fn pcap(spec: &str, file: &Path, config: &Config, count: Option<u64>, option
     runner.finish(&mut [&mut *dev], &extra, options);
     Ok(())
 }
+
+/// `oxnet respond`: answer ARP and ICMP echo for `ip` on queue 0 of a
+/// device (apps/respond.rs), until Ctrl-C, --seconds, or `count` echo
+/// replies have been sent.
+pub fn respond(
+    spec: &str,
+    ip: std::net::Ipv4Addr,
+    config: &Config,
+    count: Option<u64>,
+    options: &RunOptions,
+) -> Result<()> {
+    let mut dev = open(spec, config)?;
+    announce(&*dev);
+    let mut responder = crate::apps::respond::Responder::new(ip, dev.mac(), config.batch_size);
+    eprintln!("[{spec}] answering ARP and ICMP echo for {ip}");
+    let mut runner = Runner::new(vec![spec.to_string()], options);
+    let mut iteration = 0u64;
+    while !runner.should_stop() && count.is_none_or(|c| responder.counters.echo_replies < c) {
+        if responder.step(&mut *dev) == 0 {
+            // Nothing arrived: a ping every second needs no busy core.
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        iteration += 1;
+        runner.tick(iteration, &mut [&mut *dev]);
+    }
+    let c = responder.counters;
+    let extra = vec![
+        ("received", c.received.to_string()),
+        ("arp_replies", c.arp_replies.to_string()),
+        ("echo_replies", c.echo_replies.to_string()),
+        ("ignored", c.ignored.to_string()),
+        ("malformed", c.malformed.to_string()),
+        ("reply_tx_dropped", c.tx_dropped.to_string()),
+    ];
+    runner.finish(&mut [&mut *dev], &extra, options);
+    Ok(())
+}

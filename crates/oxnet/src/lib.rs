@@ -4,11 +4,13 @@
 
 pub mod apps;
 pub mod bench;
+pub mod clicktest;
 pub mod commands;
 pub mod demo;
 pub mod frame;
 pub mod pcap;
 pub mod report;
+pub mod run;
 pub mod setup;
 pub mod signal;
 

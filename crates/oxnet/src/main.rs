@@ -88,6 +88,48 @@ enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Run a configuration in Click's language (Click's `click` options:
+    /// -e EXPR, -f FILE, NAME=VALUE, -h ELEMENT.HANDLER, -q, -t; `oxnet run
+    /// --help`). The binary called `click` does the same.
+    Run {
+        /// Click's options and the configuration file.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// The element reference: every element class of the packet graph with
+    /// its ports, processing and handlers (docs/elements.md is this output).
+    Elements,
+    /// Run Click's clicktest files (a file or a directory of them) with
+    /// oxnet as `click`; one line per test and a summary.
+    Clicktest {
+        /// Test files or directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print the whole reason for each failure.
+        #[arg(short, long)]
+        verbose: bool,
+        /// Seconds one test may run before it is killed and failed.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+    },
+    /// Answer ARP requests for an IPv4 address and ICMP echo requests to it
+    /// (so that Linux's ping and arping can talk to oxnet over any device);
+    /// everything else is dropped and counted.
+    Respond {
+        /// Device (tap:NAME, af_packet:IF, a PCI address, sim:NAME, ...).
+        dev: String,
+        /// The IPv4 address oxnet answers for, optionally with a prefix
+        /// length (10.0.0.2/24; the prefix is accepted and not used).
+        #[arg(long, value_parser = parse_ipv4_with_prefix)]
+        ip: std::net::Ipv4Addr,
+        /// Stop after this many echo replies.
+        #[arg(long)]
+        count: Option<u64>,
+        #[command(flatten)]
+        device: DeviceArgs,
+        #[command(flatten)]
+        run: RunArgs,
+    },
     /// Show a device's hardware and per-queue counters, the histogram of
     /// descriptors per sent packet and the registers of the feature
     /// switches (after receiving and dropping for --seconds).
@@ -105,8 +147,9 @@ enum Command {
         #[command(flatten)]
         features: FeatureArgs,
     },
-    /// List PCI network devices: vendor, device, bound driver, NUMA node,
-    /// IOMMU group.
+    /// List PCI network devices (vendor, device, bound driver, NUMA node,
+    /// IOMMU group) and the Linux interfaces of this network namespace with
+    /// the specs oxnet opens on them (tap:, af_packet:, af_xdp:).
     Devices,
     /// Benchmark the forwarding path: instructions per packet of driver +
     /// application at batch sizes 1..256 (callgrind, the model's cost
@@ -275,6 +318,10 @@ struct DeviceArgs {
     /// of in/out instructions.
     #[arg(long)]
     no_port_io: bool,
+    /// tap:NAME devices: give the kernel side this IPv4 address (A/N) and
+    /// bring it up, so the host talks to oxnet through it (docs/tap.md).
+    #[arg(long, value_name = "A/N")]
+    tap_ip: Option<String>,
 }
 
 #[derive(Args)]
@@ -300,6 +347,7 @@ impl DeviceArgs {
             flow_control: self.flow_control,
             promiscuous: !self.no_promisc,
             port_io: !self.no_port_io,
+            tap_ip: self.tap_ip.clone(),
             ..Config::default()
         }
     }
@@ -362,6 +410,30 @@ fn run(cli: Cli) -> oxnet_driver::Result<bool> {
             let config = features.apply_one_queue(device.config(), "pktgen")?;
             commands::pktgen(&dev, &config, size, count, rate, &run.options()).map(|()| true)
         }
+        Command::Clicktest {
+            paths,
+            verbose,
+            timeout,
+        } => oxnet::clicktest::main(&paths, verbose, std::time::Duration::from_secs(timeout))
+            .map_err(oxnet_driver::Error::Config)
+            .map(|ok| {
+                if !ok {
+                    std::process::exit(1);
+                }
+                true
+            }),
+        Command::Run { args } => std::process::exit(i32::from(oxnet::run::main(&args))),
+        Command::Elements => {
+            print!("{}", oxnet_graph::elements::reference());
+            Ok(true)
+        }
+        Command::Respond {
+            dev,
+            ip,
+            count,
+            device,
+            run,
+        } => commands::respond(&dev, ip, &device.config(), count, &run.options()).map(|()| true),
         Command::Pcap {
             dev,
             file,
@@ -383,6 +455,8 @@ fn run(cli: Cli) -> oxnet_driver::Result<bool> {
         } => oxnet::apps::stats::main(&dev, &features.apply(device.config()), seconds, json).map(|()| true),
         Command::Devices => {
             print!("{}", oxnet::setup::devices_table()?);
+            println!();
+            print!("{}", oxnet::setup::interfaces_table(&oxnet_driver::netif::list()));
             Ok(true)
         }
         Command::Bench(args) => oxnet::bench::main(&args),
@@ -408,6 +482,15 @@ fn run(cli: Cli) -> oxnet_driver::Result<bool> {
 }
 
 fn main() -> ExitCode {
+    // Called as `click` (a link to this binary): Click's command line.
+    let argv: Vec<String> = std::env::args().collect();
+    let called = argv
+        .first()
+        .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
+        .unwrap_or_default();
+    if called == "click" {
+        return ExitCode::from(oxnet::run::main(&argv[1..]));
+    }
     match run(Cli::parse()) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(2),
@@ -416,4 +499,21 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// "10.0.0.2" or "10.0.0.2/24" (prefix 0..=32).
+fn parse_ipv4_with_prefix(text: &str) -> std::result::Result<std::net::Ipv4Addr, String> {
+    let (address, prefix) = match text.split_once('/') {
+        Some((a, p)) => (a, Some(p)),
+        None => (text, None),
+    };
+    if let Some(p) = prefix {
+        match p.parse::<u8>() {
+            Ok(n) if n <= 32 => {}
+            _ => return Err(format!("'{p}' is not a prefix length (0..=32)")),
+        }
+    }
+    address
+        .parse()
+        .map_err(|_| format!("'{address}' is not an IPv4 address (like 10.0.0.2 or 10.0.0.2/24)"))
 }

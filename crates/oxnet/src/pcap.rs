@@ -57,12 +57,17 @@ impl PcapWriter {
     }
 }
 
-/// Reads back a pcap file written by [`PcapWriter`] (for tests): the frames.
+/// Reads back a pcap file written by [`PcapWriter`] or by tcpdump on this
+/// machine (for tests): the frames. Both time resolutions are read
+/// (magic 0xa1b2c3d4: microseconds, 0xa1b23c4d: nanoseconds), in this
+/// machine's byte order.
 pub fn read_frames(path: &Path) -> std::io::Result<Vec<Vec<u8>>> {
+    const MAGIC_MICROSECONDS: u32 = 0xa1b2_c3d4;
     let data = std::fs::read(path)?;
     let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
-    if data.len() < 24 || u32::from_ne_bytes(data[0..4].try_into().unwrap()) != MAGIC_NANOSECONDS {
-        return Err(bad("not a pcap file of ours"));
+    let magic = data.get(0..4).map(|m| u32::from_ne_bytes(m.try_into().unwrap()));
+    if data.len() < 24 || !matches!(magic, Some(MAGIC_NANOSECONDS | MAGIC_MICROSECONDS)) {
+        return Err(bad("not a pcap file in this machine's byte order"));
     }
     let mut frames = Vec::new();
     let mut at = 24;

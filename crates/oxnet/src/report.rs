@@ -59,7 +59,7 @@ fn rate(packets: u64, bytes: u64, seconds: f64) -> String {
 pub fn device_json(name: &str, s: &DeviceStats) -> String {
     format!(
         "{{\"name\":{},\"rx_packets\":{},\"rx_bytes\":{},\"tx_packets\":{},\"tx_bytes\":{},\
-         \"rx_missed\":{},\"rx_crc_errors\":{},\"rx_pool_empty\":{},\"tx_ring_full\":{},\"tx_invalid\":{},\"tx_copied\":{},\"tx_copy_pool_empty\":{},\"tx_not_sent\":{}}}",
+         \"rx_missed\":{},\"rx_crc_errors\":{},\"rx_pool_empty\":{},\"tx_ring_full\":{},\"tx_invalid\":{},\"tx_copied\":{},\"tx_copy_pool_empty\":{},\"tx_not_sent\":{},\"kernel_rx_dropped\":{},\"kernel_invalid_descs\":{}}}",
         json_string(name),
         s.rx_packets,
         s.rx_bytes,
@@ -72,7 +72,9 @@ pub fn device_json(name: &str, s: &DeviceStats) -> String {
         s.tx_invalid,
         s.tx_copied,
         s.tx_copy_pool_empty,
-        s.tx_not_sent
+        s.tx_not_sent,
+        s.kernel_rx_dropped,
+        s.kernel_invalid_descs
     )
 }
 

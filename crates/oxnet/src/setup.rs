@@ -82,6 +82,61 @@ pub fn devices_table() -> Result<String> {
     Ok(out)
 }
 
+/// The specs oxnet can open on a Linux interface of this kind (issue 9):
+/// any interface takes AF_PACKET; AF_XDP wants a real or virtual NIC
+/// (generic attach works on any, native on drivers with XDP support); a
+/// TAP device also opens as `tap:`.
+pub fn interface_specs(name: &str, kind: &str) -> String {
+    let mut specs = Vec::new();
+    if kind == "tun" {
+        specs.push(format!("tap:{name}"));
+    }
+    specs.push(format!("af_packet:{name}"));
+    if kind != "loopback" {
+        specs.push(format!("af_xdp:{name}"));
+    }
+    specs.join(" ")
+}
+
+/// The second table of `oxnet devices`: the Linux interfaces of this
+/// network namespace, and how oxnet attaches to each. An interface with a
+/// kernel IP address is marked: Linux answers traffic meant for oxnet there
+/// (docs/devices.md).
+pub fn interfaces_table(interfaces: &[oxnet_driver::netif::Interface]) -> String {
+    let mut out = format!(
+        "{:<16} {:<12} {:<17} {:<6} {:<5} {:<32} {}\n",
+        "interface", "kind", "mac", "mtu", "state", "oxnet specs", "kernel addresses"
+    );
+    for i in interfaces {
+        let mac = i.mac.map_or_else(
+            || "-".to_string(),
+            |m| m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":"),
+        );
+        let addresses = if i.addresses.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{} (Linux answers here)", i.addresses.join(" "))
+        };
+        out.push_str(&format!(
+            "{:<16} {:<12} {:<17} {:<6} {:<5} {:<32} {}\n",
+            i.name,
+            if i.kind.is_empty() { "-" } else { &i.kind },
+            mac,
+            i.mtu,
+            if i.up { "up" } else { "down" },
+            interface_specs(&i.name, &i.kind),
+            addresses
+        ));
+    }
+    if interfaces.is_empty() {
+        out.push_str("(no interfaces in /sys/class/net)\n");
+    }
+    out.push_str(
+        "memif:PATH[,role=client|server][,id=N] needs no interface: it talks to another process over a socket\n",
+    );
+    out
+}
+
 fn parse_address(address: &str) -> Result<pci::PciAddress> {
     pci::PciAddress::parse(address).ok_or_else(|| {
         Error::BadSpec(format!(
@@ -104,7 +159,45 @@ pub fn bind_kernel(address: &str) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::driver_column;
+    use super::{driver_column, interface_specs, interfaces_table};
+    use oxnet_driver::netif::Interface;
+
+    #[test]
+    fn interfaces_get_the_specs_their_kind_takes_and_addresses_are_marked() {
+        assert_eq!(interface_specs("lo", "loopback"), "af_packet:lo");
+        assert_eq!(interface_specs("t0", "tun"), "tap:t0 af_packet:t0 af_xdp:t0");
+        assert_eq!(interface_specs("eth0", "virtio_net"), "af_packet:eth0 af_xdp:eth0");
+        let table = interfaces_table(&[
+            Interface {
+                name: "veth0".into(),
+                kind: "veth".into(),
+                mac: Some([0x02, 0, 0, 0, 0, 0x0a]),
+                mtu: 1500,
+                up: true,
+                addresses: vec!["10.0.0.1/24".into()],
+            },
+            Interface {
+                name: "veth1".into(),
+                kind: "veth".into(),
+                mac: None,
+                mtu: 9000,
+                up: false,
+                addresses: vec![],
+            },
+        ]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(
+            lines[1].starts_with("veth0 ") && lines[1].contains("02:00:00:00:00:0a"),
+            "{table}"
+        );
+        assert!(lines[1].contains("10.0.0.1/24 (Linux answers here)"), "{table}");
+        assert!(
+            lines[2].contains(" down ") && lines[2].contains("9000") && lines[2].ends_with(" -"),
+            "{table}"
+        );
+        assert!(lines[2].contains("af_packet:veth1 af_xdp:veth1"), "{table}");
+        assert!(table.contains("memif:PATH"));
+    }
 
     /// `oxnet devices` names refused relatives as such (issue 8 item 6).
     #[test]

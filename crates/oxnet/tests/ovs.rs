@@ -15,6 +15,11 @@
 //! sizes by default asks for 262144 mbufs, more than 512 MB). OVS's PMD
 //! thread polls on CPU 1, our two processes on CPU 0. The tests take a lock
 //! so that only one OVS runs at a time on this 2-core machine.
+//!
+//! ovs-vswitchd runs in a network namespace of the test's own: a netdev
+//! bridge makes persistent TAP devices for its internal ports (`br0`,
+//! `ovs-netdev`) that outlive the daemon; deleting the namespace removes
+//! them, so nothing is left in the machine's own namespace.
 
 mod common;
 use common::{field, text};
@@ -51,6 +56,7 @@ enum Mode {
 
 /// A private ovsdb-server + ovs-vswitchd.
 struct Ovs {
+    netns: common::netns::Netns,
     dir: PathBuf,
     prefix: String,
     ovsdb: Option<Child>,
@@ -65,6 +71,7 @@ impl Ovs {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut ovs = Ovs {
+            netns: common::netns::Netns::new("ovs"),
             dir,
             prefix,
             ovsdb: None,
@@ -166,7 +173,9 @@ impl Ovs {
         let db = format!("unix:{}", self.path("db.sock"));
         let log = format!("--log-file={}", self.path("ovs-vswitchd.log"));
         let ctl = format!("--unixctl={}", self.path("ovs-vswitchd.ctl"));
-        self.vswitchd = Some(self.spawn(VSWITCHD, &[&db, &log, &ctl]));
+        // `ip netns exec` execs the daemon: the child's pid is its own.
+        let netns = self.netns.name.clone();
+        self.vswitchd = Some(self.spawn("ip", &["netns", "exec", &netns, VSWITCHD, &db, &log, &ctl]));
         self.wait_for_file("ovs-vswitchd.ctl");
     }
 

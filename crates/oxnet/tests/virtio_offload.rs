@@ -15,6 +15,7 @@
 //! Back-end on CPU 1, the test on CPU 0 (as in vhost_user.rs).
 
 mod common;
+use common::pin_to_cpu0;
 
 use oxnet_driver::ixgbe::IxgbeDevice;
 use oxnet_driver::offload;
@@ -29,15 +30,6 @@ const TESTPMD: &str = "dpdk-testpmd";
 
 /// One testpmd at a time: each busy-polls CPU 1.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn pin_to_cpu0() {
-    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(0, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
 
 /// testpmd as a vhost-user back-end, stopped (by its pid) when dropped.
 struct Backend {

@@ -16,7 +16,9 @@ use crate::error::{Error, Result};
 use crate::memory::{DmaMemory, MemoryKind};
 use crate::mempool::Mempool;
 use crate::offload;
-use crate::packet::{free_ring_run, Packet, PacketBatch, TX_IP_CSUM, TX_TCP_CSUM, TX_TSO, TX_UDP_CSUM};
+use crate::packet::{
+    free_ring_run, plain_word_base, Packet, PacketBatch, TX_IP_CSUM, TX_TCP_CSUM, TX_TSO, TX_UDP_CSUM,
+};
 use crate::regs::RegisterAccess;
 use crate::ring::RingIndex;
 use std::collections::VecDeque;
@@ -52,6 +54,10 @@ pub struct TxQueue<N: Nic> {
     stats: QueueStats,
     /// Descriptors (= packets) sent by the plain path.
     plain_descriptors: u64,
+    /// Set by the slow paths (the only writers of `stats`), cleared by
+    /// [`TxQueue::take_stats_changed`]: a split queue's handle publishes
+    /// the whole block only after a batch that may have changed it.
+    stats_changed: bool,
     /// The offload path: set when any transmit switch is on. The plain
     /// path keeps one packet per descriptor (cleaned in runs of
     /// [`TX_CLEAN_BATCH`]); the offload path may use several descriptors
@@ -64,6 +70,11 @@ pub struct TxQueue<N: Nic> {
     /// The DMA domain of `memory`: the only one whose addresses go into a
     /// descriptor; packets of another are copied ([`crate::domain`]).
     domain: DmaDomain,
+    /// Minus the length-and-request word of a 1-byte plain packet of
+    /// `domain` ([`plain_word_base`]), computed once: added to a packet's
+    /// word it gives len - 1 for a plain packet of this domain (one `lea`),
+    /// a huge value for any other.
+    minus_plain_base: u64,
     /// Why the last packet was refused, for a person to read.
     last_error: Option<String>,
     nic: PhantomData<N>,
@@ -123,10 +134,12 @@ impl<N: Nic> TxQueue<N> {
             invalid: 0,
             stats: QueueStats::new(id),
             plain_descriptors: 0,
+            stats_changed: true,
             offload,
             fallback_pool: None,
             memory,
             domain: DmaDomain::of(memory),
+            minus_plain_base: plain_word_base(DmaDomain::of(memory)).wrapping_neg(),
             last_error: None,
             nic: PhantomData,
         })
@@ -156,6 +169,27 @@ impl<N: Nic> TxQueue<N> {
         stats.tx_packets += self.plain_descriptors;
         stats.tx_descriptors_per_packet[1] += self.plain_descriptors;
         stats
+    }
+
+    /// The counters of the offload and software paths alone (without the
+    /// plain path's descriptors, which [`TxQueue::plain_descriptors`]
+    /// gives): `software_stats` = this + plain descriptors, counted as one
+    /// packet and one descriptor each.
+    pub(crate) fn slow_path_stats(&self) -> &QueueStats {
+        &self.stats
+    }
+
+    /// Descriptors (= packets) sent by the plain path.
+    #[inline]
+    pub(crate) fn plain_descriptors(&self) -> u64 {
+        self.plain_descriptors
+    }
+
+    /// True if [`TxQueue::slow_path_stats`] may have changed since the last
+    /// call (a batch took a slow path).
+    #[inline]
+    pub(crate) fn take_stats_changed(&mut self) -> bool {
+        std::mem::take(&mut self.stats_changed)
     }
 
     /// Why the last refused packet was refused.
@@ -236,28 +270,91 @@ impl<N: Nic> TxQueue<N> {
         let free = self.index.size() - 1 - in_flight;
         let n = batch.len().min(free);
         let start = self.tx_index;
-        let mut i = start;
-        let index = self.index;
+        // Up to the end of the ring: inside this run the ring index counts
+        // up with the batch index (the compiler keeps one counter and
+        // pointers that step), no wrap-around per packet. The run rarely
+        // ends before the batch does (at the ring's end, once per ring,
+        // or at a packet the fast path does not send); the rest is then
+        // done by `tx_plain_rest`.
+        let run = n.min(self.index.size() - start as usize);
         let ring = self.ring.virt();
+        // SAFETY (both): start < ring size; the run stays inside the ring
+        // and the slot array.
+        let first = unsafe { ring.add(start as usize * DESCRIPTOR_SIZE) };
         // Raw pointers held in registers: through `&mut self.packets` the
         // compiler reloads the slice and re-reads the batch slot after each
         // descriptor store (two loads per packet).
-        let slots = self.packets.as_mut_ptr();
-        let mut invalid = 0;
-        let domain = self.domain;
+        let slots = unsafe { self.packets.as_mut_ptr().add(start as usize) };
+        let minus_base = self.minus_plain_base;
         // The batch's array in registers, as in the receive loop.
-        let (base, _) = batch.raw_parts();
-        let mut k = 0;
+        let (batch_ptr, _) = batch.raw_parts();
+        let mut j = 0;
+        while j < run {
+            // SAFETY: j < n <= len: an initialised packet of the batch,
+            // read as a value; its slot is given up below (or it is
+            // forgotten and stays in the batch for tx_plain_rest).
+            let packet = unsafe { std::ptr::read(batch_ptr.add(j)) };
+            // Length, request word and the request word's copy of the
+            // buffer's DMA domain in one load, checked with one compare:
+            // below MAX_FRAME only for a plain packet of a sendable length
+            // in this queue's domain (packet::plain_word_base). Offload
+            // requests, chains and packets of another DMA domain (whose
+            // address means nothing, or something else, to this device:
+            // crate::domain) cost this path nothing; they take the slow
+            // path, which copies foreign packets.
+            let len_minus_one = packet.len_and_request_domain().wrapping_add(minus_base);
+            if len_minus_one >= MAX_FRAME as u64 {
+                std::mem::forget(packet);
+                break;
+            }
+            // SAFETY: start + j < ring size: inside the ring.
+            let desc = unsafe { DescriptorPtr::new(first.add(j * DESCRIPTOR_SIZE)) };
+            // §7.2.3.2.4: one data descriptor per packet, end of packet,
+            // report status, insert the CRC.
+            desc.tx_data(
+                packet.data_iova(),
+                (len_minus_one + 1) as u16,
+                TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS,
+            );
+            // SAFETY: ring slot start + j is outside the initialised run
+            // (cleaned or never used), so nothing is overwritten.
+            unsafe { (*slots.add(j)).write(packet) };
+            j += 1;
+        }
+        if j == n {
+            let end = self.index.add(start, j as u16);
+            return self.finish_plain(regs, batch, n, start, end, 0, false);
+        }
+        self.tx_plain_rest(regs, batch, n, start, j)
+    }
+
+    /// The plain path after a run that ended before the batch: packets
+    /// `k..n` of `batch` (the first `k` are in descriptors from `start`),
+    /// one at a time with the ring index wrapping; a packet that is not
+    /// plain, of another domain or of a bad length is handled here.
+    #[inline(never)]
+    fn tx_plain_rest<R: RegisterAccess>(
+        &mut self,
+        regs: &R,
+        batch: &mut PacketBatch,
+        n: usize,
+        start: u16,
+        mut k: usize,
+    ) -> usize {
+        let mut i = self.index.add(start, k as u16);
+        let mut invalid = 0;
+        let (batch_ptr, _) = batch.raw_parts();
         while k < n {
-            // SAFETY: k < n <= len: an initialised packet of the batch. It
-            // is read once, as a value; the slot is given up below.
-            let packet = unsafe { std::ptr::read(base.add(k)) };
-            // Length and request word in one load: only a plain packet of a
-            // sendable length is below MAX_FRAME, so offload requests and
-            // chains cost this path nothing.
-            let len_and_request = packet.len_and_request();
-            if len_and_request.wrapping_sub(1) >= MAX_FRAME as u64 {
-                if len_and_request >> 32 != 0 {
+            // SAFETY: k < n <= len: an initialised packet of the batch.
+            let packet = unsafe { std::ptr::read(batch_ptr.add(k)) };
+            let len_minus_one = packet.len_and_request_domain().wrapping_add(self.minus_plain_base);
+            if len_minus_one >= MAX_FRAME as u64 {
+                // len_minus_one + 1 is the word minus this domain's bits:
+                // something above the length is a request, a chain or
+                // another domain (the slow path); otherwise the length
+                // cannot be sent (0 or above MAX_FRAME) and the packet is
+                // dropped and counted.
+                if len_minus_one.wrapping_add(1) >> 32 != 0 {
                     // It stays in the batch (its slot is still there).
                     std::mem::forget(packet);
                     return self.finish_plain(regs, batch, k, start, i, invalid, true);
@@ -267,26 +364,14 @@ impl<N: Nic> TxQueue<N> {
                 k += 1;
                 continue;
             }
-            // A packet of another DMA domain: its address means nothing
-            // (or something else) to this device. One byte of the header
-            // line just read, one compare; copied on the slow path.
-            if packet.dma_domain() != domain {
-                std::mem::forget(packet);
-                return self.finish_plain(regs, batch, k, start, i, invalid, true);
-            }
-            // SAFETY: i < ring size, so the descriptor lies inside the ring.
-            let desc = unsafe { DescriptorPtr::new(ring.add(i as usize * DESCRIPTOR_SIZE)) };
-            // §7.2.3.2.4: one data descriptor per packet, end of packet,
-            // report status, insert the CRC.
-            desc.tx_data(
+            self.descriptor(i).tx_data(
                 packet.data_iova(),
-                len_and_request as u16,
+                (len_minus_one + 1) as u16,
                 TX_DCMD_EOP | TX_DCMD_RS | TX_DCMD_IFCS,
             );
-            // SAFETY: ring slot i is outside the initialised run (cleaned or
-            // never used), so nothing is overwritten; i < ring size.
-            unsafe { (*slots.add(i as usize)).write(packet) };
-            i = index.next(i);
+            // SAFETY: ring slot i is outside the initialised run.
+            unsafe { (*self.packets.as_mut_ptr().add(i as usize)).write(packet) };
+            i = self.index.next(i);
             k += 1;
         }
         self.finish_plain(regs, batch, k, start, i, invalid, false)
@@ -384,6 +469,7 @@ impl<N: Nic> TxQueue<N> {
     /// frame per descriptor. Stops at the first packet that does not fit.
     #[cold]
     fn tx_software(&mut self, batch: &mut PacketBatch) -> usize {
+        self.stats_changed = true;
         let mut taken = 0;
         let mut frames = Vec::new();
         while !batch.is_empty() {
@@ -423,8 +509,10 @@ impl<N: Nic> TxQueue<N> {
             match converted {
                 Ok(true) => {}
                 Ok(false) => {
-                    // No buffer to copy into: it stays with the caller.
-                    self.stats.tx_copy_pool_empty += batch.len() as u64;
+                    // No buffer to copy into: it stays with the caller,
+                    // counted once; the packets behind it stay too (in
+                    // order) but were not refused for want of a buffer.
+                    self.stats.tx_copy_pool_empty += 1;
                     break;
                 }
                 Err(e) => {
@@ -535,6 +623,7 @@ impl<N: Nic> TxQueue<N> {
     }
 
     fn tx_batch_offload<R: RegisterAccess>(&mut self, regs: &R, batch: &mut PacketBatch) -> usize {
+        self.stats_changed = true;
         self.clean_offload(regs);
         let start = self.tx_index;
         let mut taken = 0;
@@ -547,7 +636,8 @@ impl<N: Nic> TxQueue<N> {
                     break;
                 }
                 Ok(Put::NoCopyBuffer) => {
-                    self.stats.tx_copy_pool_empty += batch.len() as u64;
+                    // As in tx_software: the one packet that found no buffer.
+                    self.stats.tx_copy_pool_empty += 1;
                     break;
                 }
                 Err(e) => {
@@ -797,5 +887,170 @@ impl<N: Nic> Drop for TxQueue<N> {
             drop(unsafe { self.packets[i as usize].assume_init_read() });
             i = self.index.next(i);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::Offloads;
+    use crate::ixgbe::Nic82599;
+
+    /// Registers that store nothing: the model never completes a
+    /// descriptor, so every packet put in the ring stays in flight.
+    struct NoRegisters;
+
+    impl RegisterAccess for NoRegisters {
+        fn read32(&self, _offset: u32) -> u32 {
+            0
+        }
+        fn write32(&self, _offset: u32, _value: u32) {}
+    }
+
+    fn queue(offloads: Offloads) -> TxQueue<Nic82599> {
+        let config = Config {
+            tx_ring_size: 64,
+            offloads,
+            ..Config::default()
+        };
+        TxQueue::new(0, &config, MemoryKind::Plain).expect("queue on plain memory")
+    }
+
+    fn packet(pool: &Mempool, tag: u8) -> Packet {
+        let mut p = pool.alloc().unwrap();
+        p.set_len(60).unwrap();
+        p.fill(tag);
+        p
+    }
+
+    /// A batch own, foreign, foreign, own, foreign, foreign (tags 0..6)
+    /// and a copy pool of two buffers: the two first foreign packets are
+    /// copied, the own one between is sent as it is, the third foreign
+    /// packet finds no buffer and stays with the caller with the one
+    /// behind it. `tx_copy_pool_empty` counts that one packet (device.rs:
+    /// "packets from another DMA domain that stayed with the caller
+    /// because no buffer was free"), not the rest of the batch.
+    fn copy_pool_runs_dry(offloads: Offloads) {
+        let mut queue = queue(offloads);
+        queue.fallback_pool = Some(Mempool::new("two copy buffers", 2, MemoryKind::Plain).unwrap());
+        let own = Mempool::new("own", 8, MemoryKind::Plain).unwrap();
+        let cpu = Mempool::new("cpu", 8, MemoryKind::CpuOnly).unwrap();
+        let mut batch = PacketBatch::with_capacity(8);
+        for (tag, foreign) in [false, true, true, false, true, true].into_iter().enumerate() {
+            batch.push(packet(if foreign { &cpu } else { &own }, tag as u8));
+        }
+        let taken = queue.tx_batch(&NoRegisters, &mut batch);
+        assert_eq!(taken, 4);
+        let left: Vec<u8> = (0..batch.len()).map(|i| batch[i][0]).collect();
+        assert_eq!(left, vec![4, 5], "the packets that stayed, in order");
+        let stats = queue.software_stats();
+        assert_eq!(stats.tx_copied, 2);
+        assert_eq!(stats.tx_copy_pool_empty, 1);
+        assert_eq!(stats.tx_packets, 4);
+        assert_eq!(queue.ring_full_count(), 0);
+        assert_eq!(queue.invalid_count(), 0);
+        // The next attempt fails again (both copies are still in flight):
+        // one more packet refused for want of a buffer.
+        assert_eq!(queue.tx_batch(&NoRegisters, &mut batch), 0);
+        assert_eq!(queue.software_stats().tx_copy_pool_empty, 2);
+        assert_eq!(batch.len(), 2);
+    }
+
+    /// (address, length) of descriptor `i`: quadword 0 is the buffer
+    /// address, the low 16 bits of dword 2 DTALEN (82599 §7.2.3.2.4).
+    fn descriptor_fields(queue: &TxQueue<Nic82599>, i: usize) -> (u64, u16) {
+        // SAFETY: i < ring size; the ring is our own memory and nothing
+        // else writes it (NoRegisters).
+        unsafe {
+            let d = queue.ring.virt().add(i * DESCRIPTOR_SIZE);
+            (std::ptr::read(d as *const u64), std::ptr::read(d.add(8) as *const u16))
+        }
+    }
+
+    /// The plain path across the end of the ring, with a packet of length
+    /// 0 (refused) and one of another DMA domain (copied) in the batch:
+    /// every descriptor holds the packet's own address and length, in
+    /// order, except the foreign one, whose address is a copy's.
+    #[test]
+    fn plain_path_across_the_ring_end_with_refused_and_foreign_packets() {
+        let mut queue = queue(Offloads::default());
+        let own = Mempool::new("own", 256, MemoryKind::Plain).unwrap();
+        let cpu = Mempool::new("cpu", 4, MemoryKind::CpuOnly).unwrap();
+        let mut batch = PacketBatch::with_capacity(64);
+        for tag in 0..40 {
+            batch.push(packet(&own, tag));
+        }
+        assert_eq!(queue.tx_batch(&NoRegisters, &mut batch), 40);
+        // The NIC finished the first 32 (§7.2.3.5.1: DD in the last one of
+        // the clean batch, RS is set on every descriptor).
+        // SAFETY: descriptor 31's status dword, inside our ring.
+        unsafe { *(queue.ring.virt().add(31 * DESCRIPTOR_SIZE + 12) as *mut u32) |= TX_STATUS_DD };
+        let mut expected = Vec::new();
+        for k in 0..50usize {
+            let mut p = packet(if k == 30 { &cpu } else { &own }, 100 + k as u8);
+            let len = if k == 5 { 0 } else { 60 + k };
+            p.set_len(len).unwrap();
+            if k != 5 {
+                expected.push((p.data_iova(), len as u16, k == 30));
+            }
+            batch.push(p);
+        }
+        assert_eq!(queue.tx_batch(&NoRegisters, &mut batch), 50);
+        assert!(batch.is_empty());
+        assert_eq!(queue.invalid_count(), 1);
+        let stats = queue.software_stats();
+        assert_eq!((stats.tx_packets, stats.tx_copied), (40 + 49, 1));
+        // 49 descriptors from index 40: 24 up to the end of the ring, then 25.
+        assert_eq!(queue.tx_index, 25);
+        for (n, &(iova, len, foreign)) in expected.iter().enumerate() {
+            let (address, dtalen) = descriptor_fields(&queue, (40 + n) % 64);
+            assert_eq!(dtalen, len, "descriptor {n}");
+            if foreign {
+                assert_ne!(address, iova, "a CPU-only address reached the ring");
+                assert_eq!(crate::memory::iova_domain(address), Some(DmaDomain::Virtual));
+            } else {
+                assert_eq!(address, iova, "descriptor {n}: the packet itself");
+            }
+        }
+    }
+
+    /// A batch of plain own packets that reaches past the ring's end: the
+    /// fast run stops at the end, the rest continues from descriptor 0.
+    #[test]
+    fn plain_path_wraps_at_the_ring_end() {
+        let mut queue = queue(Offloads::default());
+        let own = Mempool::new("own", 256, MemoryKind::Plain).unwrap();
+        let mut batch = PacketBatch::with_capacity(64);
+        for tag in 0..40 {
+            batch.push(packet(&own, tag));
+        }
+        assert_eq!(queue.tx_batch(&NoRegisters, &mut batch), 40);
+        // SAFETY: descriptor 31's status dword, inside our ring (§7.2.3.5.1).
+        unsafe { *(queue.ring.virt().add(31 * DESCRIPTOR_SIZE + 12) as *mut u32) |= TX_STATUS_DD };
+        let mut expected = Vec::new();
+        for k in 0..40usize {
+            let p = packet(&own, k as u8);
+            expected.push(p.data_iova());
+            batch.push(p);
+        }
+        assert_eq!(queue.tx_batch(&NoRegisters, &mut batch), 40);
+        assert_eq!(queue.tx_index, 16, "24 up to the end, then 16 from 0");
+        for (n, &iova) in expected.iter().enumerate() {
+            assert_eq!(descriptor_fields(&queue, (40 + n) % 64), (iova, 60), "descriptor {n}");
+        }
+        assert_eq!(queue.software_stats().tx_packets, 80);
+    }
+
+    #[test]
+    fn copy_pool_empty_counts_the_packet_refused_plain_path() {
+        copy_pool_runs_dry(Offloads::default());
+    }
+
+    #[test]
+    fn copy_pool_empty_counts_the_packet_refused_offload_path() {
+        copy_pool_runs_dry(Offloads {
+            tx_checksum: true,
+            ..Offloads::default()
+        });
     }
 }

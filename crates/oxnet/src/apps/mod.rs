@@ -7,6 +7,7 @@ pub mod fwd;
 pub mod multiqueue;
 pub mod napi;
 pub mod pktgen;
+pub mod respond;
 pub mod seq;
 pub mod stats;
 

@@ -46,8 +46,11 @@ impl StatsReport {
             ("tx_invalid", d.tx_invalid),
             ("tx_copied", d.tx_copied),
             ("tx_copy_pool_empty", d.tx_copy_pool_empty),
+            ("tx_not_sent", d.tx_not_sent),
+            ("kernel_rx_dropped", d.kernel_rx_dropped),
+            ("kernel_invalid_descs", d.kernel_invalid_descs),
         ] {
-            out += &format!("  {name:<18} {value}\n");
+            out += &format!("  {name:<20} {value}\n");
         }
         if !self.queues.is_empty() {
             out += "  queue   hw_rx_pkts   hw_rx_bytes   hw_tx_pkts   hw_tx_bytes  rx_descs   rx_pkts  tx_descs   tx_pkts  ctx_descs  sw_fallback  tx_copied\n";
@@ -128,7 +131,8 @@ impl StatsReport {
         format!(
             "{{\"device\":{},\"rx_packets\":{},\"rx_bytes\":{},\"tx_packets\":{},\"tx_bytes\":{},\"rx_missed\":{},\
              \"rx_crc_errors\":{},\"rx_length_errors\":{},\"rx_undersize\":{},\"rx_oversize\":{},\"rx_pool_empty\":{},\
-             \"tx_ring_full\":{},\"tx_invalid\":{},\"tx_copied\":{},\"tx_copy_pool_empty\":{},\"queues\":[{}],\"registers\":{{{}}}}}",
+             \"tx_ring_full\":{},\"tx_invalid\":{},\"tx_copied\":{},\"tx_copy_pool_empty\":{},\"tx_not_sent\":{},\
+             \"kernel_rx_dropped\":{},\"kernel_invalid_descs\":{},\"queues\":[{}],\"registers\":{{{}}}}}",
             json_string(&self.spec),
             d.rx_packets,
             d.rx_bytes,
@@ -144,6 +148,9 @@ impl StatsReport {
             d.tx_invalid,
             d.tx_copied,
             d.tx_copy_pool_empty,
+            d.tx_not_sent,
+            d.kernel_rx_dropped,
+            d.kernel_invalid_descs,
             queues.join(","),
             registers.join(",")
         )

@@ -4,6 +4,8 @@
 
 use std::process::{Command, Output};
 
+pub mod netns;
+
 /// Runs the `oxnet` binary of this build with `args`.
 pub fn oxnet(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_oxnet"))
@@ -149,4 +151,16 @@ pub fn capturing_sim_port(
     .unwrap_or_else(|e| panic!("{port}: {e}"));
     oxnet_sim::World::global().set_capture(port, true);
     dev
+}
+
+/// Pins the calling thread to CPU 0: the busy-polling peer (testpmd, a
+/// back end) runs on CPU 1, and two busy pollers on one CPU make both
+/// crawl on this 2-core machine.
+pub fn pin_to_cpu0() {
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
 }

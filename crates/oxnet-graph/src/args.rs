@@ -1,0 +1,337 @@
+//! Element arguments with Click's conventions (click(5), "CONFIGURATION
+//! STRINGS"; Click's `Args` class): a configuration string is a comma-
+//! separated list of arguments; an argument whose first word is an
+//! upper-case keyword (`LIMIT 5`) is a keyword argument, the others are
+//! positional, in order. Elements read what they take; whatever is left
+//! is an error naming it.
+
+use crate::lang::vars::{split_args, split_words};
+
+/// The arguments of one element, consumed by its `configure`.
+#[derive(Debug)]
+pub struct Args {
+    positional: Vec<(String, bool)>,
+    keywords: Vec<(String, String, bool)>,
+    next_positional: usize,
+}
+
+fn is_keyword(word: &str) -> bool {
+    let mut bytes = word.bytes();
+    matches!(bytes.next(), Some(b'A'..=b'Z'))
+        && bytes.all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+impl Args {
+    /// Splits `config` into positional and keyword arguments.
+    pub fn new(config: &str) -> Args {
+        let mut positional = Vec::new();
+        let mut keywords = Vec::new();
+        for arg in split_args(config) {
+            let first = split_words(&arg).into_iter().next().unwrap_or_default();
+            let rest = arg[first.len().min(arg.len())..].trim();
+            if is_keyword(&first) && first.len() < arg.len() && arg.as_bytes()[first.len()].is_ascii_whitespace() {
+                keywords.push((first, rest.to_string(), false));
+            } else {
+                positional.push((arg, false));
+            }
+        }
+        Args {
+            positional,
+            keywords,
+            next_positional: 0,
+        }
+    }
+
+    /// A keyword argument (the last one wins if repeated, as in Click).
+    pub fn keyword(&mut self, key: &str) -> Option<String> {
+        let mut found = None;
+        for (k, v, used) in self.keywords.iter_mut() {
+            if k == key {
+                *used = true;
+                found = Some(v.clone());
+            }
+        }
+        found
+    }
+
+    /// The next positional argument, or the keyword argument `key`
+    /// (Click's `read_p`).
+    pub fn positional_or(&mut self, key: &str) -> Option<String> {
+        if let Some(v) = self.keyword(key) {
+            // A keyword given: the positional slot is skipped only if it
+            // is not there.
+            return Some(v);
+        }
+        let i = self.next_positional;
+        if i < self.positional.len() {
+            self.next_positional += 1;
+            self.positional[i].1 = true;
+            return Some(self.positional[i].0.clone());
+        }
+        None
+    }
+
+    /// Like [`Args::positional_or`], but missing is an error (`read_mp`).
+    pub fn required(&mut self, key: &str) -> Result<String, String> {
+        self.positional_or(key)
+            .ok_or_else(|| format!("missing mandatory {key} argument"))
+    }
+
+    /// Every remaining positional argument (for elements with a list of
+    /// patterns: Classifier, Script).
+    pub fn rest_positional(&mut self) -> Vec<String> {
+        let out = self.positional[self.next_positional..]
+            .iter()
+            .map(|(a, _)| a.clone())
+            .collect();
+        for p in &mut self.positional[self.next_positional..] {
+            p.1 = true;
+        }
+        self.next_positional = self.positional.len();
+        out
+    }
+
+    /// Every argument in order, keyword ones with their keyword (for
+    /// Script and DriverManager, which read instructions).
+    pub fn all_raw(config: &str) -> Vec<String> {
+        split_args(config)
+    }
+
+    /// Errors for arguments nobody read.
+    pub fn complete(&self) -> Result<(), String> {
+        if let Some((k, _, _)) = self.keywords.iter().find(|(_, _, used)| !used) {
+            return Err(format!("unknown keyword argument '{k}'"));
+        }
+        let extra = self.positional.iter().filter(|(_, used)| !used).count();
+        if extra > 0 {
+            return Err(format!("too many arguments ({extra} left over)"));
+        }
+        Ok(())
+    }
+}
+
+/// Click's unquoting (click(5) "Backslash Substitutions"): double quotes
+/// with C escapes, `\<hex>` data, single quotes literally, and
+/// juxtaposed pieces concatenated. Returns bytes (DATA may hold any byte).
+pub fn unquote(text: &str) -> Result<Vec<u8>, String> {
+    let b = text.trim().as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\'' => {
+                let end = b[i + 1..]
+                    .iter()
+                    .position(|&c| c == b'\'')
+                    .ok_or("unterminated single quote")?;
+                out.extend_from_slice(&b[i + 1..i + 1 + end]);
+                i += end + 2;
+            }
+            b'"' => {
+                i += 1;
+                loop {
+                    match b.get(i) {
+                        None => return Err("unterminated double quote".into()),
+                        Some(b'"') => {
+                            i += 1;
+                            break;
+                        }
+                        Some(b'\\') => i = backslash(b, i, &mut out)?,
+                        Some(&c) => {
+                            out.push(c);
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            b'\\' if b.get(i + 1) == Some(&b'<') => i = backslash(b, i, &mut out)?,
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One backslash sequence at `b[i]`; returns the index after it.
+fn backslash(b: &[u8], i: usize, out: &mut Vec<u8>) -> Result<usize, String> {
+    let Some(&c) = b.get(i + 1) else {
+        return Ok(i + 1);
+    };
+    let simple = match c {
+        b'a' => Some(7),
+        b'b' => Some(8),
+        b't' => Some(b'\t'),
+        b'n' => Some(b'\n'),
+        b'v' => Some(11),
+        b'f' => Some(12),
+        b'r' => Some(b'\r'),
+        b'\\' => Some(b'\\'),
+        _ => None,
+    };
+    if let Some(v) = simple {
+        out.push(v);
+        return Ok(i + 2);
+    }
+    match c {
+        b'0'..=b'7' => {
+            let digits = b[i + 1..]
+                .iter()
+                .take(3)
+                .take_while(|d| (b'0'..=b'7').contains(d))
+                .count();
+            let v = std::str::from_utf8(&b[i + 1..i + 1 + digits])
+                .ok()
+                .and_then(|s| u32::from_str_radix(s, 8).ok())
+                .unwrap_or(0);
+            out.push(v as u8);
+            Ok(i + 1 + digits)
+        }
+        b'x' => {
+            let digits = b[i + 2..].iter().take_while(|d| d.is_ascii_hexdigit()).count();
+            if digits > 0 {
+                let s = std::str::from_utf8(&b[i + 2 + digits.saturating_sub(2)..i + 2 + digits]).unwrap_or("0");
+                out.push(u8::from_str_radix(s, 16).unwrap_or(0));
+            }
+            Ok(i + 2 + digits)
+        }
+        b'<' => {
+            let end = b[i + 2..]
+                .iter()
+                .position(|&d| d == b'>')
+                .ok_or("unterminated '\\<' data")?;
+            let hex: Vec<u8> = b[i + 2..i + 2 + end]
+                .iter()
+                .copied()
+                .filter(|d| !d.is_ascii_whitespace())
+                .collect();
+            if hex.len() % 2 != 0 || !hex.iter().all(u8::is_ascii_hexdigit) {
+                return Err("'\\<...>' must hold pairs of hex digits".into());
+            }
+            for pair in hex.chunks(2) {
+                out.push(u8::from_str_radix(std::str::from_utf8(pair).unwrap_or("00"), 16).unwrap_or(0));
+            }
+            Ok(i + 3 + end)
+        }
+        b'\n' => Ok(i + 2),
+        b'\r' if b.get(i + 2) == Some(&b'\n') => Ok(i + 3),
+        b'\r' => Ok(i + 2),
+        other => {
+            out.push(other);
+            Ok(i + 2)
+        }
+    }
+}
+
+/// A string argument, unquoted, as text.
+pub fn string(text: &str) -> Result<String, String> {
+    Ok(String::from_utf8_lossy(&unquote(text)?).into_owned())
+}
+
+/// Booleans: `0`/`false`/`no` and `1`/`true`/`yes` (click(5)).
+pub fn boolean(text: &str) -> Result<bool, String> {
+    match text.trim() {
+        "1" | "true" | "yes" => Ok(true),
+        "0" | "false" | "no" => Ok(false),
+        other => Err(format!("'{other}' is not a boolean (true/false, yes/no, 1/0)")),
+    }
+}
+
+/// Integers with an optional sign, decimal, octal (leading 0) or hex
+/// (0x) (click(5)).
+pub fn integer(text: &str) -> Result<i64, String> {
+    let t = text.trim();
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let value = if let Some(hex) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        i64::from_str_radix(hex, 16)
+    } else if body.len() > 1 && body.starts_with('0') {
+        i64::from_str_radix(&body[1..], 8)
+    } else {
+        body.parse()
+    }
+    .map_err(|_| format!("'{t}' is not an integer"))?;
+    Ok(if neg { -value } else { value })
+}
+
+/// A non-negative integer.
+pub fn unsigned(text: &str) -> Result<u64, String> {
+    let v = integer(text)?;
+    u64::try_from(v).map_err(|_| format!("'{}' must not be negative", text.trim()))
+}
+
+/// A time in seconds, with an optional unit: s/sec, ms, us, ns, m/min,
+/// h/hr (click(5)).
+pub fn seconds(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number.trim().parse().map_err(|_| format!("'{t}' is not a time"))?;
+    let scale = match unit {
+        "" | "s" | "sec" => 1.0,
+        "ms" | "msec" => 1e-3,
+        "us" | "usec" => 1e-6,
+        "ns" | "nsec" => 1e-9,
+        "m" | "min" => 60.0,
+        "h" | "hr" => 3600.0,
+        other => return Err(format!("'{other}' is not a time unit (s, ms, us, ns, min, h)")),
+    };
+    if !(value >= 0.0 && value.is_finite()) {
+        return Err(format!("'{t}' is not a time"));
+    }
+    Ok(value * scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keywords_and_positionals_are_told_apart() {
+        let mut a = Args::new("\"label\", LIMIT 5, STOP true");
+        assert_eq!(a.positional_or("LABEL").as_deref(), Some("\"label\""));
+        assert_eq!(a.keyword("LIMIT").as_deref(), Some("5"));
+        assert!(a.complete().is_err(), "STOP unread");
+        assert_eq!(a.keyword("STOP").as_deref(), Some("true"));
+        a.complete().unwrap();
+        let mut a = Args::new("1, 2");
+        a.positional_or("A");
+        assert_eq!(a.complete().unwrap_err(), "too many arguments (1 left over)");
+        let mut a = Args::new("LABEL x");
+        assert_eq!(a.required("LABEL").unwrap(), "x");
+        assert_eq!(Args::new("").required("X").unwrap_err(), "missing mandatory X argument");
+    }
+
+    #[test]
+    fn unquoting_follows_click_5() {
+        assert_eq!(unquote("\"a\\tb\"").unwrap(), b"a\tb");
+        assert_eq!(unquote("a\"b\"c").unwrap(), b"abc");
+        assert_eq!(unquote("'\\n'").unwrap(), b"\\n");
+        // click(5): \< 48 45 4c 4C 4f > is HELLO.
+        assert_eq!(unquote("\"\\< 48 45 4c 4C 4f >\"").unwrap(), b"HELLO");
+        assert_eq!(unquote("\\<0001>").unwrap(), [0, 1]);
+        assert_eq!(unquote("\"\\101\\x41\\x1242\"").unwrap(), b"AAB");
+        assert!(unquote("\"open").is_err());
+        assert!(unquote("\\<abc>").is_err());
+    }
+
+    #[test]
+    fn numbers_booleans_and_times() {
+        assert_eq!(integer("0x10").unwrap(), 16);
+        assert_eq!(integer("010").unwrap(), 8);
+        assert_eq!(integer("-5").unwrap(), -5);
+        assert!(integer("5x").is_err());
+        assert!(unsigned("-1").is_err());
+        assert!(boolean("yes").unwrap());
+        assert!(!boolean("0").unwrap());
+        assert!(boolean("maybe").is_err());
+        assert_eq!(seconds("0.1s").unwrap(), 0.1);
+        assert_eq!(seconds("250ms").unwrap(), 0.25);
+        assert_eq!(seconds("2min").unwrap(), 120.0);
+        assert!(seconds("1 fortnight").is_err());
+    }
+}

@@ -1,0 +1,788 @@
+//! A router: one graph instance, built from a flat configuration,
+//! checked before anything runs, and run to completion on one core.
+//!
+//! Connections are resolved once into direct indices (DESIGN.md): an
+//! element pushing on output p calls the element and port at
+//! `outputs[me][p]` directly, depth first, as Click does; a pull follows
+//! `inputs[me][p]`. Each element sits in a `RefCell`, so that an element
+//! can call its neighbours while it runs; a packet that would re-enter an
+//! element already on the call stack (a push cycle) is dropped and
+//! counted instead of panicking.
+
+use crate::args::Args;
+use crate::element::{port_flow, Element, Flow, PortCount};
+use crate::lang::{Flat, Pos};
+use crate::timer::{TimerId, TimerWheel};
+use oxnet_driver::{MemoryKind, Mempool, PacketBatch};
+use std::cell::{Cell, RefCell};
+
+/// Creates elements by class name.
+pub trait Registry {
+    fn create(&self, class: &str) -> Option<Box<dyn Element>>;
+    fn is_class(&self, class: &str) -> bool {
+        self.create(class).is_some()
+    }
+}
+
+/// A build error, with the place in the configuration when there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildError(pub String);
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Link {
+    element: usize,
+    port: usize,
+}
+
+/// What elements reach through [`Ctx`].
+pub struct Shared {
+    elements: Vec<RefCell<Box<dyn Element>>>,
+    names: Vec<String>,
+    configs: Vec<String>,
+    positions: Vec<Pos>,
+    /// Per element, per output port: the input it pushes to.
+    outputs: Vec<Vec<Option<Link>>>,
+    /// Per element, per input port: the output it pulls from.
+    inputs: Vec<Vec<Option<Link>>>,
+    /// The router has stopped for good.
+    stopped: Cell<bool>,
+    /// Stop requests from elements not yet handled (Click's "driver stop
+    /// events").
+    stop_requests: Cell<u32>,
+    timers: RefCell<TimerWheel>,
+    clock: Clock,
+    /// Write handler calls on elements that were busy (on the call stack)
+    /// when called: made as soon as the current step returns.
+    deferred: RefCell<Vec<(String, String)>>,
+    /// Per element: where the full-notifier walk from output 0 ends (the
+    /// topology is fixed once built): 0 not yet known, `NO_ROOM` no
+    /// queue, else element index + 1 and input port in the high bits.
+    room_target: Vec<Cell<u64>>,
+    /// Packets dropped because they would have re-entered an element.
+    reentry_drops: Cell<u64>,
+    pool: Mempool,
+}
+
+impl Shared {
+    /// `element.handler` → (element index, handler name).
+    fn resolve<'s>(&self, spec: &'s str) -> Result<(usize, &'s str), String> {
+        let (element, handler) = spec
+            .split_once('.')
+            .ok_or_else(|| format!("'{spec}' is not ELEMENT.HANDLER"))?;
+        let index = self
+            .names
+            .iter()
+            .position(|n| n == element)
+            .ok_or_else(|| format!("no element named '{element}'"))?;
+        Ok((index, handler))
+    }
+
+    /// The handlers every element has.
+    fn generic_read(&self, index: usize, element: &dyn Element, handler: &str) -> Result<String, String> {
+        match handler {
+            "class" => Ok(element.class_name().to_string()),
+            "name" => Ok(self.names[index].clone()),
+            "config" => Ok(self.configs[index].clone()),
+            "ports" => {
+                let ins = self.inputs[index].len();
+                let outs = self.outputs[index].len();
+                Ok(format!(
+                    "{ins} input{}\n{outs} output{}\n",
+                    if ins == 1 { "" } else { "s" },
+                    if outs == 1 { "" } else { "s" }
+                ))
+            }
+            "handlers" => {
+                let mut out = String::new();
+                for (name, r, w) in element.handlers() {
+                    out += &format!("{name}\t{}{}\n", if *r { "r" } else { "" }, if *w { "w" } else { "" });
+                }
+                for name in ["class", "config", "handlers", "name", "ports"] {
+                    out += &format!("{name}\tr\n");
+                }
+                Ok(out)
+            }
+            _ => Err(format!("no '{}.{handler}' handler", self.names[index])),
+        }
+    }
+}
+
+/// [`Shared::room_target`]: no queue on the path.
+const NO_ROOM: u64 = u64::MAX;
+
+/// Time for the router: real (microseconds since it started) or
+/// simulated (Click's `--simtime`: it jumps to the next timer when no
+/// task has work).
+pub struct Clock {
+    start: std::time::Instant,
+    simulated: Option<Cell<u64>>,
+}
+
+impl Clock {
+    pub fn real() -> Clock {
+        Clock {
+            start: std::time::Instant::now(),
+            simulated: None,
+        }
+    }
+
+    pub fn simulated() -> Clock {
+        Clock {
+            start: std::time::Instant::now(),
+            simulated: Some(Cell::new(0)),
+        }
+    }
+
+    /// Microseconds since the start.
+    pub fn now(&self) -> u64 {
+        match &self.simulated {
+            Some(t) => t.get(),
+            None => self.start.elapsed().as_micros() as u64,
+        }
+    }
+}
+
+/// An element's view of the router while it runs.
+pub struct Ctx<'r> {
+    shared: &'r Shared,
+    me: usize,
+}
+
+impl Ctx<'_> {
+    /// Pushes `batch` out of output `port` (dropped if the port is not
+    /// connected, which the build check allows only for pull outputs).
+    #[inline]
+    pub fn push(&mut self, port: usize, batch: PacketBatch) {
+        if batch.is_empty() {
+            return;
+        }
+        let Some(Some(link)) = self.shared.outputs[self.me].get(port).copied() else {
+            return;
+        };
+        match self.shared.elements[link.element].try_borrow_mut() {
+            Ok(mut element) => {
+                let mut ctx = Ctx {
+                    shared: self.shared,
+                    me: link.element,
+                };
+                element.push(link.port, batch, &mut ctx);
+            }
+            Err(_) => self
+                .shared
+                .reentry_drops
+                .set(self.shared.reentry_drops.get() + batch.len() as u64),
+        }
+    }
+
+    /// Pulls at most `max` packets from input `port`.
+    #[inline]
+    pub fn pull(&mut self, port: usize, max: usize) -> Option<PacketBatch> {
+        let link = (*self.shared.inputs[self.me].get(port)?)?;
+        let mut element = self.shared.elements[link.element].try_borrow_mut().ok()?;
+        let mut ctx = Ctx {
+            shared: self.shared,
+            me: link.element,
+        };
+        element.pull(link.port, max, &mut ctx)
+    }
+
+    /// Click's full notifier: how many packets the push path from output
+    /// `port` can take before a queue on it drops. It follows elements
+    /// with a single output (Null, Counter, ...) to the first element that
+    /// knows its room ([`Element::room`]); None when the path forks, ends
+    /// without a queue, or is busy (no limit known).
+    pub fn downstream_room(&self, port: usize) -> Option<usize> {
+        if port == 0 {
+            let cached = self.shared.room_target[self.me].get();
+            if cached == NO_ROOM {
+                return None;
+            }
+            if cached != 0 {
+                let (element, input) = ((cached & 0xffff_ffff) as usize - 1, (cached >> 32) as usize);
+                return self.shared.elements[element].try_borrow().ok()?.room(input);
+            }
+            // Cached only when the walk saw every element (none busy).
+            let found = self.walk_to_room(0).ok()?;
+            self.shared.room_target[self.me].set(match found {
+                Some(link) => (link.element as u64 + 1) | ((link.port as u64) << 32),
+                None => NO_ROOM,
+            });
+            let link = found?;
+            return self.shared.elements[link.element].try_borrow().ok()?.room(link.port);
+        }
+        let link = self.walk_to_room(port).ok()??;
+        self.shared.elements[link.element].try_borrow().ok()?.room(link.port)
+    }
+
+    /// The first element on the push path from output `port` that knows
+    /// its room, through single-output elements; Err if an element on the
+    /// way is busy (nothing can be said).
+    fn walk_to_room(&self, port: usize) -> Result<Option<Link>, ()> {
+        let Some(Some(mut link)) = self.shared.outputs[self.me].get(port).copied() else {
+            return Ok(None);
+        };
+        for _ in 0..32 {
+            let element = self.shared.elements[link.element].try_borrow().map_err(|_| ())?;
+            if element.room(link.port).is_some() {
+                return Ok(Some(link));
+            }
+            let outs = &self.shared.outputs[link.element];
+            if outs.len() != 1 {
+                return Ok(None);
+            }
+            match outs[0] {
+                Some(next) => link = next,
+                None => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Output ports in use.
+    pub fn noutputs(&self) -> usize {
+        self.shared.outputs[self.me].len()
+    }
+
+    /// Input ports in use.
+    pub fn ninputs(&self) -> usize {
+        self.shared.inputs[self.me].len()
+    }
+
+    /// Asks the driver to stop (Click's `please_stop_driver()`): the
+    /// router stops after this step unless a DriverManager or driver
+    /// script takes the request.
+    pub fn stop(&mut self) {
+        self.shared.stop_requests.set(self.shared.stop_requests.get() + 1);
+    }
+
+    /// Stops the router for good (a driver script that ended).
+    pub fn stop_now(&mut self) {
+        self.shared.stopped.set(true);
+    }
+
+    /// Time since the router started, in microseconds (simulated with
+    /// `--simtime`).
+    pub fn now_us(&self) -> u64 {
+        self.shared.clock.now()
+    }
+
+    /// Schedules a timer `us` microseconds from now; the element's
+    /// [`Element::run_timer`] is called when it fires.
+    pub fn schedule_after_us(&mut self, us: u64) -> TimerId {
+        let at = self.shared.clock.now().saturating_add(us);
+        self.shared.timers.borrow_mut().schedule(at, self.me)
+    }
+
+    /// Cancels a timer; false if it already fired.
+    pub fn cancel_timer(&mut self, id: TimerId) -> bool {
+        self.shared.timers.borrow_mut().cancel(id)
+    }
+
+    /// Calls read handler `spec` (`element.handler`) with `params`.
+    pub fn read_handler(&mut self, spec: &str, params: &str) -> Result<String, String> {
+        let (index, handler) = self.shared.resolve(spec)?;
+        if index == self.me {
+            return Err(format!("'{spec}': an element cannot call its own handler this way"));
+        }
+        let mut element = self.shared.elements[index]
+            .try_borrow_mut()
+            .map_err(|_| format!("'{spec}': the element is busy (a handler cycle)"))?;
+        let mut ctx = Ctx {
+            shared: self.shared,
+            me: index,
+        };
+        match element.read_handler_with(handler, params, &mut ctx) {
+            Some(r) => r,
+            None => self.shared.generic_read(index, &**element, handler),
+        }
+    }
+
+    /// Calls write handler `spec` (`element.handler`) with `value`. If
+    /// that element is on the call stack (it pushed the packet being
+    /// handled), the call is made as soon as the current step returns.
+    pub fn write_handler(&mut self, spec: &str, value: &str) -> Result<(), String> {
+        let (index, handler) = self.shared.resolve(spec)?;
+        if index == self.me {
+            return Err(format!("'{spec}': an element cannot call its own handler this way"));
+        }
+        let Ok(mut element) = self.shared.elements[index].try_borrow_mut() else {
+            self.shared
+                .deferred
+                .borrow_mut()
+                .push((spec.to_string(), value.to_string()));
+            return Ok(());
+        };
+        let mut ctx = Ctx {
+            shared: self.shared,
+            me: index,
+        };
+        match element.write_handler(handler, value, &mut ctx) {
+            Some(r) => r,
+            None => Err(format!("no '{spec}' write handler")),
+        }
+    }
+
+    /// The router's packet pool (plain memory), for sources and copies.
+    pub fn pool(&self) -> &Mempool {
+        &self.shared.pool
+    }
+
+    /// This element's name.
+    pub fn name(&self) -> &str {
+        &self.shared.names[self.me]
+    }
+}
+
+/// Packets in the router's own pool (sources, copies).
+pub const POOL_SIZE: usize = 8192;
+
+/// A built router.
+pub struct Router {
+    shared: Shared,
+    tasks: Vec<usize>,
+    started: bool,
+}
+
+impl Router {
+    /// Builds a router from a flat configuration: creates and configures
+    /// every element, checks ports and push/pull (Click's rules), and
+    /// resolves every connection to an index.
+    pub fn build(flat: &Flat, registry: &dyn Registry) -> Result<Router, BuildError> {
+        let n = flat.elements.len();
+        let mut elements: Vec<Box<dyn Element>> = Vec::with_capacity(n);
+        let mut errors = Vec::new();
+        for e in &flat.elements {
+            let Some(mut element) = registry.create(&e.class) else {
+                return Err(BuildError(format!("{}: unknown element class '{}'", e.pos, e.class)));
+            };
+            let mut args = Args::new(&e.config);
+            if let Err(msg) = element.configure(&mut args).and_then(|()| args.complete()) {
+                errors.push(format!(
+                    "{}: While configuring '{} :: {}': {msg}",
+                    e.pos, e.name, e.class
+                ));
+            }
+            elements.push(element);
+        }
+        // Ports used: one more than the highest connected.
+        let mut ninputs = vec![0usize; n];
+        let mut noutputs = vec![0usize; n];
+        for &(a, p, b, q) in &flat.connections {
+            noutputs[a] = noutputs[a].max(p as usize + 1);
+            ninputs[b] = ninputs[b].max(q as usize + 1);
+        }
+        let describe = |i: usize| format!("'{} :: {}'", flat.elements[i].name, flat.elements[i].class);
+        for (i, element) in elements.iter().enumerate() {
+            let Some(count) = PortCount::parse(element.port_count()) else {
+                errors.push(format!(
+                    "{}: {} has a malformed port count (a bug in its element)",
+                    flat.elements[i].pos,
+                    describe(i)
+                ));
+                continue;
+            };
+            let (lo, hi) = count.inputs;
+            if ninputs[i] > hi {
+                errors.push(format!(
+                    "{}: {} has no input {} (it has {})",
+                    flat.elements[i].pos,
+                    describe(i),
+                    ninputs[i] - 1,
+                    count_text(lo, hi)
+                ));
+            }
+            let (olo, ohi) = count.outputs.unwrap_or((ninputs[i], ninputs[i]));
+            if noutputs[i] > ohi {
+                errors.push(format!(
+                    "{}: {} has no output {} (it has {})",
+                    flat.elements[i].pos,
+                    describe(i),
+                    noutputs[i] - 1,
+                    count_text(olo, ohi)
+                ));
+            }
+            // Too few used: the unused ports still exist (and must be
+            // connected if push outputs / pull inputs, checked below).
+            ninputs[i] = ninputs[i].max(lo);
+            noutputs[i] = noutputs[i].max(olo);
+        }
+        // Every port's flow, agnostic ones resolved through connections:
+        // an element's agnostic ports all take one flow, as Click's
+        // default flow code says (every input reaches every output).
+        let mut in_flow: Vec<Vec<Flow>> = (0..n)
+            .map(|i| {
+                (0..ninputs[i])
+                    .map(|p| port_flow(elements[i].processing(), false, p))
+                    .collect()
+            })
+            .collect();
+        let mut out_flow: Vec<Vec<Flow>> = (0..n)
+            .map(|i| {
+                (0..noutputs[i])
+                    .map(|p| port_flow(elements[i].processing(), true, p))
+                    .collect()
+            })
+            .collect();
+        loop {
+            let mut changed = false;
+            for &(a, p, b, q) in &flat.connections {
+                let (from, to) = (out_flow[a][p as usize], in_flow[b][q as usize]);
+                // The agnostic side takes the other side's flow, and so
+                // do all the agnostic ports of its element.
+                let (element, flow) = match (from, to) {
+                    (Flow::Agnostic, Flow::Agnostic) => continue,
+                    (Flow::Agnostic, f) => (a, f),
+                    (f, Flow::Agnostic) => (b, f),
+                    _ => continue,
+                };
+                for port in in_flow[element].iter_mut().chain(out_flow[element].iter_mut()) {
+                    if *port == Flow::Agnostic {
+                        *port = flow;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        for flows in in_flow.iter_mut().chain(out_flow.iter_mut()) {
+            for f in flows.iter_mut() {
+                if *f == Flow::Agnostic {
+                    *f = Flow::Push;
+                }
+            }
+        }
+        let mut outputs: Vec<Vec<Option<Link>>> = (0..n).map(|i| vec![None; noutputs[i]]).collect();
+        let mut inputs: Vec<Vec<Option<Link>>> = (0..n).map(|i| vec![None; ninputs[i]]).collect();
+        for &(a, p, b, q) in &flat.connections {
+            let (p, q) = (p as usize, q as usize);
+            let (from, to) = (out_flow[a][p], in_flow[b][q]);
+            if from != to {
+                errors.push(format!(
+                    "{}: {} {} output {p} is connected to {} {} input {q}{}",
+                    flat.elements[a].pos,
+                    describe(a),
+                    flow_name(from),
+                    describe(b),
+                    flow_name(to),
+                    if from == Flow::Push {
+                        " (a queue between them converts push to pull)"
+                    } else {
+                        ""
+                    }
+                ));
+                continue;
+            }
+            if from == Flow::Push {
+                if let Some(other) = outputs[a][p] {
+                    errors.push(format!(
+                        "{}: {} push output {p} is connected more than once (to {} and {}; use a Tee to copy)",
+                        flat.elements[a].pos,
+                        describe(a),
+                        describe(other.element),
+                        describe(b)
+                    ));
+                }
+                outputs[a][p] = Some(Link { element: b, port: q });
+            } else {
+                if let Some(other) = inputs[b][q] {
+                    errors.push(format!(
+                        "{}: {} pull input {q} is connected more than once (to {} and {})",
+                        flat.elements[b].pos,
+                        describe(b),
+                        describe(other.element),
+                        describe(a)
+                    ));
+                }
+                inputs[b][q] = Some(Link { element: a, port: p });
+            }
+        }
+        for i in 0..n {
+            for p in 0..noutputs[i] {
+                if out_flow[i][p] == Flow::Push && outputs[i][p].is_none() {
+                    errors.push(format!(
+                        "{}: {} push output {p} is not connected",
+                        flat.elements[i].pos,
+                        describe(i)
+                    ));
+                }
+            }
+            for q in 0..ninputs[i] {
+                if in_flow[i][q] == Flow::Pull && inputs[i][q].is_none() {
+                    errors.push(format!(
+                        "{}: {} pull input {q} is not connected",
+                        flat.elements[i].pos,
+                        describe(i)
+                    ));
+                }
+            }
+        }
+        for (i, element) in elements.iter_mut().enumerate() {
+            let ports = crate::element::Ports {
+                input_pull: in_flow[i].iter().map(|f| *f == Flow::Pull).collect(),
+                output_pull: out_flow[i].iter().map(|f| *f == Flow::Pull).collect(),
+            };
+            if let Err(msg) = element.initialize(&ports) {
+                errors.push(format!(
+                    "{}: While initializing {}: {msg}",
+                    flat.elements[i].pos,
+                    describe(i)
+                ));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(BuildError(errors.join("\n")));
+        }
+        let pool = Mempool::new("router", POOL_SIZE, MemoryKind::Plain)
+            .map_err(|e| BuildError(format!("router packet pool: {e}")))?;
+        let tasks = (0..n).filter(|&i| elements[i].has_task()).collect();
+        Ok(Router {
+            shared: Shared {
+                elements: elements.into_iter().map(RefCell::new).collect(),
+                names: flat.elements.iter().map(|e| e.name.clone()).collect(),
+                configs: flat.elements.iter().map(|e| e.config.clone()).collect(),
+                positions: flat.elements.iter().map(|e| e.pos.clone()).collect(),
+                outputs,
+                inputs,
+                stopped: Cell::new(false),
+                stop_requests: Cell::new(0),
+                timers: RefCell::new(TimerWheel::new(0)),
+                clock: Clock::real(),
+                deferred: RefCell::new(Vec::new()),
+                room_target: (0..n).map(|_| Cell::new(0)).collect(),
+                reentry_drops: Cell::new(0),
+                pool,
+            },
+            tasks,
+            started: false,
+        })
+    }
+
+    /// Uses a simulated clock (Click's `--simtime`); call before running.
+    pub fn use_simulated_time(&mut self) {
+        self.shared.clock = Clock::simulated();
+    }
+
+    fn call(&self, index: usize, f: &mut dyn FnMut(&mut dyn Element, &mut Ctx<'_>)) {
+        if let Ok(mut element) = self.shared.elements[index].try_borrow_mut() {
+            let mut ctx = Ctx {
+                shared: &self.shared,
+                me: index,
+            };
+            f(&mut **element, &mut ctx);
+        }
+        self.run_deferred();
+    }
+
+    /// Makes the write calls deferred because their element was busy.
+    fn run_deferred(&self) {
+        for _ in 0..16 {
+            let calls = std::mem::take(&mut *self.shared.deferred.borrow_mut());
+            if calls.is_empty() {
+                return;
+            }
+            for (spec, value) in calls {
+                let Ok((index, handler)) = self.shared.resolve(&spec) else {
+                    continue;
+                };
+                if let Ok(mut element) = self.shared.elements[index].try_borrow_mut() {
+                    let mut ctx = Ctx {
+                        shared: &self.shared,
+                        me: index,
+                    };
+                    if let Some(Err(e)) = element.write_handler(handler, &value, &mut ctx) {
+                        eprintln!("{spec}: {e}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Calls every element's `start` once.
+    fn start(&mut self) {
+        if !self.started {
+            self.started = true;
+            for i in 0..self.shared.elements.len() {
+                self.call(i, &mut |e, ctx| e.start(ctx));
+            }
+        }
+    }
+
+    /// Hands pending stop requests to the elements that take them; if
+    /// none takes one, the router stops.
+    fn handle_stop_requests(&mut self) {
+        while self.shared.stop_requests.get() > 0 && !self.shared.stopped.get() {
+            self.shared.stop_requests.set(self.shared.stop_requests.get() - 1);
+            let mut taken = false;
+            for i in 0..self.shared.elements.len() {
+                self.call(i, &mut |e, ctx| taken = taken || e.driver_stop(ctx));
+                if taken {
+                    break;
+                }
+            }
+            if !taken {
+                self.shared.stopped.set(true);
+            }
+        }
+    }
+
+    /// Fires the timers that are due; returns how many fired.
+    fn run_timers(&mut self) -> usize {
+        let now = self.shared.clock.now();
+        let mut fired = Vec::new();
+        self.shared
+            .timers
+            .borrow_mut()
+            .advance(now, &mut |id, owner, _| fired.push((id, owner)));
+        for &(id, owner) in &fired {
+            self.call(owner, &mut |e, ctx| e.run_timer(id, ctx));
+        }
+        fired.len()
+    }
+
+    /// One round: stop requests, due timers, every task once. Returns
+    /// whether anything happened.
+    pub fn run_once(&mut self) -> bool {
+        self.start();
+        self.handle_stop_requests();
+        let mut worked = self.run_timers() > 0;
+        for i in 0..self.tasks.len() {
+            if self.shared.stopped.get() {
+                break;
+            }
+            let t = self.tasks[i];
+            let mut did = false;
+            self.call(t, &mut |e, ctx| did = e.run_task(ctx));
+            worked |= did;
+        }
+        self.handle_stop_requests();
+        worked
+    }
+
+    /// Runs until the router stops, or `should_stop` says so (checked
+    /// every 1024 busy rounds and on every idle round). With a simulated
+    /// clock, an idle round jumps to the next timer; with nothing left to
+    /// happen at all, the router stops.
+    pub fn run(&mut self, should_stop: &dyn Fn() -> bool) {
+        let mut rounds = 0u32;
+        while !self.shared.stopped.get() {
+            let worked = self.run_once();
+            rounds = rounds.wrapping_add(1);
+            if worked {
+                if rounds.is_multiple_of(1024) && should_stop() {
+                    break;
+                }
+                continue;
+            }
+            if should_stop() {
+                break;
+            }
+            let next = self.shared.timers.borrow().next_expiry();
+            match (&self.shared.clock.simulated, next) {
+                (Some(t), Some(at)) => t.set(at.max(t.get())),
+                (Some(_), None) => {
+                    // Simulated time, no timer, no task with work: nothing
+                    // can ever happen again.
+                    if self.shared.stop_requests.get() == 0 {
+                        self.shared.stopped.set(true);
+                    }
+                }
+                (None, next) => {
+                    let now = self.shared.clock.now();
+                    let wait = next.map_or(1000, |at| at.saturating_sub(now)).clamp(0, 1000);
+                    if wait > 0 {
+                        std::thread::sleep(std::time::Duration::from_micros(wait.min(50)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether an element asked the router to stop.
+    pub fn stopped(&self) -> bool {
+        self.shared.stopped.get()
+    }
+
+    /// Element index by name.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.shared.names.iter().position(|n| n == name)
+    }
+
+    /// Element names in configuration order.
+    pub fn names(&self) -> &[String] {
+        &self.shared.names
+    }
+
+    /// Reads `handler` of element `index`: the element's own handlers,
+    /// then the ones every element has (`class`, `name`, `config`,
+    /// `ports`, `handlers`).
+    pub fn read_handler(&self, index: usize, handler: &str) -> Result<String, String> {
+        let mut element = self.shared.elements[index]
+            .try_borrow_mut()
+            .map_err(|_| "element busy".to_string())?;
+        let mut ctx = Ctx {
+            shared: &self.shared,
+            me: index,
+        };
+        if let Some(v) = element.read_handler_with(handler, "", &mut ctx) {
+            return v;
+        }
+        self.shared.generic_read(index, &**element, handler)
+    }
+
+    /// Writes `handler` of element `index`.
+    pub fn write_handler(&mut self, index: usize, handler: &str, value: &str) -> Result<(), String> {
+        let result = {
+            let mut element = self.shared.elements[index]
+                .try_borrow_mut()
+                .map_err(|_| "element busy".to_string())?;
+            let mut ctx = Ctx {
+                shared: &self.shared,
+                me: index,
+            };
+            match element.write_handler(handler, value, &mut ctx) {
+                Some(result) => result,
+                None => Err(format!("no '{}.{handler}' write handler", self.shared.names[index])),
+            }
+        };
+        self.run_deferred();
+        result
+    }
+
+    /// Where element `index` was declared.
+    pub fn position(&self, index: usize) -> &Pos {
+        &self.shared.positions[index]
+    }
+
+    /// Packets dropped because they would have re-entered an element.
+    pub fn reentry_drops(&self) -> u64 {
+        self.shared.reentry_drops.get()
+    }
+}
+
+fn flow_name(f: Flow) -> &'static str {
+    match f {
+        Flow::Push => "push",
+        Flow::Pull => "pull",
+        Flow::Agnostic => "agnostic",
+    }
+}
+
+fn count_text(lo: usize, hi: usize) -> String {
+    if hi == usize::MAX {
+        format!("{lo} or more")
+    } else if lo == hi {
+        format!("{lo}")
+    } else {
+        format!("{lo} to {hi}")
+    }
+}
