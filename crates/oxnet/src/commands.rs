@@ -240,6 +240,7 @@ pub fn pcap(spec: &str, file: &Path, config: &Config, count: Option<u64>, option
         ("lost", c.lost_below_highest().to_string()),
         ("duplicated", c.duplicated.to_string()),
         ("reordered", c.reordered.to_string()),
+        ("foreign", c.foreign.to_string()),
         ("cpu_seconds", format!("{:.3}", cpu_seconds())),
     ];
     if let Some(napi) = &napi {

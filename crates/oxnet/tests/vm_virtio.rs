@@ -33,12 +33,13 @@ fn check_topology(out: &oxnet_rig::VmOutput, count: u64) {
     let fwd = line(&out.stdout, "FWD ");
     assert_eq!(field(gen, "sent"), count, "{}", out.report());
     assert_eq!(field(pcap, "captured"), count, "{}", out.report());
-    assert_eq!(field(pcap, "lost"), 0);
-    assert_eq!(field(pcap, "duplicated"), 0);
-    assert_eq!(field(pcap, "reordered"), 0);
+    assert_eq!(field(pcap, "foreign"), 0, "{}", out.report());
+    assert_eq!(field(pcap, "lost"), 0, "{}", out.report());
+    assert_eq!(field(pcap, "duplicated"), 0, "{}", out.report());
+    assert_eq!(field(pcap, "reordered"), 0, "{}", out.report());
     assert_eq!(field(fwd, "forwarded"), count, "{}", out.report());
     // Our driver's own counters agree: each device's tx/rx packets.
-    assert_eq!(field(gen, "tx_packets"), count);
+    assert_eq!(field(gen, "tx_packets"), count, "{}", out.report());
     assert!(out.stdout.contains("virtio driver"), "{}", out.report());
 }
 
