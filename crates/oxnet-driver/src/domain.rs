@@ -134,7 +134,7 @@ pub fn copy_into(packet: &Packet, pool: &Mempool) -> Option<Packet> {
         }
     }
     let mut out = head?;
-    *out.meta_mut() = *packet.meta();
+    out.copy_meta_from(packet);
     out.set_tx_offload(packet.tx_offload());
     Some(out)
 }

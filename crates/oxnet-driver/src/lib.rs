@@ -43,6 +43,6 @@ pub use domain::DmaDomain;
 pub use error::{Error, Result};
 pub use memory::MemoryKind;
 pub use mempool::Mempool;
-pub use packet::{Metadata, Packet, PacketBatch, TxOffload};
+pub use packet::{Annotations, Metadata, Packet, PacketBatch, TxOffload};
 pub use regs::RegisterAccess;
 pub use spec::{open, register_spec_opener, Spec};

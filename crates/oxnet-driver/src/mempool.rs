@@ -433,7 +433,7 @@ mod tests {
         for w in iovas.windows(2) {
             assert!(w[1] - w[0] >= pool.entry_size() as u64);
         }
-        assert_eq!(pool.entry_size(), 64 + 128 + 2048);
+        assert_eq!(pool.entry_size(), 64 + 64 + 128 + 2048);
         assert_eq!(pool.data_room(), 2048);
     }
 

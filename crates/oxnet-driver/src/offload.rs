@@ -388,7 +388,7 @@ pub fn linearize(packet: &Packet, pool: &Mempool) -> Result<Packet> {
         out[at..at + segment.len()].copy_from_slice(segment);
         at += segment.len();
     }
-    *out.meta_mut() = *packet.meta();
+    out.copy_meta_from(packet);
     out.set_tx_offload(packet.tx_offload());
     Ok(out)
 }

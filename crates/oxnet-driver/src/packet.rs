@@ -11,9 +11,12 @@
 //! Buffer layout:
 //!
 //! ```text
-//! | header (64) | head room (128) .......... | data (len) ........ | tail room |
-//!               ^ buffer_iova()              ^ data_iova()
+//! | header (64) | annotations (64) | head room (128) ..... | data (len) .... | tail room |
+//!                                  ^ buffer_iova()         ^ data_iova()
 //! ```
+//! The header is the driver's cache line; the annotation line is the
+//! packet graph's ([`Annotations`], Click's packet annotations) and no
+//! driver path touches it.
 //! Devices only ever see the head room and the data: the header is never
 //! given to a device as a DMA address.
 
@@ -47,6 +50,93 @@ pub const FLAG_L4_CSUM_BAD: u32 = 1 << 4;
 pub const FLAG_CSUM_CHECKED: u32 = 1 << 5;
 /// `rss_hash` holds an RSS hash (RSS was on and the packet type was hashed).
 pub const FLAG_RSS_HASH: u32 = 1 << 6;
+/// The annotation line holds annotations written since the buffer was
+/// allocated (else it is stale and reads as all zero, see
+/// [`Packet::anno`]). Allocation and every receive path clear it with the
+/// rest of the metadata, so annotations cost a driver nothing.
+pub const FLAG_ANNO: u32 = 1 << 7;
+
+/// Click's packet annotations (`include/click/packet.hh`, `packet_anno.hh`),
+/// in the buffer's second cache line: what elements tell each other about a
+/// packet besides its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct Annotations {
+    /// Click's 48-byte annotation area: the address annotations at 0..16
+    /// (destination IPv4 address at 0..4, IPv6 at 0..16) and the user
+    /// annotations at 16..48 (PAINT at 16, ICMP_PARAMPROB at 17,
+    /// FIX_IP_SRC at 19, AGGREGATE at 20..24, EXTRA_PACKETS at 24..28,
+    /// EXTRA_LENGTH at 28..32, FIRST_TIMESTAMP at 32..40).
+    pub area: [u8; ANNO_AREA],
+    /// Timestamp in nanoseconds (Click's timestamp annotation; 0 = none).
+    pub timestamp_ns: i64,
+    /// Network header: offset from the start of the head room, plus one
+    /// (0: not set). Kept as a buffer position, as Click keeps a pointer,
+    /// so stripping and unstripping data does not move it.
+    pub(crate) network: u16,
+    /// Transport header, the same way.
+    pub(crate) transport: u16,
+    /// Click's packet type annotation (`Packet::PacketType`: HOST 0,
+    /// BROADCAST 1, MULTICAST 2, OTHERHOST 3, OUTGOING 4, LOOPBACK 5,
+    /// FASTROUTE 6).
+    pub packet_type: u8,
+    _reserved: [u8; 3],
+}
+
+/// Bytes in Click's annotation area.
+pub const ANNO_AREA: usize = 48;
+/// Offset of the destination IPv4 address annotation (Click's
+/// `DST_IP_ANNO_OFFSET`).
+pub const DST_IP_ANNO: usize = 0;
+/// Offset of the first user annotation (Click's `user_anno_offset`).
+pub const USER_ANNO: usize = 16;
+/// Offset of the paint annotation (user annotation byte 0).
+pub const PAINT_ANNO: usize = USER_ANNO;
+
+const ZERO_ANNO: Annotations = Annotations {
+    area: [0; ANNO_AREA],
+    timestamp_ns: 0,
+    network: 0,
+    transport: 0,
+    packet_type: 0,
+    _reserved: [0; 3],
+};
+
+impl Default for Annotations {
+    fn default() -> Annotations {
+        ZERO_ANNO
+    }
+}
+
+impl Annotations {
+    /// The destination IPv4 address annotation.
+    #[inline]
+    pub fn dst_ip(&self) -> [u8; 4] {
+        let mut a = [0; 4];
+        a.copy_from_slice(&self.area[DST_IP_ANNO..DST_IP_ANNO + 4]);
+        a
+    }
+
+    /// Sets the destination IPv4 address annotation.
+    #[inline]
+    pub fn set_dst_ip(&mut self, ip: [u8; 4]) {
+        self.area[DST_IP_ANNO..DST_IP_ANNO + 4].copy_from_slice(&ip);
+    }
+
+    /// The paint annotation.
+    #[inline]
+    pub fn paint(&self) -> u8 {
+        self.area[PAINT_ANNO]
+    }
+
+    /// Sets the paint annotation.
+    #[inline]
+    pub fn set_paint(&mut self, color: u8) {
+        self.area[PAINT_ANNO] = color;
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Annotations>() == 64);
 
 // Transmit offload requests ([`TxOffload::flags`]).
 /// Insert the IPv4 header checksum.
@@ -110,9 +200,11 @@ pub struct TxOffload {
     pub mss: u16,
 }
 
-/// Bytes reserved for [`BufferHeader`] at the start of every buffer (one
-/// cache line).
-pub const HEADER_SIZE: usize = 64;
+/// Bytes reserved at the start of every buffer: the [`BufferHeader`] line
+/// and the [`Annotations`] line.
+pub const HEADER_SIZE: usize = 128;
+/// Offset of the annotation line in a buffer.
+const ANNO_OFFSET: usize = 64;
 
 /// Bookkeeping at the start of each buffer; written by the pool when the
 /// buffer is created (pool, iova, size) and reset on each allocation.
@@ -158,7 +250,8 @@ pub(crate) struct BufferHeader {
     pub(crate) domain: crate::domain::DmaDomain,
 }
 
-const _: () = assert!(std::mem::size_of::<BufferHeader>() == HEADER_SIZE);
+const _: () = assert!(std::mem::size_of::<BufferHeader>() == ANNO_OFFSET);
+const _: () = assert!(ANNO_OFFSET + std::mem::size_of::<Annotations>() == HEADER_SIZE);
 const _: () = assert!(std::mem::offset_of!(BufferHeader, len) + 4 == std::mem::offset_of!(BufferHeader, request));
 const _: () = assert!(std::mem::offset_of!(BufferHeader, request) == REQUEST_WORD_OFFSET);
 
@@ -216,7 +309,8 @@ impl Packet {
 
     #[inline]
     fn room_ptr(&self) -> *mut u8 {
-        // SAFETY: the head room starts right after the 64-byte header.
+        // SAFETY: the head room starts right after the header and
+        // annotation lines.
         unsafe { (self.header.as_ptr() as *mut u8).add(HEADER_SIZE) }
     }
 
@@ -272,6 +366,107 @@ impl Packet {
     #[inline]
     pub fn meta_mut(&mut self) -> &mut Metadata {
         &mut self.h_mut().meta
+    }
+
+    /// The packet's annotations; all zero if none was written since the
+    /// buffer was allocated or received.
+    #[inline]
+    pub fn anno(&self) -> &Annotations {
+        if self.h().meta.flags & FLAG_ANNO == 0 {
+            return &ZERO_ANNO;
+        }
+        // SAFETY: the annotation line follows the header inside our
+        // buffer, 64-byte aligned, and FLAG_ANNO says it was initialised.
+        unsafe { &*((self.header.as_ptr() as *const u8).add(ANNO_OFFSET) as *const Annotations) }
+    }
+
+    /// The annotations, for writing; a stale line is zeroed first.
+    #[inline]
+    pub fn anno_mut(&mut self) -> &mut Annotations {
+        // SAFETY: as in `anno`, exclusively (we own the buffer).
+        let line = unsafe { &mut *((self.header.as_ptr() as *mut u8).add(ANNO_OFFSET) as *mut Annotations) };
+        let flags = &mut self.h_mut().meta.flags;
+        if *flags & FLAG_ANNO == 0 {
+            *flags |= FLAG_ANNO;
+            *line = ZERO_ANNO;
+        }
+        line
+    }
+
+    /// Copies `other`'s metadata and annotations, as Click copies them
+    /// with the packet; header marks keep their place relative to the
+    /// data even if the two buffers' head rooms differ.
+    pub fn copy_meta_from(&mut self, other: &Packet) {
+        let anno = self.meta().flags & FLAG_ANNO;
+        *self.meta_mut() = Metadata {
+            flags: (other.meta().flags & !FLAG_ANNO) | anno,
+            ..*other.meta()
+        };
+        if other.meta().flags & FLAG_ANNO == 0 {
+            if anno != 0 {
+                *self.anno_mut() = ZERO_ANNO;
+            }
+            return;
+        }
+        let shift = self.h().data_offset as isize - other.h().data_offset as isize;
+        let moved = |mark: u16| -> u16 {
+            if mark == 0 {
+                return 0;
+            }
+            let m = mark as isize + shift;
+            if (1..=u16::MAX as isize).contains(&m) {
+                m as u16
+            } else {
+                0
+            }
+        };
+        let mut a = *other.anno();
+        a.network = moved(a.network);
+        a.transport = moved(a.transport);
+        *self.anno_mut() = a;
+    }
+
+    /// Offset of the network header from the start of the data (negative
+    /// if the data now starts after it), or `None` if no element marked it
+    /// (Click's `network_header_offset`).
+    #[inline]
+    pub fn network_offset(&self) -> Option<isize> {
+        let n = self.anno().network;
+        (n != 0).then(|| n as isize - 1 - self.h().data_offset as isize)
+    }
+
+    /// Offset of the transport header from the start of the data, as
+    /// [`network_offset`](Packet::network_offset).
+    #[inline]
+    pub fn transport_offset(&self) -> Option<isize> {
+        let t = self.anno().transport;
+        (t != 0).then(|| t as isize - 1 - self.h().data_offset as isize)
+    }
+
+    /// Marks the network header at `offset` bytes into the data and the
+    /// transport header `len` bytes after it (Click's
+    /// `set_network_header`). Offsets outside the data are refused.
+    pub fn set_network_header(&mut self, offset: usize, len: usize) -> Result<()> {
+        if offset > self.len() || offset + len > self.len() {
+            return Err(Error::Config(format!(
+                "network header at {offset} (+{len}) lies outside the packet's {} bytes",
+                self.len()
+            )));
+        }
+        let base = self.h().data_offset as usize + 1;
+        let a = self.anno_mut();
+        a.network = (base + offset) as u16;
+        a.transport = (base + offset + len) as u16;
+        Ok(())
+    }
+
+    /// Forgets the network and transport header marks.
+    pub fn clear_network_header(&mut self) {
+        if self.meta().flags & FLAG_ANNO != 0 {
+            let a = self.anno_mut();
+            a.network = 0;
+            a.transport = 0;
+        }
     }
 
     /// `len` in the low 32 bits and the request word (requests and
@@ -882,6 +1077,50 @@ impl<'a> IntoIterator for &'a PacketBatch {
 mod tests {
     use super::*;
     use crate::{MemoryKind, Mempool};
+
+    #[test]
+    fn annotations_start_zero_survive_and_do_not_leak_into_the_next_owner() {
+        let pool = Mempool::new("anno", 1, MemoryKind::Plain).unwrap();
+        let mut p = pool.alloc().unwrap();
+        assert_eq!(*p.anno(), Annotations::default());
+        p.anno_mut().set_paint(3);
+        p.anno_mut().set_dst_ip([10, 0, 0, 1]);
+        p.anno_mut().timestamp_ns = 42;
+        assert_eq!(
+            (p.anno().paint(), p.anno().dst_ip(), p.anno().timestamp_ns),
+            (3, [10, 0, 0, 1], 42)
+        );
+        assert_eq!(p.meta().rss_hash, 0, "annotations are not metadata");
+        drop(p);
+        // The same buffer again: its annotation line still holds the old
+        // bytes, but the packet reads as unannotated.
+        let mut q = pool.alloc().unwrap();
+        assert_eq!(*q.anno(), Annotations::default());
+        assert_eq!(q.anno_mut().paint(), 0, "a stale line is zeroed before writing");
+    }
+
+    #[test]
+    fn header_marks_stay_put_when_data_is_stripped_and_follow_a_copy() {
+        let pool = Mempool::new("marks", 2, MemoryKind::Plain).unwrap();
+        let mut p = pool.alloc().unwrap();
+        p.set_len(60).unwrap();
+        assert_eq!(p.network_offset(), None);
+        p.set_network_header(14, 20).unwrap();
+        assert_eq!((p.network_offset(), p.transport_offset()), (Some(14), Some(34)));
+        p.strip_front(14).unwrap();
+        assert_eq!((p.network_offset(), p.transport_offset()), (Some(0), Some(20)));
+        p.strip_front(4).unwrap();
+        assert_eq!(p.network_offset(), Some(-4), "Click's offsets go negative too");
+        assert!(p.set_network_header(40, 20).is_err(), "past the end of the data");
+        // A copy with a different head room keeps the marks on the same bytes.
+        let mut q = pool.alloc().unwrap();
+        q.set_len(10).unwrap();
+        q.prepend(30).unwrap();
+        q.copy_meta_from(&p);
+        assert_eq!((q.network_offset(), q.transport_offset()), (Some(-4), Some(16)));
+        q.clear_network_header();
+        assert_eq!(q.network_offset(), None);
+    }
 
     #[test]
     fn head_room_prepend_and_strip() {
