@@ -286,6 +286,182 @@ pub fn seconds(text: &str) -> Result<f64, String> {
     Ok(value * scale)
 }
 
+// ---- Addresses (click(5) "ADDRESSES"; Click's IPAddressArg,
+// IPPrefixArg, EtherAddressArg), with AddressInfo names.
+
+/// One AddressInfo name's addresses (Click's AddressInfo element): any of
+/// an IPv4 address with its prefix, an Ethernet address.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AddressEntry {
+    /// IPv4 address and prefix length (32 for a bare address).
+    pub ip: Option<([u8; 4], u8)>,
+    /// Ethernet address.
+    pub ether: Option<[u8; 6]>,
+}
+
+thread_local! {
+    static ADDRESS_INFO: std::cell::RefCell<std::collections::HashMap<String, AddressEntry>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// Defines an AddressInfo name for the configuration being built on this
+/// thread (the router configures AddressInfo elements before the others,
+/// as Click does with its configure phases).
+pub fn define_address(name: &str, entry: AddressEntry) {
+    ADDRESS_INFO.with(|t| {
+        let mut t = t.borrow_mut();
+        let e = t.entry(name.to_string()).or_default();
+        if entry.ip.is_some() {
+            e.ip = entry.ip;
+        }
+        if entry.ether.is_some() {
+            e.ether = entry.ether;
+        }
+    });
+}
+
+/// Forgets every AddressInfo name (a new configuration starts).
+pub fn clear_addresses() {
+    ADDRESS_INFO.with(|t| t.borrow_mut().clear());
+}
+
+fn lookup_address(name: &str) -> Option<AddressEntry> {
+    ADDRESS_INFO.with(|t| t.borrow().get(name).cloned())
+}
+
+/// An IPv4 address: dotted quad (`10.0.0.1`; Click also accepts fewer
+/// than four parts only in prefixes) or an AddressInfo name.
+pub fn ip_address(text: &str) -> Result<[u8; 4], String> {
+    let t = text.trim();
+    if let Some(a) = parse_dotted(t, false) {
+        return Ok(a);
+    }
+    match lookup_address(t).and_then(|e| e.ip) {
+        Some((ip, _)) => Ok(ip),
+        None => Err(format!("'{t}' is not an IP address (a.b.c.d or an AddressInfo name)")),
+    }
+}
+
+fn parse_dotted(t: &str, partial: bool) -> Option<[u8; 4]> {
+    let parts: Vec<&str> = t.split('.').collect();
+    if parts.len() > 4 || (!partial && parts.len() != 4) || parts.iter().any(|p| p.is_empty()) {
+        return None;
+    }
+    let mut out = [0u8; 4];
+    for (i, p) in parts.iter().enumerate() {
+        if !p.bytes().all(|b| b.is_ascii_digit()) || p.len() > 3 {
+            return None;
+        }
+        out[i] = p.parse().ok()?;
+    }
+    Some(out)
+}
+
+/// The mask of a prefix length.
+pub fn prefix_mask(len: u8) -> [u8; 4] {
+    let m: u32 = if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - len.min(32) as u32)
+    };
+    m.to_be_bytes()
+}
+
+/// The prefix length of a mask, if it is contiguous.
+pub fn mask_len(mask: [u8; 4]) -> Option<u8> {
+    let m = u32::from_be_bytes(mask);
+    let len = m.leading_ones();
+    (m.checked_shl(len).unwrap_or(0) == 0).then_some(len as u8)
+}
+
+/// An IPv4 prefix: `ADDR/LEN`, `ADDR/MASK`, `ADDR MASK`, a partial
+/// address with a length (`10/8`), a bare address (/32), or an
+/// AddressInfo name (its prefix). Returns address and mask; the address
+/// keeps its host bits (Click's IPPrefixArg; callers that want the
+/// network AND it with the mask).
+pub fn ip_prefix(text: &str) -> Result<([u8; 4], [u8; 4]), String> {
+    let t = text.trim();
+    let bad = || format!("'{t}' is not an IP prefix (a.b.c.d/len, a.b.c.d/mask or an AddressInfo name)");
+    let (addr, mask) = match t.split_once('/').or_else(|| t.split_once(char::is_whitespace)) {
+        Some((a, m)) => (a.trim(), Some(m.trim())),
+        None => (t, None),
+    };
+    let Some(mask) = mask else {
+        if let Some(a) = parse_dotted(addr, false) {
+            return Ok((a, [255; 4]));
+        }
+        return match lookup_address(addr).and_then(|e| e.ip) {
+            Some((ip, len)) => Ok((ip, prefix_mask(len))),
+            None => Err(bad()),
+        };
+    };
+    let base = parse_dotted(addr, true)
+        .or_else(|| lookup_address(addr).and_then(|e| e.ip).map(|(ip, _)| ip))
+        .ok_or_else(bad)?;
+    let mask = if mask.bytes().all(|b| b.is_ascii_digit()) && !mask.is_empty() {
+        let len: u8 = mask.parse().map_err(|_| bad())?;
+        if len > 32 {
+            return Err(bad());
+        }
+        prefix_mask(len)
+    } else {
+        parse_dotted(mask, false).ok_or_else(bad)?
+    };
+    Ok((base, mask))
+}
+
+/// An Ethernet address: six hex bytes separated by `:` or `-`, or an
+/// AddressInfo name.
+pub fn ether_address(text: &str) -> Result<[u8; 6], String> {
+    let t = text.trim();
+    let parts: Vec<&str> = t.split([':', '-']).collect();
+    if parts.len() == 6 && parts.iter().all(|p| (1..=2).contains(&p.len())) {
+        let mut out = [0u8; 6];
+        let mut ok = true;
+        for (i, p) in parts.iter().enumerate() {
+            match u8::from_str_radix(p, 16) {
+                Ok(v) => out[i] = v,
+                Err(_) => ok = false,
+            }
+        }
+        if ok {
+            return Ok(out);
+        }
+    }
+    lookup_address(t)
+        .and_then(|e| e.ether)
+        .ok_or_else(|| format!("'{t}' is not an Ethernet address (xx:xx:xx:xx:xx:xx or an AddressInfo name)"))
+}
+
+/// A bandwidth in bytes per second: a number with an optional unit,
+/// `bps`/`kbps`/`Mbps`/`Gbps` (bits) or `Bps`/`kBps`/`MBps`/`GBps`
+/// (bytes); a bare number is bytes per second (click(5) "BANDWIDTHS").
+pub fn bandwidth(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number.trim().parse().map_err(|_| format!("'{t}' is not a bandwidth"))?;
+    let (prefix, rest) = match unit.chars().next() {
+        Some('k') | Some('K') => (1e3, &unit[1..]),
+        Some('M') => (1e6, &unit[1..]),
+        Some('G') => (1e9, &unit[1..]),
+        _ => (1.0, unit),
+    };
+    let per_byte = match rest {
+        "" | "Bps" | "B/s" => 1.0,
+        "bps" | "b/s" => 1.0 / 8.0,
+        _ => {
+            return Err(format!(
+                "'{unit}' is not a bandwidth unit (bps, kbps, Mbps, Gbps, Bps, kBps, MBps, GBps)"
+            ))
+        }
+    };
+    if !(value >= 0.0 && value.is_finite()) {
+        return Err(format!("'{t}' is not a bandwidth"));
+    }
+    Ok(value * prefix * per_byte)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,5 +509,49 @@ mod tests {
         assert_eq!(seconds("250ms").unwrap(), 0.25);
         assert_eq!(seconds("2min").unwrap(), 120.0);
         assert!(seconds("1 fortnight").is_err());
+    }
+
+    #[test]
+    fn addresses_prefixes_and_addressinfo_names() {
+        assert_eq!(ip_address("10.0.0.1").unwrap(), [10, 0, 0, 1]);
+        assert!(ip_address("10.0.0").is_err());
+        assert!(ip_address("10.0.0.256").is_err());
+        assert_eq!(ip_prefix("10/8").unwrap(), ([10, 0, 0, 0], [255, 0, 0, 0]));
+        assert_eq!(
+            ip_prefix("1.2.3.4/255.255.0.0").unwrap(),
+            ([1, 2, 3, 4], [255, 255, 0, 0])
+        );
+        assert_eq!(ip_prefix("1.2.3.4").unwrap().1, [255; 4]);
+        assert!(ip_prefix("1.2.3.4/33").is_err());
+        assert_eq!(mask_len([255, 255, 240, 0]), Some(20));
+        assert_eq!(mask_len([255, 0, 255, 0]), None);
+        assert_eq!(
+            ether_address("00:1b:21:0A:b:ff").unwrap(),
+            [0, 0x1b, 0x21, 0x0a, 0x0b, 0xff]
+        );
+        assert!(ether_address("00:1b:21:0a:0b").is_err());
+        clear_addresses();
+        define_address(
+            "eth0",
+            AddressEntry {
+                ip: Some(([192, 168, 1, 1], 24)),
+                ether: Some([2, 0, 0, 0, 0, 1]),
+            },
+        );
+        assert_eq!(ip_address("eth0").unwrap(), [192, 168, 1, 1]);
+        assert_eq!(ip_prefix("eth0").unwrap(), ([192, 168, 1, 1], [255, 255, 255, 0]));
+        assert_eq!(ether_address("eth0").unwrap(), [2, 0, 0, 0, 0, 1]);
+        let err = ip_address("eth1").unwrap_err();
+        assert!(err.contains("AddressInfo"), "{err}");
+        clear_addresses();
+    }
+
+    #[test]
+    fn bandwidths_in_bits_and_bytes() {
+        assert_eq!(bandwidth("1000").unwrap(), 1000.0);
+        assert_eq!(bandwidth("8kbps").unwrap(), 1000.0);
+        assert_eq!(bandwidth("1MBps").unwrap(), 1e6);
+        assert_eq!(bandwidth("1Gbps").unwrap(), 1.25e8);
+        assert!(bandwidth("1 furlong").is_err());
     }
 }

@@ -357,12 +357,22 @@ impl Router {
     /// resolves every connection to an index.
     pub fn build(flat: &Flat, registry: &dyn Registry) -> Result<Router, BuildError> {
         let n = flat.elements.len();
-        let mut elements: Vec<Box<dyn Element>> = Vec::with_capacity(n);
+        let mut created: Vec<Option<Box<dyn Element>>> = Vec::with_capacity(n);
         let mut errors = Vec::new();
         for e in &flat.elements {
-            let Some(mut element) = registry.create(&e.class) else {
+            let Some(element) = registry.create(&e.class) else {
                 return Err(BuildError(format!("{}: unknown element class '{}'", e.pos, e.class)));
             };
+            created.push(Some(element));
+        }
+        // Configure in Click's phases: AddressInfo first (its names are
+        // arguments of the others), then the rest in order.
+        crate::args::clear_addresses();
+        let first: Vec<usize> = (0..n).filter(|&i| flat.elements[i].class == "AddressInfo").collect();
+        let rest = (0..n).filter(|&i| flat.elements[i].class != "AddressInfo");
+        for i in first.iter().copied().chain(rest) {
+            let e = &flat.elements[i];
+            let element = created[i].as_mut().expect("created above");
             let mut args = Args::new(&e.config);
             if let Err(msg) = element.configure(&mut args).and_then(|()| args.complete()) {
                 errors.push(format!(
@@ -370,8 +380,8 @@ impl Router {
                     e.pos, e.name, e.class
                 ));
             }
-            elements.push(element);
         }
+        let mut elements: Vec<Box<dyn Element>> = created.into_iter().map(|e| e.expect("created above")).collect();
         // Ports used: one more than the highest connected.
         let mut ninputs = vec![0usize; n];
         let mut noutputs = vec![0usize; n];

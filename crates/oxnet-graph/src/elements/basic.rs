@@ -202,3 +202,28 @@ impl Element for Edit {
         (self.class == "Unstrip" && name == "drops").then(|| self.drops.to_string())
     }
 }
+
+/// The classes of this module (see [`super::MODULES`]).
+pub const MODULE: super::Module = super::Module {
+    classes: &[
+        "HashSwitch",
+        "RoundRobinSwitch",
+        "StaticSwitch",
+        "Strip",
+        "Truncate",
+        "Unstrip",
+    ],
+    create,
+};
+
+fn create(class: &str) -> Option<Box<dyn crate::element::Element>> {
+    Some(match class {
+        "StaticSwitch" => Box::<StaticSwitch>::default(),
+        "RoundRobinSwitch" => Box::<RoundRobinSwitch>::default(),
+        "HashSwitch" => Box::<HashSwitch>::default(),
+        "Strip" => Box::new(Edit::new("Strip")),
+        "Unstrip" => Box::new(Edit::new("Unstrip")),
+        "Truncate" => Box::new(Edit::new("Truncate")),
+        _ => return None,
+    })
+}

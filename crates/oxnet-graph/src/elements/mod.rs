@@ -9,31 +9,23 @@ pub mod standard;
 use crate::element::Element;
 use crate::router::Registry;
 
-/// Every class this library has, by name.
-pub const CLASSES: &[&str] = &[
-    "Counter",
-    "Discard",
-    "DriverManager",
-    "FrontDropQueue",
-    "HashSwitch",
-    "Idle",
-    "InfiniteSource",
-    "Null",
-    "Print",
-    "PullNull",
-    "PushNull",
-    "Queue",
-    "RoundRobinSwitch",
-    "Script",
-    "SimpleQueue",
-    "StaticSwitch",
-    "Strip",
-    "Switch",
-    "Tee",
-    "Truncate",
-    "Unqueue",
-    "Unstrip",
-];
+/// One module of the library: the classes it defines and how to make one.
+pub struct Module {
+    /// Class names, sorted.
+    pub classes: &'static [&'static str],
+    /// Makes an element of one of `classes` (None for any other name).
+    pub create: fn(&str) -> Option<Box<dyn Element>>,
+}
+
+/// Every module; a new module adds one line here.
+pub const MODULES: &[Module] = &[standard::MODULE, basic::MODULE, script::MODULE];
+
+/// Every class this library has, sorted by name.
+pub fn classes() -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = MODULES.iter().flat_map(|m| m.classes.iter().copied()).collect();
+    all.sort_unstable();
+    all
+}
 
 /// The standard library of elements.
 #[derive(Debug, Default, Clone, Copy)]
@@ -41,36 +33,14 @@ pub struct Standard;
 
 impl Registry for Standard {
     fn create(&self, class: &str) -> Option<Box<dyn Element>> {
-        use standard::*;
-        Some(match class {
-            "Counter" => Box::<Counter>::default(),
-            "Discard" => Box::<Discard>::default(),
-            "DriverManager" => Box::new(script::Script::driver_manager()),
-            "Script" => Box::new(script::Script::script()),
-            "Idle" => Box::new(Idle),
-            "InfiniteSource" => Box::<InfiniteSource>::default(),
-            "Null" => Box::new(Null::agnostic()),
-            "PullNull" => Box::new(Null::pull_only()),
-            "PushNull" => Box::new(Null::push_only()),
-            "Print" => Box::<Print>::default(),
-            "Queue" => Box::new(Queue::new("Queue")),
-            "SimpleQueue" => Box::new(Queue::new("SimpleQueue")),
-            "FrontDropQueue" => Box::new(Queue::new("FrontDropQueue")),
-            "Switch" => Box::<Switch>::default(),
-            "StaticSwitch" => Box::<basic::StaticSwitch>::default(),
-            "RoundRobinSwitch" => Box::<basic::RoundRobinSwitch>::default(),
-            "HashSwitch" => Box::<basic::HashSwitch>::default(),
-            "Strip" => Box::new(basic::Edit::new("Strip")),
-            "Unstrip" => Box::new(basic::Edit::new("Unstrip")),
-            "Truncate" => Box::new(basic::Edit::new("Truncate")),
-            "Tee" => Box::<Tee>::default(),
-            "Unqueue" => Box::<Unqueue>::default(),
-            _ => return None,
-        })
+        MODULES
+            .iter()
+            .filter(|m| m.classes.contains(&class))
+            .find_map(|m| (m.create)(class))
     }
 
     fn is_class(&self, class: &str) -> bool {
-        CLASSES.contains(&class)
+        MODULES.iter().any(|m| m.classes.contains(&class))
     }
 }
 
@@ -82,7 +52,7 @@ pub fn reference() -> String {
     let mut out = String::from(
         "| class | ports (inputs/outputs) | processing (h push, l pull, a agnostic) | handlers (r read, w write) |\n|---|---|---|---|\n",
     );
-    for class in CLASSES {
+    for class in classes() {
         let Some(element) = Standard.create(class) else {
             continue;
         };

@@ -790,6 +790,20 @@ impl Element for Script {
     }
 }
 
+/// The classes of this module (see [`super::MODULES`]).
+pub const MODULE: super::Module = super::Module {
+    classes: &["DriverManager", "Script"],
+    create,
+};
+
+fn create(class: &str) -> Option<Box<dyn crate::element::Element>> {
+    Some(match class {
+        "DriverManager" => Box::new(Script::driver_manager()),
+        "Script" => Box::new(Script::script()),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

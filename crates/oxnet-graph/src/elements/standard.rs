@@ -871,6 +871,47 @@ impl Element for Unqueue {
     }
 }
 
+/// The classes of this module (see [`super::MODULES`]).
+pub const MODULE: super::Module = super::Module {
+    classes: &[
+        "Counter",
+        "Discard",
+        "FrontDropQueue",
+        "Idle",
+        "InfiniteSource",
+        "Null",
+        "Print",
+        "PullNull",
+        "PushNull",
+        "Queue",
+        "SimpleQueue",
+        "Switch",
+        "Tee",
+        "Unqueue",
+    ],
+    create,
+};
+
+fn create(class: &str) -> Option<Box<dyn crate::element::Element>> {
+    Some(match class {
+        "Counter" => Box::<Counter>::default(),
+        "Discard" => Box::<Discard>::default(),
+        "Idle" => Box::new(Idle),
+        "InfiniteSource" => Box::<InfiniteSource>::default(),
+        "Null" => Box::new(Null::agnostic()),
+        "PullNull" => Box::new(Null::pull_only()),
+        "PushNull" => Box::new(Null::push_only()),
+        "Print" => Box::<Print>::default(),
+        "Queue" => Box::new(Queue::new("Queue")),
+        "SimpleQueue" => Box::new(Queue::new("SimpleQueue")),
+        "FrontDropQueue" => Box::new(Queue::new("FrontDropQueue")),
+        "Switch" => Box::<Switch>::default(),
+        "Tee" => Box::<Tee>::default(),
+        "Unqueue" => Box::<Unqueue>::default(),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
