@@ -347,7 +347,10 @@ impl Runner {
     /// A runner whose `click` is the oxnet binary at `oxnet`: makes a
     /// temporary directory with the link.
     pub fn new(oxnet: &Path) -> Result<Runner, String> {
-        let dir = std::env::temp_dir().join(format!("oxnet-clicktest-bin-{}", std::process::id()));
+        // One directory per runner: several may live in one process.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("oxnet-clicktest-bin-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let link = dir.join("click");
         let _ = std::fs::remove_file(&link);

@@ -82,3 +82,34 @@ fn clicks_own_tests_pass_with_oxnet_as_click() {
         );
     }
 }
+
+/// Our own files in Click's format (`tests/clicktests/`): behaviour Click's
+/// files do not pin, checked against Click's documentation. Every one must
+/// pass.
+#[test]
+fn our_own_clicktests_pass() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clicktests");
+    let mut runner = Runner::new(std::path::Path::new(env!("CARGO_BIN_EXE_oxnet"))).unwrap();
+    runner.timeout = std::time::Duration::from_secs(10);
+    let files = find(&dir);
+    assert!(!files.is_empty(), "no files in {}", dir.display());
+    let mut failures = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&dir).unwrap().display().to_string();
+        let text = std::fs::read(file).unwrap();
+        match parse(&rel, &text) {
+            Ok(tests) => {
+                for t in &tests {
+                    let outcome = runner.run(t);
+                    if outcome != Outcome::Pass {
+                        failures.push(format!("{rel}: {outcome:?}"));
+                    }
+                }
+            }
+            Err(e) => failures.push(format!("{rel}: {e}")),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&runner.bin_dir);
+    println!("own clicktests: {} files", files.len());
+    assert!(failures.is_empty(), "failing:\n{}", failures.join("\n"));
+}

@@ -677,11 +677,12 @@ impl Element for Script {
         let mut insns = Vec::new();
         for arg in all {
             let (op, text) = split_first(&arg);
-            // DriverManager's older spellings (Click's drivermanager.hh):
-            // wait_stop and wait_pause are pause, wait_time is wait.
+            // Click's script.cc: a bare `wait` (no time) waits for a step,
+            // as pause does; wait_step and wait_for are the explicit names.
             let op = match op {
-                "wait_stop" | "wait_pause" => "pause",
-                "wait_time" => "wait",
+                "wait_stop" | "wait_pause" | "wait_step" => "pause",
+                "wait" if text.trim().is_empty() => "pause",
+                "wait_time" | "wait_for" => "wait",
                 o => o,
             };
             let known = [
