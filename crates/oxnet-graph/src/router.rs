@@ -368,6 +368,7 @@ impl Router {
         // Configure in Click's phases: AddressInfo first (its names are
         // arguments of the others), then the rest in order.
         crate::args::clear_addresses();
+        crate::elements::device::reset_wanted();
         let first: Vec<usize> = (0..n).filter(|&i| flat.elements[i].class == "AddressInfo").collect();
         let rest = (0..n).filter(|&i| flat.elements[i].class != "AddressInfo");
         for i in first.iter().copied().chain(rest) {
@@ -535,6 +536,12 @@ impl Router {
                     ));
                 }
             }
+        }
+        // Initialize only a configuration that is right so far (Click's
+        // order): an element that opens a device or a file does not do it
+        // for a router that will not run.
+        if !errors.is_empty() {
+            return Err(BuildError(errors.join("\n")));
         }
         for (i, element) in elements.iter_mut().enumerate() {
             let ports = crate::element::Ports {

@@ -30,9 +30,16 @@ pub use world::{Access, DmaMode, SimRegisters, World, FAULT_VALUE};
 use oxnet_driver::{Config, Device, Error, Result};
 
 /// Opens a port of the global [`World`] with the ixgbe driver: the
-/// `sim:NAME[,dma=thread|sync]` device spec ([`parse_spec`]).
+/// `sim:NAME[,dma=thread|sync][,wire=PEER]` device spec ([`parse_spec`];
+/// `wire=PEER` wires the port to port PEER first, so that a configuration
+/// can build its own simulated cabling).
 pub fn open(rest: &str, config: &Config) -> Result<Box<dyn Device>> {
+    let (rest, wire) = split_wire(rest)?;
+    let rest = rest.as_str();
     let (name, mode) = parse_spec(rest)?;
+    if let Some(peer) = wire {
+        World::global().connect(name, peer);
+    }
     if let Some(mode) = mode {
         choose_global_dma_mode(rest, mode)?;
     }
@@ -43,6 +50,26 @@ pub fn open(rest: &str, config: &Config) -> Result<Box<dyn Device>> {
         oxnet_driver::MemoryKind::Plain,
     )?;
     Ok(Box::new(device))
+}
+
+/// Takes the `wire=PEER` option out of a spec's options.
+fn split_wire(rest: &str) -> Result<(String, Option<&str>)> {
+    let mut kept = Vec::new();
+    let mut wire = None;
+    for (i, part) in rest.split(',').enumerate() {
+        match part.strip_prefix("wire=") {
+            Some(peer) if i > 0 => {
+                if peer.is_empty() {
+                    return Err(Error::BadSpec(format!("'sim:{rest}': wire= needs a port name")));
+                }
+                if wire.replace(peer).is_some() {
+                    return Err(Error::BadSpec(format!("'sim:{rest}': wire= given twice")));
+                }
+            }
+            _ => kept.push(part),
+        }
+    }
+    Ok((kept.join(","), wire))
 }
 
 /// Splits what follows `sim:` into the port name and the DMA mode it asks
@@ -62,7 +89,7 @@ pub fn parse_spec(rest: &str) -> Result<(&str, Option<DmaMode>)> {
             Some(("dma", value)) => value,
             _ => {
                 return Err(Error::BadSpec(format!(
-                    "'sim:{rest}': unknown option '{option}'; the only option is dma=thread|sync"
+                    "'sim:{rest}': unknown option '{option}'; the options are dma=thread|sync and wire=PEER"
                 )))
             }
         };
@@ -140,5 +167,20 @@ mod tests {
         assert!(message("a,dma").contains("unknown option 'dma'"));
         assert!(message(",dma=thread").contains("no port name"));
         assert!(message("a,dma=sync,dma=thread").contains("dma= given twice"));
+    }
+
+    #[test]
+    fn wire_option_is_taken_out_and_checked() {
+        assert_eq!(split_wire("a,wire=b").unwrap(), ("a".to_string(), Some("b")));
+        assert_eq!(
+            split_wire("a,dma=sync,wire=b").unwrap(),
+            ("a,dma=sync".to_string(), Some("b"))
+        );
+        assert_eq!(split_wire("a").unwrap(), ("a".to_string(), None));
+        assert!(split_wire("a,wire=")
+            .unwrap_err()
+            .to_string()
+            .contains("needs a port name"));
+        assert!(split_wire("a,wire=b,wire=c").unwrap_err().to_string().contains("twice"));
     }
 }

@@ -194,6 +194,7 @@ pub fn main(args: &[String]) -> u8 {
             ("<stdin>".to_string(), t)
         }
     };
+    oxnet_sim::install();
     let mut router = match oxnet_graph::build(&name, &text, &options.vars) {
         Ok(r) => r,
         Err(e) => {
