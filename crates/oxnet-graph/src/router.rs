@@ -335,6 +335,11 @@ impl Ctx<'_> {
         &self.shared.pool
     }
 
+    /// Every element's name, in configuration order.
+    pub fn element_names(&self) -> &[String] {
+        &self.shared.names
+    }
+
     /// This element's name.
     pub fn name(&self) -> &str {
         &self.shared.names[self.me]

@@ -8,6 +8,7 @@ pub mod clicktest;
 pub mod commands;
 pub mod demo;
 pub mod frame;
+pub mod handler;
 pub mod pcap;
 pub mod report;
 pub mod run;

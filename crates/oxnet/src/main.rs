@@ -96,6 +96,21 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Read or write a handler of a running router (`oxnet run -p PORT` or
+    /// `-u PATH`) through its control socket: ELEMENT.NAME alone reads,
+    /// with a VALUE writes. Prints what a read returned.
+    Handler {
+        /// The handler: ELEMENT.NAME, or a global one (list, version, classes, stop).
+        handler: String,
+        /// Write this value (without it: read).
+        value: Option<String>,
+        /// The router's Unix control socket (oxnet run -u PATH).
+        #[arg(long, conflicts_with = "port")]
+        socket: Option<String>,
+        /// The router's TCP control port on 127.0.0.1 (oxnet run -p PORT).
+        #[arg(long, short = 'p')]
+        port: Option<u16>,
+    },
     /// The element reference: every element class of the packet graph with
     /// its ports, processing and handlers (docs/elements.md is this output).
     Elements,
@@ -423,6 +438,36 @@ fn run(cli: Cli) -> oxnet_driver::Result<bool> {
                 true
             }),
         Command::Run { args } => std::process::exit(i32::from(oxnet::run::main(&args))),
+        Command::Handler {
+            handler,
+            value,
+            socket,
+            port,
+        } => {
+            let endpoint = match (socket, port) {
+                (Some(path), _) => oxnet::handler::Endpoint::Unix(path),
+                (None, Some(p)) => oxnet::handler::Endpoint::Port(p),
+                (None, None) => {
+                    match std::env::var("OXNET_SOCKET") {
+                        Ok(path) => oxnet::handler::Endpoint::Unix(path),
+                        Err(_) => {
+                            eprintln!("oxnet handler: say where the router listens: --socket PATH, --port PORT or OXNET_SOCKET");
+                            std::process::exit(2);
+                        }
+                    }
+                }
+            };
+            match oxnet::handler::call(&endpoint, &handler, value.as_deref()) {
+                Ok(out) => {
+                    print!("{out}");
+                    Ok(true)
+                }
+                Err(e) => {
+                    eprintln!("{handler}: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
         Command::Elements => {
             print!("{}", oxnet_graph::elements::reference());
             Ok(true)

@@ -21,6 +21,10 @@ pub struct ClickOptions {
     pub quiet: bool,
     pub time: bool,
     pub simtime: bool,
+    /// `-p PORT`: a ControlSocket on TCP port PORT of 127.0.0.1.
+    pub port: Option<u16>,
+    /// `-u PATH`: a ControlSocket on a Unix socket.
+    pub unix_socket: Option<String>,
 }
 
 const USAGE: &str = "usage: oxnet run [OPTION]... [PARAM=VALUE]... [ROUTERFILE]
@@ -28,6 +32,8 @@ const USAGE: &str = "usage: oxnet run [OPTION]... [PARAM=VALUE]... [ROUTERFILE]
   -e, --expression EXPR  use EXPR as the configuration
   -h, --handler ELEMENT.HANDLER
                          print the value of a read handler at exit (globs allowed)
+  -p, --port PORT        a control socket on TCP port PORT of 127.0.0.1
+  -u, --unix-socket FILE a control socket on the Unix socket FILE
   -q, --quiet            do not print warnings
   -t, --time             print the time the router ran
       --simtime          simulated time: timers fire at once when nothing else runs
@@ -65,6 +71,11 @@ pub fn parse(args: &[String]) -> Result<ClickOptions, String> {
             }
             "-e" | "--expression" | "--expr" => o.expr = Some(take(&mut i)?),
             "-h" | "--handler" => o.handlers.push(take(&mut i)?),
+            "-p" | "--port" => {
+                let p = take(&mut i)?;
+                o.port = Some(p.parse().map_err(|_| format!("'{p}' is not a TCP port\n{USAGE}"))?);
+            }
+            "-u" | "--unix-socket" => o.unix_socket = Some(take(&mut i)?),
             "-q" | "--quiet" => o.quiet = true,
             "-t" | "--time" => o.time = true,
             "--simtime" => o.simtime = true,
@@ -195,6 +206,17 @@ pub fn main(args: &[String]) -> u8 {
         }
     };
     oxnet_sim::install();
+    // -p and -u add a ControlSocket, as Click's driver does.
+    let mut text = text;
+    if let Some(p) = options.port {
+        text += &format!("\nControlSocket(TCP, {p});\n");
+    }
+    if let Some(path) = &options.unix_socket {
+        text += &format!(
+            "\nControlSocket(UNIX, \"{}\");\n",
+            path.replace('\\', "\\\\").replace('"', "\\\"")
+        );
+    }
     let mut router = match oxnet_graph::build(&name, &text, &options.vars) {
         Ok(r) => r,
         Err(e) => {

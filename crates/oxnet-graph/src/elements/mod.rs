@@ -3,6 +3,7 @@
 //! of the same name.
 
 pub mod basic;
+pub mod control;
 pub mod device;
 pub mod script;
 pub mod standard;
@@ -19,7 +20,13 @@ pub struct Module {
 }
 
 /// Every module; a new module adds one line here.
-pub const MODULES: &[Module] = &[standard::MODULE, basic::MODULE, script::MODULE, device::MODULE];
+pub const MODULES: &[Module] = &[
+    standard::MODULE,
+    basic::MODULE,
+    script::MODULE,
+    device::MODULE,
+    control::MODULE,
+];
 
 /// Every class this library has, sorted by name.
 pub fn classes() -> Vec<&'static str> {
