@@ -346,6 +346,11 @@ impl Ctx<'_> {
     }
 }
 
+/// Set by the global `stop` handler of a control socket: every graph
+/// thread of the process stops (`oxnet run -j` checks it with the
+/// signals).
+pub static STOP_ALL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Packets in the router's own pool (sources, copies).
 pub const POOL_SIZE: usize = 8192;
 
@@ -373,7 +378,6 @@ impl Router {
         // Configure in Click's phases: AddressInfo first (its names are
         // arguments of the others), then the rest in order.
         crate::args::clear_addresses();
-        crate::elements::device::reset_wanted();
         let first: Vec<usize> = (0..n).filter(|&i| flat.elements[i].class == "AddressInfo").collect();
         let rest = (0..n).filter(|&i| flat.elements[i].class != "AddressInfo");
         for i in first.iter().copied().chain(rest) {

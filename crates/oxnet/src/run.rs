@@ -25,6 +25,8 @@ pub struct ClickOptions {
     pub port: Option<u16>,
     /// `-u PATH`: a ControlSocket on a Unix socket.
     pub unix_socket: Option<String>,
+    /// `-j N`: graph threads (0 and 1: one).
+    pub threads: usize,
 }
 
 const USAGE: &str = "usage: oxnet run [OPTION]... [PARAM=VALUE]... [ROUTERFILE]
@@ -34,6 +36,7 @@ const USAGE: &str = "usage: oxnet run [OPTION]... [PARAM=VALUE]... [ROUTERFILE]
                          print the value of a read handler at exit (globs allowed)
   -p, --port PORT        a control socket on TCP port PORT of 127.0.0.1
   -u, --unix-socket FILE a control socket on the Unix socket FILE
+  -j, --threads N        N graph threads, one per core; thread i owns queue i of each device
   -q, --quiet            do not print warnings
   -t, --time             print the time the router ran
       --simtime          simulated time: timers fire at once when nothing else runs
@@ -76,6 +79,13 @@ pub fn parse(args: &[String]) -> Result<ClickOptions, String> {
                 o.port = Some(p.parse().map_err(|_| format!("'{p}' is not a TCP port\n{USAGE}"))?);
             }
             "-u" | "--unix-socket" => o.unix_socket = Some(take(&mut i)?),
+            "-j" | "--threads" => {
+                let j = take(&mut i)?;
+                o.threads = match j.parse::<usize>() {
+                    Ok(n) if (1..=64).contains(&n) => n,
+                    _ => return Err(format!("'{j}' is not a thread count (1..64)\n{USAGE}")),
+                };
+            }
             "-q" | "--quiet" => o.quiet = true,
             "-t" | "--time" => o.time = true,
             "--simtime" => o.simtime = true,
@@ -134,13 +144,14 @@ pub fn glob(pattern: &str, name: &str) -> bool {
     p[pi..].iter().all(|&c| c == '*')
 }
 
-/// The `-h` output, as Click's `call_read_handlers` prints it: the value
-/// alone when one handler of one element is asked for, else
-/// `NAME.HANDLER:` then the value then an empty line.
-pub fn read_handlers(router: &Router, handlers: &[String]) -> (String, Vec<String>) {
-    let mut out = String::new();
+/// One `-h` value: element name, handler name, value.
+pub type HandlerValue = (String, String, String);
+
+/// Reads the `-h` handlers (element globs expanded) in order; errors for
+/// those that do not exist or fail.
+pub fn read_handler_values(router: &Router, handlers: &[String]) -> (Vec<HandlerValue>, Vec<String>) {
+    let mut values = Vec::new();
     let mut errors = Vec::new();
-    let several = handlers.len() > 1;
     for h in handlers {
         let Some((element, handler)) = h.rsplit_once('.') else {
             errors.push(format!("no '{h}' handler"));
@@ -157,24 +168,60 @@ pub fn read_handlers(router: &Router, handlers: &[String]) -> (String, Vec<Strin
             errors.push(format!("no element matching '{element}'"));
             continue;
         }
-        let print_name = several || matches.len() > 1;
         for i in matches {
             match router.read_handler(i, handler) {
-                Ok(mut value) => {
-                    if !value.is_empty() && !value.ends_with('\n') {
-                        value.push('\n');
-                    }
-                    if print_name {
-                        out += &format!("{}.{handler}:\n{value}\n", router.names()[i]);
-                    } else {
-                        out += &value;
-                    }
-                }
+                Ok(value) => values.push((router.names()[i].clone(), handler.to_string(), value)),
                 Err(e) => errors.push(e),
             }
         }
     }
-    (out, errors)
+    (values, errors)
+}
+
+/// The `-h` output, as Click's `call_read_handlers` prints it: the value
+/// alone when one handler of one element is asked for, else
+/// `NAME.HANDLER:` then the value then an empty line.
+pub fn format_handler_values(values: &[HandlerValue]) -> String {
+    let mut out = String::new();
+    let print_name = values.len() > 1;
+    for (element, handler, value) in values {
+        let mut value = value.clone();
+        if !value.is_empty() && !value.ends_with('\n') {
+            value.push('\n');
+        }
+        if print_name {
+            out += &format!("{element}.{handler}:\n{value}\n");
+        } else {
+            out += &value;
+        }
+    }
+    out
+}
+
+/// [`read_handler_values`] then [`format_handler_values`].
+pub fn read_handlers(router: &Router, handlers: &[String]) -> (String, Vec<String>) {
+    let (values, errors) = read_handler_values(router, handlers);
+    (format_handler_values(&values), errors)
+}
+
+/// Combines the `-h` values of the graph threads of `-j N`: a value that
+/// is an integer in every thread (a counter) is their sum, anything else
+/// is thread 0's.
+pub fn combine_thread_values(per_thread: &[Vec<HandlerValue>]) -> Vec<HandlerValue> {
+    let Some(first) = per_thread.first() else {
+        return Vec::new();
+    };
+    let mut out = first.clone();
+    for (k, (_, _, value)) in out.iter_mut().enumerate() {
+        let numbers: Option<Vec<i64>> = per_thread
+            .iter()
+            .map(|t| t.get(k).and_then(|(_, _, v)| v.trim().parse::<i64>().ok()))
+            .collect();
+        if let Some(numbers) = numbers {
+            *value = numbers.iter().sum::<i64>().to_string();
+        }
+    }
+    out
 }
 
 /// Runs `oxnet run ARGS`; returns the process exit code (0 ok, 1 a
@@ -206,17 +253,23 @@ pub fn main(args: &[String]) -> u8 {
         }
     };
     oxnet_sim::install();
-    // -p and -u add a ControlSocket, as Click's driver does.
-    let mut text = text;
+    // -p and -u add a ControlSocket, as Click's driver does (with -j, to
+    // graph thread 0 only).
+    let mut control = String::new();
     if let Some(p) = options.port {
-        text += &format!("\nControlSocket(TCP, {p});\n");
+        control += &format!("\nControlSocket(TCP, {p});\n");
     }
     if let Some(path) = &options.unix_socket {
-        text += &format!(
+        control += &format!(
             "\nControlSocket(UNIX, \"{}\");\n",
             path.replace('\\', "\\\\").replace('"', "\\\"")
         );
     }
+    crate::signal::install();
+    if options.threads > 1 {
+        return run_threads(&options, &name, &text, &control);
+    }
+    let text = text + &control;
     let mut router = match oxnet_graph::build(&name, &text, &options.vars) {
         Ok(r) => r,
         Err(e) => {
@@ -228,7 +281,6 @@ pub fn main(args: &[String]) -> u8 {
     if options.simtime {
         router.use_simulated_time();
     }
-    crate::signal::install();
     let start = std::time::Instant::now();
     router.run(&crate::signal::stop_requested);
     if options.time {
@@ -236,6 +288,110 @@ pub fn main(args: &[String]) -> u8 {
     }
     let (out, errors) = read_handlers(&router, &options.handlers);
     print!("{out}");
+    for e in &errors {
+        eprintln!("{e}");
+    }
+    u8::from(!errors.is_empty())
+}
+
+/// `-j N`: one graph per thread, built from the same configuration, each
+/// pinned to a core and owning queue i of every device (FromDevice /
+/// ToDevice). Each graph runs until it stops itself (its DriverManager,
+/// a source's STOP); the run ends when all have, or at once on a signal or
+/// a control socket's `stop`. `-h` prints the sum over the
+/// threads of a handler that is a number in each (a counter), else thread
+/// 0's value, and each thread's values on standard error.
+fn run_threads(options: &ClickOptions, name: &str, text: &str, control: &str) -> u8 {
+    use oxnet_graph::router::STOP_ALL;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Barrier};
+    let n = options.threads;
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let built = Arc::new(Barrier::new(n + 1));
+    let go = Arc::new(Barrier::new(n + 1));
+    let failed = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    oxnet_graph::elements::device::reset_devices();
+    let mut threads = Vec::new();
+    for t in 0..n {
+        let text = if t == 0 {
+            format!("{text}{control}")
+        } else {
+            text.to_string()
+        };
+        let (name, vars, handlers) = (name.to_string(), options.vars.clone(), options.handlers.clone());
+        let (built, go, failed, stop) = (built.clone(), go.clone(), failed.clone(), stop.clone());
+        let simtime = options.simtime;
+        let spawned = std::thread::Builder::new().name(format!("graph{t}")).spawn(move || {
+            let _ = crate::apps::multiqueue::pin_to_core(t % cores);
+            let place = oxnet_graph::elements::device::ThreadPlace {
+                index: t as u16,
+                count: n as u16,
+            };
+            let router = oxnet_graph::build_on_thread(&name, &text, &vars, place);
+            if let Err(e) = &router {
+                // Every thread builds the same configuration: thread 0
+                // speaks for all of them.
+                if t == 0 {
+                    eprintln!("{e}");
+                }
+                failed.store(true, Ordering::Relaxed);
+            }
+            built.wait();
+            go.wait();
+            let Ok(mut router) = router else {
+                return None;
+            };
+            if failed.load(Ordering::Relaxed) {
+                return None;
+            }
+            if simtime {
+                router.use_simulated_time();
+            }
+            router.run(&|| {
+                crate::signal::stop_requested() || stop.load(Ordering::Relaxed) || STOP_ALL.load(Ordering::Relaxed)
+            });
+            Some(read_handler_values(&router, &handlers))
+        });
+        match spawned {
+            Ok(h) => threads.push(h),
+            Err(e) => {
+                eprintln!("cannot start graph thread {t}: {e}");
+                return 1;
+            }
+        }
+    }
+    built.wait();
+    // Every thread has taken its queues; the rest are closed now.
+    oxnet_graph::elements::device::reset_devices();
+    let start = std::time::Instant::now();
+    go.wait();
+    let results: Vec<_> = threads.into_iter().map(|h| h.join().ok().flatten()).collect();
+    if failed.load(Ordering::Relaxed) {
+        eprintln!("Router could not be initialized!");
+        return 1;
+    }
+    if options.time {
+        eprintln!("{:.6} real", start.elapsed().as_secs_f64());
+    }
+    let mut per_thread = Vec::new();
+    let mut errors = Vec::new();
+    for (t, r) in results.into_iter().enumerate() {
+        let Some((values, errs)) = r else {
+            errors.push(format!("graph thread {t} failed"));
+            continue;
+        };
+        if t == 0 {
+            errors.extend(errs);
+        }
+        if !options.quiet {
+            for (element, handler, value) in &values {
+                eprintln!("thread {t}: {element}.{handler} {}", value.trim_end());
+            }
+        }
+        per_thread.push(values);
+    }
+    print!("{}", format_handler_values(&combine_thread_values(&per_thread)));
     for e in &errors {
         eprintln!("{e}");
     }

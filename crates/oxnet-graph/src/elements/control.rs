@@ -13,7 +13,7 @@
 //! `CHECKREAD HANDLER`, `CHECKWRITE HANDLER`, `QUIT`. `HANDLER` is
 //! `ELEMENT.NAME` or a global handler: `version`, `list` (the number of
 //! elements, then their names), `classes`, `stop` (write: stops the
-//! router). Every answer starts with a three-digit code: 200 OK (a read
+//! router, every graph thread of it with `-j`). Every answer starts with a three-digit code: 200 OK (a read
 //! adds `DATA N` and N bytes), 500 syntax error, 501 unimplemented
 //! command, 510 no such element, 511 no such handler, 520 the handler
 //! failed (its message follows), 530 permission denied (not readable /
@@ -392,6 +392,7 @@ fn write(handler: &str, value: &str, ctx: &mut Ctx<'_>) -> Result<(), (u16, Stri
     if !handler.contains('.') {
         return match handler {
             "stop" => {
+                crate::router::STOP_ALL.store(true, std::sync::atomic::Ordering::Relaxed);
                 ctx.stop_now();
                 Ok(())
             }

@@ -10,11 +10,16 @@
 //! | ToDevice(DEVNAME [, QUEUE]) | 1/0 | agnostic | sends what it is pushed (or pulls BURST at a time) on one transmit queue; partial bursts wait at most TIMEOUT |
 //!
 //! Arguments of both: `DEVNAME` (an oxnet device spec), `QUEUE` (default
-//! 0), `N_QUEUES` (queues to open; default: the highest queue any
-//! element of the configuration uses, plus one), `BURST` (default 32).
-//! FromDevice also takes `PROMISC` (default false: the device's own
-//! address, broadcast and multicast) and `TIMESTAMP` (default false: set
-//! the timestamp annotation to the router's time on receive); ToDevice
+//! 0; with `-j N`, graph thread i takes queue i and QUEUE is refused),
+//! `N_QUEUES` (queues to open; default: the highest queue any element of
+//! the configuration uses plus one, at least N with `-j N`; several
+//! receive queues are filled by RSS), `BURST` (default 32).
+//! Both take `FLOW_CONTROL` (default false: 802.3x pause frames where the
+//! device has them: a receiver that falls behind pauses its link partner
+//! instead of dropping). FromDevice also takes `PROMISC` (default false:
+//! the device's own address, broadcast and multicast) and `TIMESTAMP`
+//! (default false: set the timestamp annotation to the router's time on
+//! receive); ToDevice
 //! takes `TIMEOUT` (how long a partial burst may wait, default 100 µs as
 //! ClickNF's I/O element; 0 sends every push at once), `IQUEUE` (packets it
 //! holds while the transmit ring is full; default 1024; beyond that they
@@ -23,7 +28,10 @@
 //! Every FromDevice and ToDevice naming the same DEVNAME shares one open
 //! device (opened once the whole configuration is read, with the queue
 //! counts all of them need), as Click's FromDevice and ToDevice share a
-//! Linux interface.
+//! Linux interface; the device is split into per-queue handles and each
+//! element owns its queue's handle, so graphs on several threads take no
+//! lock on the data path (drivers without a native split share the device
+//! behind one lock per batch, see `oxnet_driver::split_locked`).
 //!
 //! Handlers: FromDevice `count` (packets received), `device` (the driver
 //! and spec), `stats` (the device's counters, `name value` lines);
@@ -34,68 +42,111 @@ use crate::args::{self, Args};
 use crate::element::*;
 use crate::router::Ctx;
 use crate::timer::TimerId;
-use oxnet_driver::{Config, Device, PacketBatch};
-use std::cell::RefCell;
+use oxnet_driver::{Config, ControlHandle, PacketBatch, RxHandle, TxHandle};
 use std::collections::HashMap;
-use std::rc::{Rc, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-/// A device shared by the elements of one router (one thread).
-pub type SharedDevice = Rc<RefCell<Box<dyn Device>>>;
+/// A device opened for a configuration and split into per-queue handles
+/// ([`oxnet_driver::Device::split`]): each FromDevice takes one receive
+/// handle, each ToDevice one transmit handle, so that graphs on several
+/// threads (`-j`) each own their queues and take no lock on the data
+/// path. The control handle (statistics, address) is shared.
+struct Opened {
+    rx: Vec<Option<Box<dyn RxHandle>>>,
+    tx: Vec<Option<Box<dyn TxHandle>>>,
+    control: Arc<Mutex<Box<dyn ControlHandle>>>,
+}
 
 #[derive(Default)]
 struct Wanted {
     rx_queues: u16,
     tx_queues: u16,
     promisc: bool,
-    device: Weak<RefCell<Box<dyn Device>>>,
+    flow_control: bool,
+    opened: Option<Opened>,
+}
+
+/// What the configurations being built want of each device, then the
+/// device itself until its handles are taken. Process-wide: with `-j`,
+/// one configuration per thread, one device for all.
+static DEVICES: Mutex<Option<HashMap<String, Wanted>>> = Mutex::new(None);
+
+fn devices() -> MutexGuard<'static, Option<HashMap<String, Wanted>>> {
+    DEVICES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The graph's threads (`-j`): this thread's index and how many there are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadPlace {
+    pub index: u16,
+    pub count: u16,
 }
 
 thread_local! {
-    /// What the elements of the configuration being built want of each
-    /// device, then the open device itself.
-    static DEVICES: RefCell<HashMap<String, Wanted>> = RefCell::new(HashMap::new());
+    static PLACE: std::cell::Cell<ThreadPlace> = const { std::cell::Cell::new(ThreadPlace { index: 0, count: 1 }) };
 }
 
-/// Records at configure time that a queue of `spec` is needed.
-fn want(spec: &str, rx: Option<u16>, tx: Option<u16>, promisc: bool) {
-    DEVICES.with(|d| {
-        let mut d = d.borrow_mut();
-        let w = d.entry(spec.to_string()).or_default();
-        if let Some(q) = rx {
-            w.rx_queues = w.rx_queues.max(q);
-        }
-        if let Some(q) = tx {
-            w.tx_queues = w.tx_queues.max(q);
-        }
-        w.promisc |= promisc;
-    });
+/// Tells the elements built on this thread which graph thread they are
+/// (FromDevice and ToDevice without a QUEUE take the queue of that index).
+pub fn set_thread_place(place: ThreadPlace) {
+    PLACE.with(|p| p.set(place));
 }
 
-/// The open device for `spec`, opened on first use with what every
-/// element asked for.
-fn device(spec: &str) -> Result<SharedDevice, String> {
-    DEVICES.with(|d| {
-        let mut d = d.borrow_mut();
-        let w = d.entry(spec.to_string()).or_default();
-        if let Some(dev) = w.device.upgrade() {
-            return Ok(dev);
-        }
-        let config = Config {
-            rx_queues: w.rx_queues.max(1),
-            tx_queues: w.tx_queues.max(1),
+fn place() -> ThreadPlace {
+    PLACE.with(|p| p.get())
+}
+
+/// Records at configure time that queues of `spec` are needed.
+fn want(spec: &str, rx: Option<u16>, tx: Option<u16>, promisc: bool, flow_control: bool) {
+    let mut d = devices();
+    let w = d.get_or_insert_with(HashMap::new).entry(spec.to_string()).or_default();
+    if let Some(q) = rx {
+        w.rx_queues = w.rx_queues.max(q);
+    }
+    if let Some(q) = tx {
+        w.tx_queues = w.tx_queues.max(q);
+    }
+    w.promisc |= promisc;
+    w.flow_control |= flow_control;
+}
+
+/// Opens `spec` if nobody has, and hands `take` its handles.
+fn with_device<T>(spec: &str, take: impl FnOnce(&mut Opened) -> Result<T, String>) -> Result<T, String> {
+    let mut d = devices();
+    let w = d.get_or_insert_with(HashMap::new).entry(spec.to_string()).or_default();
+    if w.opened.is_none() {
+        let (rx_queues, tx_queues) = (w.rx_queues.max(1), w.tx_queues.max(1));
+        let mut config = Config {
+            rx_queues,
+            tx_queues,
             promiscuous: w.promisc,
+            flow_control: w.flow_control,
             ..Config::default()
         };
+        // Several receive queues are filled by RSS (where the device has it).
+        config.offloads.rss = rx_queues > 1;
         let dev = oxnet_driver::open(spec, &config).map_err(|e| format!("{spec}: {e}"))?;
-        let dev = Rc::new(RefCell::new(dev));
-        w.device = Rc::downgrade(&dev);
-        Ok(dev)
-    })
+        let handles = dev.split().map_err(|e| format!("{spec}: {e}"))?;
+        w.opened = Some(Opened {
+            rx: handles.rx.into_iter().map(Some).collect(),
+            tx: handles.tx.into_iter().map(Some).collect(),
+            control: Arc::new(Mutex::new(handles.control)),
+        });
+    }
+    take(w.opened.as_mut().expect("opened above"))
 }
 
-/// Forgets what the previous configuration wanted (a new one is built).
-pub fn reset_wanted() {
-    DEVICES.with(|d| d.borrow_mut().retain(|_, w| w.device.strong_count() > 0));
+/// Forgets the devices of the previous configuration (call before
+/// building, and after every thread's graph is built: handles nobody took
+/// are closed then).
+pub fn reset_devices() {
+    *devices() = None;
+}
+
+type Control = Arc<Mutex<Box<dyn ControlHandle>>>;
+
+fn lock_control(c: &Control) -> MutexGuard<'_, Box<dyn ControlHandle>> {
+    c.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The arguments FromDevice and ToDevice share.
@@ -108,9 +159,17 @@ struct Common {
 
 fn common(a: &mut Args) -> Result<Common, String> {
     let spec = args::string(&a.required("DEVNAME")?)?;
+    // Without a QUEUE, graph thread i (of -j N) takes queue i of N.
+    let here = place();
     let queue = match a.positional_or("QUEUE") {
+        Some(q) if here.count > 1 => {
+            return Err(format!(
+                "QUEUE {q} with {} graph threads: leave QUEUE out, thread i takes queue i",
+                here.count
+            ))
+        }
         Some(q) => u16::try_from(args::unsigned(&q)?).map_err(|_| format!("QUEUE {q} is too large"))?,
-        None => 0,
+        None => here.index,
     };
     let n_queues = match a.keyword("N_QUEUES") {
         Some(n) => {
@@ -120,7 +179,7 @@ fn common(a: &mut Args) -> Result<Common, String> {
             }
             n
         }
-        None => queue + 1,
+        None => (queue + 1).max(here.count),
     };
     let burst = match a.keyword("BURST") {
         Some(b) => args::unsigned(&b)? as usize,
@@ -144,7 +203,8 @@ pub struct FromDevice {
     queue: u16,
     burst: usize,
     timestamp: bool,
-    device: Option<SharedDevice>,
+    rx: Option<Box<dyn RxHandle>>,
+    control: Option<Control>,
     count: u64,
 }
 
@@ -168,12 +228,26 @@ impl Element for FromDevice {
             Some(v) => args::boolean(&v)?,
             None => false,
         };
-        want(&c.spec, Some(c.n_queues), None, promisc);
+        let flow_control = match a.keyword("FLOW_CONTROL") {
+            Some(v) => args::boolean(&v)?,
+            None => false,
+        };
+        want(&c.spec, Some(c.n_queues), None, promisc, flow_control);
         (self.spec, self.queue, self.burst) = (c.spec, c.queue, c.burst);
         Ok(())
     }
     fn initialize(&mut self, _ports: &Ports) -> Result<(), String> {
-        self.device = Some(device(&self.spec)?);
+        let (queue, spec) = (self.queue, self.spec.clone());
+        let (rx, control) = with_device(&self.spec, |d| {
+            let slot =
+                d.rx.get_mut(queue as usize)
+                    .ok_or_else(|| format!("{spec} has no receive queue {queue}"))?;
+            let rx = slot
+                .take()
+                .ok_or_else(|| format!("receive queue {queue} of {spec} is taken by another FromDevice"))?;
+            Ok((rx, d.control.clone()))
+        })?;
+        (self.rx, self.control) = (Some(rx), Some(control));
         Ok(())
     }
     fn has_task(&self) -> bool {
@@ -181,9 +255,9 @@ impl Element for FromDevice {
     }
     #[inline]
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        let Some(dev) = &self.device else { return false };
+        let Some(rx) = &mut self.rx else { return false };
         let mut batch = PacketBatch::with_capacity(self.burst);
-        let n = dev.borrow_mut().rx_batch(self.queue, &mut batch, self.burst);
+        let n = rx.rx_batch(&mut batch, self.burst);
         if n == 0 {
             return false;
         }
@@ -208,8 +282,8 @@ impl Element for FromDevice {
     fn read_handler(&self, name: &str) -> Option<String> {
         match name {
             "count" => Some(self.count.to_string()),
-            "device" => Some(device_line(&self.device, &self.spec)),
-            "stats" => Some(stats_lines(&self.device)),
+            "device" => Some(device_line(&self.control, &self.spec)),
+            "stats" => Some(stats_lines(&self.control)),
             _ => None,
         }
     }
@@ -224,10 +298,10 @@ impl Element for FromDevice {
     }
 }
 
-fn device_line(dev: &Option<SharedDevice>, spec: &str) -> String {
-    match dev {
-        Some(d) => {
-            let d = d.borrow();
+fn device_line(control: &Option<Control>, spec: &str) -> String {
+    match control {
+        Some(c) => {
+            let d = lock_control(c);
             let m = d.mac();
             format!(
                 "{} {} {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
@@ -245,9 +319,9 @@ fn device_line(dev: &Option<SharedDevice>, spec: &str) -> String {
     }
 }
 
-fn stats_lines(dev: &Option<SharedDevice>) -> String {
-    let Some(d) = dev else { return String::new() };
-    let s = d.borrow_mut().stats();
+fn stats_lines(control: &Option<Control>) -> String {
+    let Some(c) = control else { return String::new() };
+    let s = lock_control(c).stats();
     format!(
         "rx_packets {}\nrx_bytes {}\ntx_packets {}\ntx_bytes {}\nrx_missed {}\n",
         s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, s.rx_missed
@@ -261,7 +335,8 @@ pub struct ToDevice {
     burst: usize,
     timeout_us: u64,
     iqueue: usize,
-    device: Option<SharedDevice>,
+    tx: Option<Box<dyn TxHandle>>,
+    control: Option<Control>,
     pending: PacketBatch,
     timer: Option<TimerId>,
     pull: bool,
@@ -277,7 +352,8 @@ impl Default for ToDevice {
             burst: 32,
             timeout_us: 100,
             iqueue: 1024,
-            device: None,
+            tx: None,
+            control: None,
             pending: PacketBatch::with_capacity(64),
             timer: None,
             pull: false,
@@ -295,8 +371,8 @@ impl ToDevice {
         if self.pending.is_empty() {
             return;
         }
-        let Some(dev) = &self.device else { return };
-        let sent = dev.borrow_mut().tx_batch(self.queue, &mut self.pending);
+        let Some(tx) = &mut self.tx else { return };
+        let sent = tx.tx_batch(&mut self.pending);
         self.count += sent as u64;
     }
 
@@ -333,13 +409,27 @@ impl Element for ToDevice {
         if let Some(q) = a.keyword("IQUEUE") {
             self.iqueue = args::unsigned(&q)? as usize;
         }
-        want(&c.spec, None, Some(c.n_queues), false);
+        let flow_control = match a.keyword("FLOW_CONTROL") {
+            Some(v) => args::boolean(&v)?,
+            None => false,
+        };
+        want(&c.spec, None, Some(c.n_queues), false, flow_control);
         (self.spec, self.queue, self.burst) = (c.spec, c.queue, c.burst);
         Ok(())
     }
     fn initialize(&mut self, ports: &Ports) -> Result<(), String> {
         self.pull = ports.input_pull.first().copied().unwrap_or(false);
-        self.device = Some(device(&self.spec)?);
+        let (queue, spec) = (self.queue, self.spec.clone());
+        let (tx, control) = with_device(&self.spec, |d| {
+            let slot =
+                d.tx.get_mut(queue as usize)
+                    .ok_or_else(|| format!("{spec} has no transmit queue {queue}"))?;
+            let tx = slot
+                .take()
+                .ok_or_else(|| format!("transmit queue {queue} of {spec} is taken by another ToDevice"))?;
+            Ok((tx, d.control.clone()))
+        })?;
+        (self.tx, self.control) = (Some(tx), Some(control));
         Ok(())
     }
     #[inline]
@@ -401,7 +491,7 @@ impl Element for ToDevice {
             "count" => Some(self.count.to_string()),
             "dropped" => Some(self.dropped.to_string()),
             "pending" => Some(self.pending.len().to_string()),
-            "device" => Some(device_line(&self.device, &self.spec)),
+            "device" => Some(device_line(&self.control, &self.spec)),
             _ => None,
         }
     }

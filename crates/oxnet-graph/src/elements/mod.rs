@@ -5,6 +5,7 @@
 pub mod basic;
 pub mod control;
 pub mod device;
+pub mod flows;
 pub mod script;
 pub mod standard;
 
@@ -26,6 +27,7 @@ pub const MODULES: &[Module] = &[
     script::MODULE,
     device::MODULE,
     control::MODULE,
+    flows::MODULE,
 ];
 
 /// Every class this library has, sorted by name.
