@@ -75,7 +75,10 @@ fn wait_ready(socket: &str, router: &mut Child) {
 
 #[test]
 fn linux_pings_through_and_to_conf_router_click_with_exact_counters() {
-    let have_ping = Command::new("sh").args(["-c", "command -v ping"]).output().is_ok_and(|o| o.status.success());
+    let have_ping = Command::new("sh")
+        .args(["-c", "command -v ping"])
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !netns::available() || !have_ping {
         eprintln!("skipping: needs root, iproute2 and ping (scripts/install-deps.sh)");
         return;
@@ -102,7 +105,18 @@ fn linux_pings_through_and_to_conf_router_click_with_exact_counters() {
         .arg(format!("MAC0={mac0}"))
         .arg(format!("IF1=af_packet:{r1}"))
         .arg(format!("MAC1={mac1}"))
-        .args(["-h", "fwd0.count", "-h", "fwd1.count", "-h", "local.count", "-h", "pings.count", "-h", "ttl.count"])
+        .args([
+            "-h",
+            "fwd0.count",
+            "-h",
+            "fwd1.count",
+            "-h",
+            "local.count",
+            "-h",
+            "pings.count",
+            "-h",
+            "ttl.count",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -124,9 +138,20 @@ fn linux_pings_through_and_to_conf_router_click_with_exact_counters() {
     assert!(out.status.success(), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 
-    assert!(through.contains("5 packets transmitted, 5 received"), "{through}\n{stderr}");
-    assert!(text(&near.stdout).contains("3 packets transmitted, 3 received"), "{}", text(&near.stdout));
-    assert!(text(&far.stdout).contains("2 packets transmitted, 2 received"), "{}", text(&far.stdout));
+    assert!(
+        through.contains("5 packets transmitted, 5 received"),
+        "{through}\n{stderr}"
+    );
+    assert!(
+        text(&near.stdout).contains("3 packets transmitted, 3 received"),
+        "{}",
+        text(&near.stdout)
+    );
+    assert!(
+        text(&far.stdout).contains("2 packets transmitted, 2 received"),
+        "{}",
+        text(&far.stdout)
+    );
     let exp = text(&expired.stdout);
     assert!(
         exp.contains("From 10.0.1.1") && exp.contains("Time to live exceeded"),

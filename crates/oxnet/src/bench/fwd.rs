@@ -356,6 +356,83 @@ fn unmeasured_forward_step(fwd: &mut Forwarder, rx: &mut dyn Device, tx: &mut dy
     fwd.step(rx, tx)
 }
 
+/// The measured function of the graph variant: one round of the router
+/// running `FromDevice(fwd0) -> ToDevice(fwd1)` (its timers, then every
+/// task once). Collection is on only inside it.
+#[inline(never)]
+fn measured_graph_step(router: &mut oxnet_graph::Router) -> bool {
+    router.run_once()
+}
+
+/// The forwarding path measured: the `oxnet fwd` loop or a graph.
+enum FwdPath {
+    Forwarder {
+        forward: Forwarder,
+        fwd0: Box<dyn Device>,
+        fwd1: Box<dyn Device>,
+    },
+    Graph {
+        router: oxnet_graph::Router,
+        /// The ToDevice, whose `count` handler says what was sent.
+        tx: usize,
+        sent: u64,
+    },
+}
+
+impl FwdPath {
+    /// One poll; returns the packets sent by it.
+    fn step(&mut self, measured: bool) -> usize {
+        match self {
+            FwdPath::Forwarder { forward, fwd0, fwd1 } => {
+                if measured {
+                    measured_forward_step(forward, &mut **fwd0, &mut **fwd1)
+                } else {
+                    unmeasured_forward_step(forward, &mut **fwd0, &mut **fwd1)
+                }
+            }
+            FwdPath::Graph { router, tx, sent } => {
+                if measured {
+                    measured_graph_step(router);
+                } else {
+                    router.run_once();
+                }
+                let now: u64 = router
+                    .read_handler(*tx, "count")
+                    .ok()
+                    .and_then(|c| c.trim().parse().ok())
+                    .unwrap_or(*sent);
+                let delta = now - *sent;
+                *sent = now;
+                delta as usize
+            }
+        }
+    }
+
+    fn forwarded(&self) -> u64 {
+        match self {
+            FwdPath::Forwarder { forward, .. } => forward.forwarded,
+            FwdPath::Graph { sent, .. } => *sent,
+        }
+    }
+}
+
+thread_local! {
+    /// The two bench ports, opened before the graph is built; the graph's
+    /// `benchport:NAME` specs take them from here.
+    static BENCH_PORTS: std::cell::RefCell<Vec<(String, Box<dyn Device>)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn open_bench_port(name: &str, _config: &Config) -> Result<Box<dyn Device>> {
+    BENCH_PORTS.with(|p| {
+        let mut ports = p.borrow_mut();
+        let at = ports
+            .iter()
+            .position(|(n, _)| n == name)
+            .ok_or_else(|| Error::BadSpec(format!("benchport:{name}: no such bench port")))?;
+        Ok(ports.remove(at).1)
+    })
+}
+
 /// Frames waiting in fwd0 at most: arrivals beyond it are not delivered
 /// (they stay below the ring of 512, so the NIC never drops).
 const MAX_WAITING: u64 = 384;
@@ -364,6 +441,18 @@ const MAX_WAITING: u64 = 384;
 /// forwarded inside [`measured_forward_step`] at batch size `batch`, with
 /// the arrival and tail mix of [`Mix`].
 pub fn run(batch: usize, packets: u64) -> Result<FwdRun> {
+    run_path(batch, packets, false)
+}
+
+/// [`run`] with the forwarder replaced by the graph of conf/fwd.click, one
+/// direction: `FromDevice(fwd0) -> ToDevice(fwd1, TIMEOUT 0)`, measured
+/// inside [`measured_graph_step`] (one `Router::run_once`). The same
+/// devices, arrivals and checks: the difference is the graph's cost.
+pub fn run_graph(batch: usize, packets: u64) -> Result<FwdRun> {
+    run_path(batch, packets, true)
+}
+
+fn run_path(batch: usize, packets: u64, graph: bool) -> Result<FwdRun> {
     if batch == 0 || batch > 256 {
         return Err(Error::Config(format!("batch {batch} is outside 1..=256")));
     }
@@ -393,13 +482,13 @@ pub fn run(batch: usize, packets: u64) -> Result<FwdRun> {
         reads: Arc::clone(&reads),
         writes: Arc::clone(&writes),
     };
-    let mut fwd0: Box<dyn Device> = Box::new(IxgbeDevice::init(
+    let fwd0: Box<dyn Device> = Box::new(IxgbeDevice::init(
         wrap(names[1], &shaper0),
         "sim:bench-fwd0",
         &config,
         MemoryKind::Plain,
     )?);
-    let mut fwd1: Box<dyn Device> = Box::new(IxgbeDevice::init(
+    let fwd1: Box<dyn Device> = Box::new(IxgbeDevice::init(
         wrap(names[2], &shaper1),
         "sim:bench-fwd1",
         &config,
@@ -408,7 +497,28 @@ pub fn run(batch: usize, packets: u64) -> Result<FwdRun> {
     let fwd1_model = world.port(names[2]);
     let mut cap_dev = crate::commands::open(&format!("sim:{}", names[3]), &config)?;
 
-    let mut forward = Forwarder::new(batch);
+    let mut path = if graph {
+        BENCH_PORTS.with(|p| {
+            let mut p = p.borrow_mut();
+            p.push(("fwd0".to_string(), fwd0));
+            p.push(("fwd1".to_string(), fwd1));
+        });
+        oxnet_driver::register_spec_opener("benchport", open_bench_port);
+        let text = format!(
+            "FromDevice(benchport:fwd0, BURST {batch}, PROMISC true) -> tx :: ToDevice(benchport:fwd1, BURST {batch}, TIMEOUT 0);"
+        );
+        let router = oxnet_graph::build("<bench>", &text, &[]).map_err(Error::Config)?;
+        let tx = router
+            .find("tx")
+            .ok_or_else(|| Error::Config("the bench graph has no tx".into()))?;
+        FwdPath::Graph { router, tx, sent: 0 }
+    } else {
+        FwdPath::Forwarder {
+            forward: Forwarder::new(batch),
+            fwd0,
+            fwd1,
+        }
+    };
     let mut capture = Capture::new(64, None);
     let mut rng = Rng(SEED);
     let template = frame::template(FRAME_SIZE);
@@ -420,7 +530,7 @@ pub fn run(batch: usize, packets: u64) -> Result<FwdRun> {
     let mut elapsed = Duration::ZERO;
     let mut idle = 0u32;
     while r.forwarded < packets {
-        let measuring = forward.forwarded >= WARMUP_PACKETS;
+        let measuring = path.forwarded() >= WARMUP_PACKETS;
         // Arrivals before this poll (not collected).
         let draw = rng.below(100);
         let mut arrive = if draw < Mix::NONE_PERCENT {
@@ -441,7 +551,7 @@ pub fn run(batch: usize, packets: u64) -> Result<FwdRun> {
                 _ => r.arrive_full += 1,
             }
         }
-        let waiting = r.injected - forward.forwarded;
+        let waiting = r.injected - path.forwarded();
         arrive = arrive.min(MAX_WAITING.saturating_sub(waiting));
         if arrive > 0 {
             burst.clear();
@@ -457,7 +567,7 @@ pub fn run(batch: usize, packets: u64) -> Result<FwdRun> {
         let sent = if measuring {
             MEASURING.store(true, Ordering::Relaxed);
             let start = Instant::now();
-            let sent = measured_forward_step(&mut forward, &mut *fwd0, &mut *fwd1);
+            let sent = path.step(true);
             elapsed += start.elapsed();
             MEASURING.store(false, Ordering::Relaxed);
             r.steps += 1;
@@ -469,19 +579,20 @@ pub fn run(batch: usize, packets: u64) -> Result<FwdRun> {
             }
             sent
         } else {
-            unmeasured_forward_step(&mut forward, &mut *fwd0, &mut *fwd1)
+            path.step(false)
         };
         idle = if sent == 0 { idle + 1 } else { 0 };
         if idle > 10_000 {
             return Err(Error::Device(format!(
                 "the forwarder moved nothing in 10000 polls ({} of {} frames forwarded)",
-                forward.forwarded, r.injected
+                path.forwarded(),
+                r.injected
             )));
         }
         // Between polls (not collected): held tails come due, the capture
         // port takes what fwd1 sent.
         release_held(&fwd1_model, &shaper1, false);
-        if forward.forwarded - capture.checker.received >= 256 {
+        if path.forwarded() - capture.checker.received >= 256 {
             while capture.step(&mut *cap_dev, usize::MAX) > 0 {}
         }
     }
@@ -489,10 +600,10 @@ pub fn run(batch: usize, packets: u64) -> Result<FwdRun> {
     // let the capture port take everything; then check end to end.
     release_held(&fwd1_model, &shaper1, true);
     for _ in 0..10_000 {
-        if forward.forwarded == r.injected {
+        if path.forwarded() == r.injected {
             break;
         }
-        unmeasured_forward_step(&mut forward, &mut *fwd0, &mut *fwd1);
+        path.step(false);
         while capture.step(&mut *cap_dev, usize::MAX) > 0 {}
     }
     for _ in 0..16 {
@@ -505,7 +616,11 @@ pub fn run(batch: usize, packets: u64) -> Result<FwdRun> {
     r.captured = capture.checker.received;
     r.duplicated = capture.checker.duplicated;
     r.reordered = capture.checker.reordered;
-    r.ring_full = fwd1.stats().tx_ring_full;
+    r.ring_full = match &mut path {
+        FwdPath::Forwarder { fwd1, .. } => fwd1.stats().tx_ring_full,
+        // The graph's ToDevice keeps what the ring refused and retries.
+        FwdPath::Graph { .. } => 0,
+    };
     r.faults = world
         .faults()
         .into_iter()

@@ -101,6 +101,30 @@ pub enum InnerCommand {
         #[arg(long)]
         packets: u64,
     },
+    /// The graph's forwarding cost: `oxnet fwd`'s loop and the graph
+    /// `FromDevice -> ToDevice` (conf/fwd.click, one direction) on the same
+    /// ports, instructions per packet of each under callgrind and the
+    /// difference; writes graph-fwd.json (needs valgrind).
+    Graph {
+        /// Directory for graph-fwd.json and the callgrind output files.
+        #[arg(long, default_value = "target/bench")]
+        out: PathBuf,
+        /// Packets forwarded (measured) by each.
+        #[arg(long, default_value_t = 200_000)]
+        packets: u64,
+        /// Batch size (BURST of the graph's elements).
+        #[arg(long, default_value_t = 32)]
+        batch: usize,
+    },
+    /// Forward --packets packets at --batch through the graph inside
+    /// measured_graph_step.
+    #[command(hide = true)]
+    GraphFwdInner {
+        #[arg(long)]
+        batch: usize,
+        #[arg(long)]
+        packets: u64,
+    },
     /// Forward --packets packets at --batch inside measured_forward_loop.
     #[command(hide = true)]
     FwdInner {
@@ -214,6 +238,12 @@ pub fn main(args: &BenchArgs) -> Result<bool> {
             println!("{}", r.to_line());
             Ok(true)
         }
+        Some(InnerCommand::GraphFwdInner { batch, packets }) => {
+            let r = fwd::run_graph(*batch, *packets)?;
+            println!("{}", r.to_line());
+            Ok(true)
+        }
+        Some(InnerCommand::Graph { out, packets, batch }) => graph_outer(out, *packets, *batch),
         Some(InnerCommand::MempoolInner { batch, packets, single }) => {
             let mode = if *single {
                 mempool::Mode::Single
@@ -252,6 +282,61 @@ pub fn main(args: &BenchArgs) -> Result<bool> {
         }
         None => outer(args),
     }
+}
+
+/// `oxnet bench graph`: the `oxnet fwd` loop and the graph on the same
+/// ports and arrivals, instructions per packet of each; graph-fwd.json.
+/// False if a run was not clean (every packet captured once, in order).
+fn graph_outer(out: &Path, packets: u64, batch: usize) -> Result<bool> {
+    callgrind::check_installed()?;
+    let exe = std::env::current_exe().map_err(|e| Error::Io(format!("cannot find the oxnet executable: {e}")))?;
+    std::fs::create_dir_all(out).map_err(|e| Error::Io(format!("cannot create {}: {e}", out.display())))?;
+    let mut rows = Vec::new();
+    for (label, inner, symbol) in [
+        ("oxnet fwd loop", "fwd-inner", "measured_forward_step"),
+        ("graph FromDevice -> ToDevice", "graph-fwd-inner", "measured_graph_step"),
+    ] {
+        eprint!("oxnet bench graph: {label} under callgrind ... ");
+        let out_file = out.join(format!("callgrind.{inner}.b{batch}.out"));
+        let args = inner_args(
+            &["bench", inner],
+            &[("batch", batch.to_string()), ("packets", packets.to_string())],
+        );
+        let pattern = format!("*::{symbol}");
+        let stdout = callgrind::run_toggles(&exe, &args, &[pattern.as_str(), fwd::TOGGLE_SYMBOLS[1]], &out_file)?;
+        let run = fwd::FwdRun::parse(&stdout)
+            .ok_or_else(|| Error::Device(format!("{inner} printed no result line: {stdout}")))?;
+        let annotation = callgrind::annotate(&out_file, false)?;
+        let leaked = callgrind::model_functions_with_cost(&annotation);
+        if !leaked.is_empty() {
+            return Err(Error::Device(format!(
+                "the model's code was counted: {}",
+                leaked.join(", ")
+            )));
+        }
+        let per_packet = annotation.total as f64 / run.forwarded.max(1) as f64;
+        eprintln!("{per_packet:.1} instructions/packet");
+        rows.push((label, per_packet, run));
+    }
+    let (fwd_ipp, graph_ipp) = (rows[0].1, rows[1].1);
+    println!("| path | instructions / packet (batch {batch}) | clean |");
+    println!("|---|---|---|");
+    for (label, ipp, run) in &rows {
+        println!("| {label} | {ipp:.1} | {} |", run.clean());
+    }
+    println!(
+        "graph - fwd loop: {:+.1} instructions per packet (goal: at most +10; the fwd loop also touches one byte per packet)",
+        graph_ipp - fwd_ipp
+    );
+    let json = format!(
+        "{{\"batch\": {batch}, \"packets\": {packets}, \"fwd_loop_per_packet\": {fwd_ipp:.2}, \"graph_per_packet\": {graph_ipp:.2}, \"difference\": {:.2}, \"clean\": {}}}\n",
+        graph_ipp - fwd_ipp,
+        rows.iter().all(|r| r.2.clean())
+    );
+    let path = out.join("graph-fwd.json");
+    std::fs::write(&path, json).map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
+    println!("wrote {}", path.display());
+    Ok(rows.iter().all(|r| r.2.clean()))
 }
 
 /// `oxnet bench features`: table, features.json; false if a run was not clean.
