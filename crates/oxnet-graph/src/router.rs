@@ -246,6 +246,26 @@ impl Ctx<'_> {
         Ok(None)
     }
 
+    /// Click's empty notifier: whether the pull path into input `port`
+    /// has packets. It follows elements with a single input (PullNull,
+    /// Shaper, ...) up to the first element that knows
+    /// ([`Element::nonempty`]); None when the path forks, ends without
+    /// such an element, or is busy (nothing known: pull to find out).
+    pub fn upstream_nonempty(&self, port: usize) -> Option<bool> {
+        let mut link = (*self.shared.inputs[self.me].get(port)?)?;
+        for _ in 0..32 {
+            let element = self.shared.elements[link.element].try_borrow().ok()?;
+            if let Some(known) = element.nonempty(link.port) {
+                return Some(known);
+            }
+            match self.shared.inputs[link.element].as_slice() {
+                [Some(next)] => link = *next,
+                _ => return None,
+            }
+        }
+        None
+    }
+
     /// Output ports in use.
     pub fn noutputs(&self) -> usize {
         self.shared.outputs[self.me].len()
