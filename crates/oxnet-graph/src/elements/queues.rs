@@ -14,8 +14,11 @@
 //! Click's notifiers: a queue is "nonfull" while it has room, and a
 //! source upstream sleeps while it is full ([`Element::room`], asked
 //! through [`crate::router::Ctx::downstream_room`]); it is "nonempty"
-//! while it holds packets, and a puller downstream finds that out by
-//! pulling (a pull from an empty queue costs a call and returns nothing).
+//! while it holds packets, and a puller downstream (RatedUnqueue,
+//! BandwidthRatedUnqueue) sleeps while it is empty ([`Element::nonempty`],
+//! asked through [`crate::router::Ctx::upstream_nonempty`]). Click's
+//! queues wait for a few failed pulls before they say "empty"; here the
+//! answer is exact, so a sleeping puller never misses a packet.
 
 use crate::args::{self, Args};
 use crate::element::*;
@@ -137,7 +140,9 @@ impl Storage {
 /// FullNoteQueue(CAPACITY) (Click's Queue): a FIFO from a push input to
 /// a pull output. A full queue drops new packets (out of output 1 if it
 /// is connected) and, while full, tells sources upstream to sleep (the
-/// full notifier: [`Element::room`]). Handlers: as Click's Queue.
+/// full notifier: [`Element::room`]); while empty, it tells pullers
+/// downstream to sleep (the empty notifier: [`Element::nonempty`]).
+/// Handlers: as Click's Queue.
 #[derive(Default)]
 pub struct FullNoteQueue {
     q: Storage,
@@ -167,6 +172,9 @@ impl Element for FullNoteQueue {
     }
     fn pull(&mut self, _port: usize, max: usize, _ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
         self.q.pull(max)
+    }
+    fn nonempty(&self, output: usize) -> Option<bool> {
+        (output == 0).then(|| !self.q.packets.is_empty())
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
         QUEUE_HANDLERS
@@ -230,6 +238,9 @@ impl Element for MixedQueue {
     }
     fn pull(&mut self, _port: usize, max: usize, _ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
         self.q.pull(max)
+    }
+    fn nonempty(&self, output: usize) -> Option<bool> {
+        (output == 0).then(|| !self.q.packets.is_empty())
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
         QUEUE_HANDLERS

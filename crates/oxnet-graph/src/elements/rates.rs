@@ -311,7 +311,9 @@ const TASK_BURST: usize = 32;
 /// BandwidthRatedUnqueue(RATE, BURST_DURATION, BURST_BYTES): a task pulls
 /// packets as long as the token bucket allows and pushes them. One token
 /// a packet; the Bandwidth class lets a packet go while the bucket holds
-/// [`BANDWIDTH_THRESHOLD`] and takes its length in bytes. Handlers:
+/// [`BANDWIDTH_THRESHOLD`] and takes its length in bytes. The task
+/// sleeps while a queue upstream says it is empty (Click's empty
+/// notifier, [`crate::router::Ctx::upstream_nonempty`]). Handlers:
 /// `rate` (read/write), `active` (read/write), `calls` (task statistics,
 /// as Click's).
 pub struct RatedUnqueue {
@@ -366,10 +368,12 @@ impl Element for RatedUnqueue {
         true
     }
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        self.runs += 1;
-        if !self.active {
+        // Asleep while the queue upstream is empty (Click's empty
+        // notifier: the task is not even scheduled then).
+        if !self.active || ctx.upstream_nonempty(0) == Some(false) {
             return false;
         }
+        self.runs += 1;
         self.tb.refill(jiffies(ctx));
         let needed = self.needed();
         if !self.tb.contains(needed) {
@@ -382,6 +386,9 @@ impl Element for RatedUnqueue {
         }
         let mut out = PacketBatch::with_capacity(TASK_BURST);
         while out.len() < TASK_BURST && self.tb.contains(needed) {
+            if !out.is_empty() && ctx.upstream_nonempty(0) == Some(false) {
+                break;
+            }
             let Some(mut one) = ctx.pull(0, 1) else {
                 self.failed_pulls += 1;
                 break;
