@@ -174,7 +174,7 @@ impl Element for FullNoteQueue {
         self.q.pull(max)
     }
     fn nonempty(&self, output: usize) -> Option<bool> {
-        (output == 0).then(|| !self.q.packets.is_empty())
+        (output == 0).then_some(!self.q.packets.is_empty())
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
         QUEUE_HANDLERS
@@ -240,7 +240,7 @@ impl Element for MixedQueue {
         self.q.pull(max)
     }
     fn nonempty(&self, output: usize) -> Option<bool> {
-        (output == 0).then(|| !self.q.packets.is_empty())
+        (output == 0).then_some(!self.q.packets.is_empty())
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
         QUEUE_HANDLERS

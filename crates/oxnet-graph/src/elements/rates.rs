@@ -80,10 +80,20 @@ impl TokenBucket {
         tb
     }
 
-    /// Changes the rate and capacity, keeping the tokens held (as a
-    /// number of tokens, Click's `assign_adjust`).
-    pub fn assign(&mut self, rate: u32, capacity: u32) {
+    /// Changes the rate and capacity, keeping the tokens held as a number
+    /// of tokens (Click's `assign_adjust`).
+    pub fn assign_adjust(&mut self, rate: u32, capacity: u32) {
         let old_scale = self.scale;
+        self.assign(rate, capacity);
+        if old_scale != self.scale {
+            let f = u64::from(self.fractions) * u64::from(self.scale) / u64::from(old_scale);
+            self.fractions = f.min(u64::from(u32::MAX)) as u32;
+        }
+    }
+
+    /// Changes the rate and capacity, keeping the fractions held (Click's
+    /// `assign`, what a reconfiguration does).
+    pub fn assign(&mut self, rate: u32, capacity: u32) {
         let (mut rate, mut capacity) = (rate, capacity);
         if capacity == 0 {
             rate = 0;
@@ -101,10 +111,6 @@ impl TokenBucket {
         } else {
             self.per_tick = 0;
             self.ticks_to_full = u64::MAX;
-        }
-        if old_scale != self.scale {
-            let f = u64::from(self.fractions) * u64::from(self.scale) / u64::from(old_scale);
-            self.fractions = f.min(u64::from(u32::MAX)) as u32;
         }
     }
 
@@ -208,30 +214,51 @@ pub const BANDWIDTH_THRESHOLD: u32 = 131_072;
 /// for the Bandwidth classes), and the capacity as BURST_DURATION (time,
 /// default 20 ms: capacity = RATE x duration) or BURST_SIZE (tokens;
 /// BURST_BYTES for the Bandwidth classes), not both.
-fn configure_bucket(a: &mut Args, bandwidth: bool) -> Result<TokenBucket, String> {
+fn configure_bucket(a: &mut Args, bandwidth: bool) -> Result<(TokenBucket, Burst), String> {
     let text = a.required("RATE")?;
     let rate = parse_rate(&text, bandwidth)?;
     let duration = a.keyword("BURST_DURATION");
     let size = a.keyword(if bandwidth { "BURST_BYTES" } else { "BURST_SIZE" });
-    let tokens = match (duration, size) {
+    let burst = match (duration, size) {
         (Some(_), Some(_)) => return Err("cannot specify both BURST_DURATION and BURST_SIZE".into()),
-        (None, Some(s)) => args::unsigned(&s)
-            .map_err(|e| format!("BURST_SIZE: {e}"))?
-            .min(u64::from(u32::MAX)),
-        (d, None) => {
-            let ms = match d {
-                Some(d) => (args::seconds(&d).map_err(|e| format!("BURST_DURATION: {e}"))? * 1000.0).round() as u64,
-                None => 20,
-            };
-            (u64::from(rate) * ms / 1000).min(u64::from(u32::MAX))
+        (None, Some(s)) => Burst::Tokens(
+            args::unsigned(&s)
+                .map_err(|e| format!("BURST_SIZE: {e}"))?
+                .min(u64::from(u32::MAX)) as u32,
+        ),
+        (Some(d), None) => {
+            Burst::Millis((args::seconds(&d).map_err(|e| format!("BURST_DURATION: {e}"))? * 1000.0).round() as u64)
         }
-    } as u32;
-    let tokens = if bandwidth {
-        tokens.saturating_add(BANDWIDTH_THRESHOLD)
-    } else {
-        tokens
+        (None, None) => Burst::Millis(20),
     };
-    Ok(TokenBucket::new(rate, tokens.max(1)))
+    Ok((TokenBucket::new(rate, burst.capacity(rate, bandwidth)), burst))
+}
+
+/// How the capacity of a token-bucket element was given: kept so that a
+/// new rate (a write to `rate`, Click's reconfiguration) recomputes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Burst {
+    /// BURST_DURATION (default 20 ms): capacity = rate x duration.
+    Millis(u64),
+    /// BURST_SIZE / BURST_BYTES.
+    Tokens(u32),
+}
+
+impl Burst {
+    /// The bucket's capacity at `rate`: at least one token, and the
+    /// Bandwidth classes add their [`BANDWIDTH_THRESHOLD`].
+    fn capacity(self, rate: u32, bandwidth: bool) -> u32 {
+        let tokens = match self {
+            Burst::Tokens(t) => t,
+            Burst::Millis(ms) => (u64::from(rate) * ms / 1000).min(u64::from(u32::MAX)) as u32,
+        };
+        let tokens = if bandwidth {
+            tokens.saturating_add(BANDWIDTH_THRESHOLD)
+        } else {
+            tokens
+        };
+        tokens.max(1)
+    }
 }
 
 /// RATE as an integer rate, or a bandwidth in bytes per second.
@@ -320,6 +347,7 @@ pub struct RatedUnqueue {
     class: &'static str,
     bandwidth: bool,
     tb: TokenBucket,
+    burst: Burst,
     active: bool,
     wake: WakeUp,
     runs: u64,
@@ -334,6 +362,7 @@ impl RatedUnqueue {
             class,
             bandwidth: class.starts_with('B'),
             tb: TokenBucket::default(),
+            burst: Burst::Millis(20),
             active: true,
             wake: WakeUp::default(),
             runs: 0,
@@ -361,7 +390,7 @@ impl Element for RatedUnqueue {
         PULL_TO_PUSH
     }
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
-        self.tb = configure_bucket(a, self.bandwidth)?;
+        (self.tb, self.burst) = configure_bucket(a, self.bandwidth)?;
         Ok(())
     }
     fn has_task(&self) -> bool {
@@ -427,10 +456,8 @@ impl Element for RatedUnqueue {
     }
     fn write_handler(&mut self, name: &str, value: &str, _ctx: &mut Ctx<'_>) -> Option<Result<(), String>> {
         Some(match name {
-            "rate" => parse_rate(value.trim(), self.bandwidth).map(|r| {
-                let capacity = self.tb.capacity();
-                self.tb.assign(r, capacity);
-            }),
+            "rate" => parse_rate(value.trim(), self.bandwidth)
+                .map(|r| self.tb.assign(r, self.burst.capacity(r, self.bandwidth))),
             "active" => args::boolean(value).map(|v| self.active = v),
             _ => return None,
         })
@@ -447,6 +474,7 @@ pub struct RatedSplitter {
     class: &'static str,
     bandwidth: bool,
     tb: TokenBucket,
+    burst: Burst,
     drops: u64,
 }
 
@@ -456,6 +484,7 @@ impl RatedSplitter {
             class,
             bandwidth: class.starts_with('B'),
             tb: TokenBucket::default(),
+            burst: Burst::Millis(20),
             drops: 0,
         }
     }
@@ -472,7 +501,7 @@ impl Element for RatedSplitter {
         PUSH
     }
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
-        self.tb = configure_bucket(a, self.bandwidth)?;
+        (self.tb, self.burst) = configure_bucket(a, self.bandwidth)?;
         Ok(())
     }
     fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
@@ -516,10 +545,7 @@ impl Element for RatedSplitter {
     }
     fn write_handler(&mut self, name: &str, value: &str, _ctx: &mut Ctx<'_>) -> Option<Result<(), String>> {
         (name == "rate").then(|| {
-            parse_rate(value.trim(), self.bandwidth).map(|r| {
-                let capacity = self.tb.capacity();
-                self.tb.assign(r, capacity);
-            })
+            parse_rate(value.trim(), self.bandwidth).map(|r| self.tb.assign(r, self.burst.capacity(r, self.bandwidth)))
         })
     }
 }
@@ -843,7 +869,7 @@ impl Element for RatedSource {
         }
         self.tb.refill(jiffies(ctx));
         let mut batch = PacketBatch::with_capacity(4);
-        while batch.len() < TASK_BURST && !self.limit.is_some_and(|l| self.count >= l) && self.tb.remove_if(1) {
+        while batch.len() < TASK_BURST && self.limit.is_none_or(|l| self.count < l) && self.tb.remove_if(1) {
             match self.packet(ctx) {
                 Some(p) => batch.push(p),
                 None => break,
@@ -865,6 +891,11 @@ impl Element for RatedSource {
         }
         self.tb.refill(jiffies(ctx));
         if !self.tb.remove_if(1) {
+            // A timer for the next token: a simulated clock jumps there
+            // and the puller asks again.
+            if let Some(ticks) = self.tb.ticks_until(1) {
+                self.wake.after_jiffies(ticks, ctx);
+            }
             return None;
         }
         let p = self.packet(ctx)?;
@@ -911,7 +942,9 @@ impl Element for RatedSource {
                 Ok(())
             }
             "length" => args::integer(value).map(|n| self.length = usize::try_from(n).ok()),
-            "rate" => parse_rate(value.trim(), false).map(|r| self.tb.assign(r, if r < 200 { 2 } else { r / 100 })),
+            "rate" => {
+                parse_rate(value.trim(), false).map(|r| self.tb.assign_adjust(r, if r < 200 { 2 } else { r / 100 }))
+            }
             "limit" => args::integer(value).map(|l| self.limit = u64::try_from(l).ok()),
             "active" => args::boolean(value).map(|v| {
                 if v && !self.active {
@@ -1265,14 +1298,17 @@ mod tests {
 
     #[test]
     fn burst_arguments_set_the_capacity() {
-        let tb = configure_bucket(&mut Args::new("RATE 2, BURST_SIZE 50"), false).unwrap();
+        let (tb, _) = configure_bucket(&mut Args::new("RATE 2, BURST_SIZE 50"), false).unwrap();
         assert_eq!(tb.capacity(), 50);
-        let tb = configure_bucket(&mut Args::new("2, BURST_DURATION 25"), false).unwrap();
+        let (tb, _) = configure_bucket(&mut Args::new("2, BURST_DURATION 25"), false).unwrap();
         assert_eq!(tb.capacity(), 50);
-        let tb = configure_bucket(&mut Args::new("200"), false).unwrap();
+        let (tb, burst) = configure_bucket(&mut Args::new("200"), false).unwrap();
         assert_eq!(tb.capacity(), 4);
+        // A new rate keeps the 20 ms: 1000 per second holds 20.
+        assert_eq!(burst.capacity(1000, false), 20);
+        assert_eq!(burst.capacity(2, false), 1);
         assert!(configure_bucket(&mut Args::new("2, BURST_SIZE 5, BURST_DURATION 1"), false).is_err());
-        let tb = configure_bucket(&mut Args::new("1000Bps, BURST_BYTES 100"), true).unwrap();
+        let (tb, _) = configure_bucket(&mut Args::new("1000Bps, BURST_BYTES 100"), true).unwrap();
         assert_eq!(tb.capacity(), 100 + BANDWIDTH_THRESHOLD);
     }
 }
