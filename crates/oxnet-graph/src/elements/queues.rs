@@ -353,7 +353,9 @@ impl Element for ScheduleInfo {
 /// task to thread THREAD (-1: any). Today one thread runs the router;
 /// the placement is recorded for a run on several threads (`-j`), which
 /// reads it from handler `threads`: one `ELEMENT THREAD` line per
-/// element, a later argument overriding an earlier one.
+/// element, a later argument overriding an earlier one. A THREAD below
+/// -1 is taken as -1 with a warning, as Click does; element names are
+/// not checked (a name may be a compound's prefix, as in Click).
 #[derive(Default)]
 pub struct StaticThreadSched {
     threads: Vec<(String, i64)>,
@@ -375,9 +377,11 @@ impl Element for StaticThreadSched {
     }
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
         for (element, value) in pairs(a, "THREAD")? {
-            let t = args::integer(&value).map_err(|e| format!("THREAD: {e}"))?;
+            let mut t = args::integer(&value).map_err(|e| format!("THREAD: {e}"))?;
             if t < -1 {
-                return Err(format!("thread preference {t} out of range"));
+                // Click warns and takes "any thread".
+                eprintln!("warning: StaticThreadSched: thread preference {t} out of range");
+                t = -1;
             }
             self.threads.retain(|(e, _)| *e != element);
             self.threads.push((element, t));
@@ -427,7 +431,9 @@ mod tests {
         assert_eq!(s.thread_of("rs2"), Some(1));
         assert_eq!(s.thread_of("x"), None);
         assert!(StaticThreadSched::default().configure(&mut Args::new("a")).is_err());
-        assert!(StaticThreadSched::default().configure(&mut Args::new("a -2")).is_err());
+        let mut low = StaticThreadSched::default();
+        low.configure(&mut Args::new("a -2")).unwrap();
+        assert_eq!(low.thread_of("a"), Some(-1));
         let mut i = ScheduleInfo::default();
         i.configure(&mut Args::new("unq 1, src 2.5")).unwrap();
         assert_eq!(i.read_handler("params").unwrap(), "unq 1\nsrc 2.5\n");
