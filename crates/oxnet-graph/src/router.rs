@@ -648,8 +648,13 @@ impl Router {
     }
 
     /// Hands pending stop requests to the elements that take them; if
-    /// none takes one, the router stops.
-    fn handle_stop_requests(&mut self) {
+    /// none takes one, the router stops. Returns whether an element took
+    /// one (a driver script moved on: its writes may have given tasks
+    /// work, so the round counts as busy and simulated time does not
+    /// jump past that work, as in Click, where time warps only while no
+    /// task is scheduled).
+    fn handle_stop_requests(&mut self) -> bool {
+        let mut handled = false;
         while self.shared.stop_requests.get() > 0 && !self.shared.stopped.get() {
             self.shared.stop_requests.set(self.shared.stop_requests.get() - 1);
             let mut taken = false;
@@ -662,7 +667,9 @@ impl Router {
             if !taken {
                 self.shared.stopped.set(true);
             }
+            handled |= taken;
         }
+        handled
     }
 
     /// Fires the timers that are due; returns how many fired.
@@ -683,8 +690,8 @@ impl Router {
     /// whether anything happened.
     pub fn run_once(&mut self) -> bool {
         self.start();
-        self.handle_stop_requests();
-        let mut worked = self.run_timers() > 0;
+        let mut worked = self.handle_stop_requests();
+        worked |= self.run_timers() > 0;
         for i in 0..self.tasks.len() {
             if self.shared.stopped.get() {
                 break;
@@ -694,7 +701,7 @@ impl Router {
             self.call(t, &mut |e, ctx| did = e.run_task(ctx));
             worked |= did;
         }
-        self.handle_stop_requests();
+        worked |= self.handle_stop_requests();
         worked
     }
 
