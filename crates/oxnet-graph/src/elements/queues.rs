@@ -108,19 +108,14 @@ impl Storage {
         }
     }
 
-    fn write(&mut self, name: &str, value: &str, ctx: &mut Ctx<'_>) -> Option<Result<(), String>> {
+    fn write(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
         Some(match name {
             "capacity" => args::unsigned(value.trim()).map(|v| {
-                // A smaller capacity drops what no longer fits, from the
-                // end of the line.
+                // A smaller capacity frees what no longer fits, from the
+                // end of the line, as Click's reconfiguration does: not
+                // counted in drops, not sent out of output 1.
                 self.capacity = v as usize;
-                let mut dropped = PacketBatch::with_capacity(self.packets.len().saturating_sub(self.capacity));
-                while self.packets.len() > self.capacity {
-                    if let Some(p) = self.packets.pop_back() {
-                        dropped.push(p);
-                    }
-                }
-                self.drop_out(dropped, ctx);
+                self.packets.truncate(self.capacity);
                 self.config = Some(format!("CAPACITY {v}"));
             }),
             "reset_counts" => {
@@ -182,8 +177,8 @@ impl Element for FullNoteQueue {
     fn read_handler(&self, name: &str) -> Option<String> {
         self.q.read(name)
     }
-    fn write_handler(&mut self, name: &str, value: &str, ctx: &mut Ctx<'_>) -> Option<Result<(), String>> {
-        self.q.write(name, value, ctx)
+    fn write_handler(&mut self, name: &str, value: &str, _ctx: &mut Ctx<'_>) -> Option<Result<(), String>> {
+        self.q.write(name, value)
     }
 }
 
@@ -248,8 +243,8 @@ impl Element for MixedQueue {
     fn read_handler(&self, name: &str) -> Option<String> {
         self.q.read(name)
     }
-    fn write_handler(&mut self, name: &str, value: &str, ctx: &mut Ctx<'_>) -> Option<Result<(), String>> {
-        self.q.write(name, value, ctx)
+    fn write_handler(&mut self, name: &str, value: &str, _ctx: &mut Ctx<'_>) -> Option<Result<(), String>> {
+        self.q.write(name, value)
     }
 }
 
