@@ -87,6 +87,17 @@ pub trait Element: 'static {
         None
     }
 
+    /// Whether pull output `output` has packets to give: Some(false)
+    /// while a queue is empty, None for elements that only pass pulls on.
+    /// Click's "empty" notifier: a puller downstream asks
+    /// [`crate::router::Ctx::upstream_nonempty`] and sleeps while it is
+    /// false instead of pulling in vain. An element that keeps packets
+    /// of its own on a pull path (a delay line) must answer for itself,
+    /// as in Click, or the walk would go past it.
+    fn nonempty(&self, _output: usize) -> Option<bool> {
+        None
+    }
+
     /// Whether the element has a task the scheduler runs (a source, the
     /// pull side of a queue, a device).
     fn has_task(&self) -> bool {

@@ -246,6 +246,26 @@ impl Ctx<'_> {
         Ok(None)
     }
 
+    /// Click's empty notifier: whether the pull path into input `port`
+    /// has packets. It follows elements with a single input (PullNull,
+    /// Shaper, ...) up to the first element that knows
+    /// ([`Element::nonempty`]); None when the path forks, ends without
+    /// such an element, or is busy (nothing known: pull to find out).
+    pub fn upstream_nonempty(&self, port: usize) -> Option<bool> {
+        let mut link = (*self.shared.inputs[self.me].get(port)?)?;
+        for _ in 0..32 {
+            let element = self.shared.elements[link.element].try_borrow().ok()?;
+            if let Some(known) = element.nonempty(link.port) {
+                return Some(known);
+            }
+            match self.shared.inputs[link.element].as_slice() {
+                [Some(next)] => link = *next,
+                _ => return None,
+            }
+        }
+        None
+    }
+
     /// Output ports in use.
     pub fn noutputs(&self) -> usize {
         self.shared.outputs[self.me].len()
@@ -644,8 +664,13 @@ impl Router {
     }
 
     /// Hands pending stop requests to the elements that take them; if
-    /// none takes one, the router stops.
-    fn handle_stop_requests(&mut self) {
+    /// none takes one, the router stops. Returns whether an element took
+    /// one (a driver script moved on: its writes may have given tasks
+    /// work, so the round counts as busy and simulated time does not
+    /// jump past that work, as in Click, where time warps only while no
+    /// task is scheduled).
+    fn handle_stop_requests(&mut self) -> bool {
+        let mut handled = false;
         while self.shared.stop_requests.get() > 0 && !self.shared.stopped.get() {
             self.shared.stop_requests.set(self.shared.stop_requests.get() - 1);
             let mut taken = false;
@@ -658,7 +683,9 @@ impl Router {
             if !taken {
                 self.shared.stopped.set(true);
             }
+            handled |= taken;
         }
+        handled
     }
 
     /// Fires the timers that are due; returns how many fired.
@@ -679,8 +706,8 @@ impl Router {
     /// whether anything happened.
     pub fn run_once(&mut self) -> bool {
         self.start();
-        self.handle_stop_requests();
-        let mut worked = self.run_timers() > 0;
+        let mut worked = self.handle_stop_requests();
+        worked |= self.run_timers() > 0;
         for i in 0..self.tasks.len() {
             if self.shared.stopped.get() {
                 break;
@@ -690,7 +717,7 @@ impl Router {
             self.call(t, &mut |e, ctx| did = e.run_task(ctx));
             worked |= did;
         }
-        self.handle_stop_requests();
+        worked |= self.handle_stop_requests();
         worked
     }
 

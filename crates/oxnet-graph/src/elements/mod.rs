@@ -6,6 +6,8 @@ pub mod basic;
 pub mod control;
 pub mod device;
 pub mod flows;
+pub mod queues;
+pub mod rates;
 pub mod script;
 pub mod standard;
 
@@ -28,6 +30,8 @@ pub const MODULES: &[Module] = &[
     device::MODULE,
     control::MODULE,
     flows::MODULE,
+    rates::MODULE,
+    queues::MODULE,
 ];
 
 /// Every class this library has, sorted by name.
