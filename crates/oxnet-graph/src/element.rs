@@ -145,6 +145,38 @@ pub trait Element: 'static {
     }
 }
 
+thread_local! {
+    /// Empty batches kept for reuse: a source takes one, the element that
+    /// ends the batch's trip (a sink, a device) gives it back, so that a
+    /// busy graph allocates no batch memory per batch.
+    static BATCH_BIN: std::cell::RefCell<Vec<PacketBatch>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Batches kept at most in the bin.
+const BIN_SIZE: usize = 64;
+
+/// An empty batch with room for `capacity` packets, reused if one is kept.
+#[inline]
+pub fn take_batch(capacity: usize) -> PacketBatch {
+    let mut batch = BATCH_BIN
+        .with(|bin| bin.borrow_mut().pop())
+        .unwrap_or_else(|| PacketBatch::with_capacity(capacity));
+    batch.reserve(capacity);
+    batch
+}
+
+/// Gives an emptied batch back for reuse (packets still in it are freed).
+#[inline]
+pub fn recycle_batch(mut batch: PacketBatch) {
+    batch.clear();
+    BATCH_BIN.with(|bin| {
+        let mut bin = bin.borrow_mut();
+        if bin.len() < BIN_SIZE {
+            bin.push(batch);
+        }
+    });
+}
+
 /// The ports of an element once the graph is built: how many are used
 /// and which are pull.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -256,9 +256,10 @@ impl Element for FromDevice {
     #[inline]
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
         let Some(rx) = &mut self.rx else { return false };
-        let mut batch = PacketBatch::with_capacity(self.burst);
+        let mut batch = crate::element::take_batch(self.burst);
         let n = rx.rx_batch(&mut batch, self.burst);
         if n == 0 {
+            crate::element::recycle_batch(batch);
             return false;
         }
         self.count += n as u64;
@@ -437,6 +438,7 @@ impl Element for ToDevice {
         if self.pending.is_empty() && (batch.len() >= self.burst || self.timeout_us == 0) {
             // The common case: a whole burst, sent as it came.
             std::mem::swap(&mut self.pending, &mut batch);
+            crate::element::recycle_batch(batch);
             self.flush();
             if !self.pending.is_empty() {
                 self.bound();
@@ -445,6 +447,7 @@ impl Element for ToDevice {
             return;
         }
         self.pending.append(&mut batch);
+        crate::element::recycle_batch(batch);
         if self.pending.len() >= self.burst || self.timeout_us == 0 {
             self.flush();
         }
@@ -454,7 +457,8 @@ impl Element for ToDevice {
         }
     }
     fn has_task(&self) -> bool {
-        true
+        // Pushed to, it sends from push and its timer: no task to run.
+        self.pull
     }
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
         if self.pull {
