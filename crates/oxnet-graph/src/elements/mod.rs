@@ -3,6 +3,8 @@
 //! of the same name.
 
 pub mod basic;
+pub mod classifier;
+pub mod ipfilter;
 pub mod script;
 pub mod standard;
 
@@ -18,7 +20,13 @@ pub struct Module {
 }
 
 /// Every module; a new module adds one line here.
-pub const MODULES: &[Module] = &[standard::MODULE, basic::MODULE, script::MODULE];
+pub const MODULES: &[Module] = &[
+    standard::MODULE,
+    basic::MODULE,
+    script::MODULE,
+    classifier::MODULE,
+    ipfilter::MODULE,
+];
 
 /// Every class this library has, sorted by name.
 pub fn classes() -> Vec<&'static str> {

@@ -1,0 +1,1022 @@
+//! IP classification with tcpdump-like expressions, after Click's
+//! documentation of IPClassifier (elements/ip/ipclassifier.hh) and
+//! IPFilter (elements/ip/ipfilter.hh).
+//!
+//! | element | ports | processing | what |
+//! |---|---|---|---|
+//! | IPClassifier(PATTERN, ...) | 1/- | push | a packet goes to the output of the first pattern it matches; no match: dropped |
+//! | IPFilter(ACTION PATTERN, ...) | 1/- | push | the first matching pattern's ACTION: `allow` (output 0), an output number, or `deny`/`drop` |
+//!
+//! Tests read the packet from its network header mark (CheckIPHeader,
+//! MarkIPHeader, FromIPSummaryDump set it) and its transport header
+//! mark. A packet without the marks offers no IP or transport bytes: its
+//! tests are all false, so it goes where a pattern such as `-`, `true`
+//! or `not tcp` sends it (Click reads through a null header there).
+//! A test on bytes the packet does not have is false, whatever its
+//! operator (Click's tests ip/IPFilter-01 and -03).
+//!
+//! ## Pattern syntax (ipclassifier.hh)
+//!
+//! Primitives, each with an optional operator `==` (the default), `!=`,
+//! and for numbers `<`, `>`, `<=`, `>=`, an optional mask `& MASK`
+//! before the operator, and for numbers a range `LO-HI` as the value:
+//!
+//! - `[SRCORDST] host ADDR`, `[SRCORDST] net PREFIX` (`A.B.C.D/LEN`,
+//!   `A.B.C.D mask M.M.M.M`, or an AddressInfo name); SRCORDST is `src`,
+//!   `dst`, `src or dst` (the default) or `src and dst`.
+//! - `[ip] proto PROTO`, or the protocol alone: `tcp`, `udp`, `icmp`,
+//!   `igmp`, `ipip`, a number after `proto`.
+//! - `[SRCORDST] [tcp|udp] port PORT` (a number or a name: `www`,
+//!   `ssh`, ...); only first fragments of TCP or UDP packets match.
+//! - `tcp opt FLAG` (also `tcp flags FLAG`, or the flag alone: `syn`,
+//!   `fin`, `ack`, `rst`, `psh`, `urg`, or a number: all its bits set).
+//! - `tcp win N`, `icmp type TYPE` (a number or a name: `echo`,
+//!   `echo-reply`, `unreachable`, ...).
+//! - `ip vers`, `ip hl`, `ip id`, `ip tos`, `ip dscp`, `ip ttl`,
+//!   `ip len` with a number; `ip ect` (ECN capable), `ip ce`
+//!   (congestion experienced), `ip frag`, `ip unfrag`.
+//! - `ip[POS]`, `ip[POS:LEN]` (LEN 1 to 4), `transp[POS:LEN]`, and
+//!   `tcp[..]`, `udp[..]`, `icmp[..]` (that protocol, first fragments).
+//! - `true`, `false`; a whole pattern `-`, `any` or `all` matches all.
+//!
+//! Connectives: `and`/`&&` (also two primitives side by side), `or`/
+//! `||`, `not`/`!`, `C ? A : B` (spaces around `:`), parentheses. A bare
+//! value takes the kind of the primitive before it: `src port 80 or
+//! 81` is `src port 80 or src port 81`; a bare address is a `host`, a
+//! prefix a `net`, a name a port, protocol, flag or ICMP type.
+//!
+//! `!=`, `<=` and `>=` negate the comparison; with `src or dst` the
+//! negation covers both: `host != H` is "neither address is H". The
+//! port, ICMP type and TCP flag primitives also check the protocol, so
+//! `src tcp port != 5` matches only TCP packets, unlike `not src tcp
+//! port 5` (as Click documents).
+//!
+//! Not done: `ether host` (oxnet has no MAC header mark yet).
+
+use super::classifier::{classify_push, Base, Expr, Program, Rel, Test};
+use crate::args::{self, Args};
+use crate::element::*;
+use crate::router::Ctx;
+use oxnet_driver::PacketBatch;
+
+/// Port names (ipclassifier.hh's list, with the usual numbers).
+const PORTS: &[(&str, u32)] = &[
+    ("echo", 7),
+    ("discard", 9),
+    ("daytime", 13),
+    ("chargen", 19),
+    ("ftp-data", 20),
+    ("ftp", 21),
+    ("ssh", 22),
+    ("telnet", 23),
+    ("smtp", 25),
+    ("domain", 53),
+    ("dns", 53),
+    ("bootps", 67),
+    ("bootpc", 68),
+    ("tftp", 69),
+    ("finger", 79),
+    ("www", 80),
+    ("http", 80),
+    ("pop3", 110),
+    ("sunrpc", 111),
+    ("auth", 113),
+    ("nntp", 119),
+    ("ntp", 123),
+    ("netbios-ns", 137),
+    ("netbios-dgm", 138),
+    ("netbios-ssn", 139),
+    ("snmp", 161),
+    ("snmp-trap", 162),
+    ("irc", 194),
+    ("imap3", 220),
+    ("https", 443),
+    ("rip", 520),
+    ("route", 520),
+    ("imaps", 993),
+    ("pop3s", 995),
+];
+
+/// IP protocol names (RFC 790's numbers).
+const PROTOS: &[(&str, u32)] = &[("icmp", 1), ("igmp", 2), ("ipip", 4), ("tcp", 6), ("udp", 17)];
+
+/// TCP flags (RFC 793 section 3.1, RFC 3168 for ECE and CWR).
+const TCP_FLAGS: &[(&str, u32)] = &[
+    ("fin", 0x01),
+    ("syn", 0x02),
+    ("rst", 0x04),
+    ("psh", 0x08),
+    ("ack", 0x10),
+    ("urg", 0x20),
+    ("ece", 0x40),
+    ("cwr", 0x80),
+];
+
+/// ICMP types (RFC 792, RFC 1256 for router advertisement/solicitation).
+const ICMP_TYPES: &[(&str, u32)] = &[
+    ("echo-reply", 0),
+    ("unreachable", 3),
+    ("sourcequench", 4),
+    ("redirect", 5),
+    ("echo", 8),
+    ("routeradvert", 9),
+    ("routersolicit", 10),
+    ("timeexceeded", 11),
+    ("parameterproblem", 12),
+    ("timestamp", 13),
+    ("timestamp-reply", 14),
+    ("inforeq", 15),
+    ("inforeq-reply", 16),
+    ("maskreq", 17),
+    ("maskreq-reply", 18),
+];
+
+const TCP: u32 = 6;
+const UDP: u32 = 17;
+const ICMP: u32 = 1;
+
+fn lookup(table: &[(&str, u32)], word: &str) -> Option<u32> {
+    table.iter().find(|(n, _)| *n == word).map(|&(_, v)| v)
+}
+
+/// Which addresses or ports a primitive looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SrcDst {
+    Src,
+    Dst,
+    Or,
+    And,
+}
+
+/// The transport protocol a primitive names (`tcp port`): its number.
+type Transp = u32;
+
+/// A field of the IP or transport header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Field {
+    name: &'static str,
+    base: Base,
+    offset: u32,
+    len: u8,
+    shift: u8,
+    /// The largest value (all the field's bits).
+    full: u32,
+    /// The protocol the field belongs to (checked with first fragment).
+    proto: Option<u32>,
+}
+
+const fn ip_field(name: &'static str, offset: u32, len: u8, shift: u8, full: u32) -> Field {
+    Field {
+        name,
+        base: Base::Network,
+        offset,
+        len,
+        shift,
+        full,
+        proto: None,
+    }
+}
+
+// RFC 791 section 3.1 (the IPv4 header); DSCP and ECN: RFC 2474, RFC 3168.
+const VERS: Field = ip_field("ip vers", 0, 1, 4, 0xf);
+const HL: Field = ip_field("ip hl", 0, 1, 0, 0xf);
+const TOS: Field = ip_field("ip tos", 1, 1, 0, 0xff);
+const DSCP: Field = ip_field("ip dscp", 1, 1, 2, 0x3f);
+const ECN: Field = ip_field("ip ect", 1, 1, 0, 0x3);
+const LEN: Field = ip_field("ip len", 2, 2, 0, 0xffff);
+const ID: Field = ip_field("ip id", 4, 2, 0, 0xffff);
+const TTL: Field = ip_field("ip ttl", 8, 1, 0, 0xff);
+const PROTO: Field = ip_field("ip proto", 9, 1, 0, 0xff);
+const TCP_WIN: Field = Field {
+    name: "tcp win",
+    base: Base::Transport,
+    offset: 14,
+    len: 2,
+    shift: 0,
+    full: 0xffff,
+    proto: Some(TCP),
+};
+const ICMP_TYPE: Field = Field {
+    name: "icmp type",
+    base: Base::Transport,
+    offset: 0,
+    len: 1,
+    shift: 0,
+    full: 0xff,
+    proto: Some(ICMP),
+};
+
+/// What a primitive tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Host,
+    Net,
+    Proto,
+    Port,
+    TcpOpt,
+    Field(Field),
+    Frag,
+    Unfrag,
+    Ect,
+    Ce,
+}
+
+impl Kind {
+    fn name(&self) -> &'static str {
+        match self {
+            Kind::Host => "host",
+            Kind::Net => "net",
+            Kind::Proto => "proto",
+            Kind::Port => "port",
+            Kind::TcpOpt => "tcp opt",
+            Kind::Field(f) => f.name,
+            Kind::Frag => "ip frag",
+            Kind::Unfrag => "ip unfrag",
+            Kind::Ect => "ip ect",
+            Kind::Ce => "ip ce",
+        }
+    }
+}
+
+/// A comparison operator as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Op {
+    rel: Rel,
+    negate: bool,
+}
+
+const EQ: Op = Op {
+    rel: Rel::Eq,
+    negate: false,
+};
+
+fn op_of(token: &str) -> Option<Op> {
+    let (rel, negate) = match token {
+        "==" | "=" => (Rel::Eq, false),
+        "!=" => (Rel::Eq, true),
+        ">" => (Rel::Gt, false),
+        "<=" => (Rel::Gt, true),
+        "<" => (Rel::Lt, false),
+        ">=" => (Rel::Lt, true),
+        _ => return None,
+    };
+    Some(Op { rel, negate })
+}
+
+/// A primitive's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Value {
+    Int(u32),
+    Range(u32, u32),
+    /// Address and mask (host: all ones).
+    Addr(u32, u32),
+}
+
+/// Splits a pattern into words and operators.
+fn lex(text: &str) -> Result<Vec<String>, String> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let two = b.get(i..i + 2).unwrap_or(&[]);
+        let op: Option<&str> = match (c, two) {
+            (_, b"==") => Some("=="),
+            (_, b"!=") => Some("!="),
+            (_, b"<=") => Some("<="),
+            (_, b">=") => Some(">="),
+            (_, b"&&") => Some("&&"),
+            (_, b"||") => Some("||"),
+            (b'=', _) => Some("="),
+            (b'!', _) => Some("!"),
+            (b'<', _) => Some("<"),
+            (b'>', _) => Some(">"),
+            (b'&', _) => Some("&"),
+            (b'(', _) => Some("("),
+            (b')', _) => Some(")"),
+            (b'?', _) => Some("?"),
+            (b':', _) => Some(":"),
+            _ => None,
+        };
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if let Some(op) = op {
+            out.push(op.to_string());
+            i += op.len();
+        } else if c.is_ascii_alphanumeric() || b"._-/".contains(&c) {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b"._-/".contains(&b[i])) {
+                i += 1;
+            }
+            // `ip[4:2]`: the brackets belong to the word.
+            if b.get(i) == Some(&b'[') {
+                let close = b[i..]
+                    .iter()
+                    .position(|&x| x == b']')
+                    .ok_or_else(|| format!("missing ']' in '{}'", &text[start..]))?;
+                i += close + 1;
+            }
+            out.push(text[start..i].to_string());
+        } else {
+            return Err(format!("unexpected character '{}'", c as char));
+        }
+    }
+    Ok(out)
+}
+
+/// What the previous primitive was, for bare values (`port 80 or 81`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Prev {
+    kind: Option<Kind>,
+    srcdst: Option<SrcDst>,
+    transp: Option<Transp>,
+}
+
+struct Parser<'a> {
+    words: &'a [String],
+    pos: usize,
+    prev: Prev,
+}
+
+fn is_connective(w: &str) -> bool {
+    matches!(w, "and" | "&&" | "or" | "||" | ")" | "?" | ":")
+}
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Option<&'a str> {
+        self.words.get(self.pos).map(String::as_str)
+    }
+    fn peek_at(&self, k: usize) -> Option<&'a str> {
+        self.words.get(self.pos + k).map(String::as_str)
+    }
+    fn next(&mut self) -> Option<&'a str> {
+        let w = self.peek();
+        self.pos += usize::from(w.is_some());
+        w
+    }
+
+    /// expr := or [ '?' expr ':' expr ]
+    fn expr(&mut self) -> Result<Expr, String> {
+        let c = self.or()?;
+        if self.peek() != Some("?") {
+            return Ok(c);
+        }
+        self.pos += 1;
+        let a = self.expr()?;
+        if self.next() != Some(":") {
+            return Err("missing ':' after '?'".into());
+        }
+        let b = self.expr()?;
+        Ok(Expr::Cond(Box::new(c), Box::new(a), Box::new(b)))
+    }
+
+    /// or := and { ('or' | '||') and }
+    fn or(&mut self) -> Result<Expr, String> {
+        let mut e = self.and()?;
+        while matches!(self.peek(), Some("or" | "||")) {
+            self.pos += 1;
+            e = Expr::or(e, self.and()?);
+        }
+        Ok(e)
+    }
+
+    /// and := factor { ['and' | '&&'] factor }
+    fn and(&mut self) -> Result<Expr, String> {
+        let mut e = self.factor()?;
+        loop {
+            match self.peek() {
+                Some("and" | "&&") => self.pos += 1,
+                Some(w) if !is_connective(w) => {}
+                _ => return Ok(e),
+            }
+            e = Expr::and(e, self.factor()?);
+        }
+    }
+
+    /// factor := ('not' | '!') factor | '(' expr ')' | primitive
+    fn factor(&mut self) -> Result<Expr, String> {
+        match self.peek() {
+            None => Err("missing expression at the end".into()),
+            Some("not" | "!") => {
+                self.pos += 1;
+                Ok(Expr::not(self.factor()?))
+            }
+            Some("(") => {
+                self.pos += 1;
+                let e = self.expr()?;
+                if self.next() != Some(")") {
+                    return Err("missing ')'".into());
+                }
+                Ok(e)
+            }
+            Some(w) if is_connective(w) => Err(format!("unexpected '{w}'")),
+            Some(_) => self.primitive(),
+        }
+    }
+
+    fn primitive(&mut self) -> Result<Expr, String> {
+        // [src | dst | src or dst | src and dst]
+        let mut srcdst = None;
+        let sd = |w: Option<&str>| match w {
+            Some("src") => Some(SrcDst::Src),
+            Some("dst" | "dest") => Some(SrcDst::Dst),
+            _ => None,
+        };
+        if let Some(first) = sd(self.peek()) {
+            self.pos += 1;
+            srcdst = Some(first);
+            if let (Some(c @ ("or" | "and")), Some(second)) = (self.peek(), sd(self.peek_at(1))) {
+                if second == first {
+                    return Err("'src' or 'dst' specified twice".into());
+                }
+                srcdst = Some(if c == "or" { SrcDst::Or } else { SrcDst::And });
+                self.pos += 2;
+            }
+        }
+        // `ip` before a type word is just syntax.
+        if self.peek() == Some("ip") && self.peek_at(1).is_some_and(|w| type_word(w, None).is_some()) {
+            self.pos += 1;
+        }
+        // A transport protocol: `tcp port`, `icmp type`, or alone.
+        let mut transp = None;
+        while let Some(p) = self.peek().and_then(|w| lookup(PROTOS, w)) {
+            if transp.is_some_and(|t| t != p) {
+                return Err("transport protocol specified twice".into());
+            }
+            transp = Some(p);
+            self.pos += 1;
+        }
+        let mut kind = None;
+        if let Some(w) = self.peek() {
+            if sd(Some(w)).is_some() && srcdst.is_some() {
+                return Err("'src' or 'dst' specified twice".into());
+            }
+            if let Some(k) = type_word(w, transp) {
+                self.pos += 1;
+                kind = Some(k?);
+            } else if w == "true" || w == "false" {
+                if srcdst.is_some() || transp.is_some() {
+                    return Err(format!("'{w}' takes no qualifiers"));
+                }
+                self.pos += 1;
+                return Ok(if w == "true" { Expr::True } else { Expr::False });
+            }
+        }
+        // [& MASK] [OP]
+        let mut mask = None;
+        if self.peek() == Some("&") {
+            self.pos += 1;
+            let m = self.next().ok_or("mask missing after '&'")?;
+            mask = Some(args::unsigned(m).map_err(|_| format!("'{m}' is not a mask"))? as u32);
+        }
+        let mut op = None;
+        if let Some(o) = self.peek().and_then(op_of) {
+            self.pos += 1;
+            op = Some(o);
+        }
+        let value_here = self
+            .peek()
+            .filter(|w| !is_connective(w) && *w != "(" && op_of(w).is_none());
+        let explicit = kind.is_some();
+        // The value, and the kind if no type word gave it.
+        let mut value = None;
+        match kind {
+            Some(Kind::Ect) if op.is_none() && mask.is_none() => {}
+            Some(k @ (Kind::Frag | Kind::Unfrag | Kind::Ce)) => {
+                if mask.is_some() || (op.is_some() && value_here.is_some()) {
+                    return Err(format!("'{}' directive takes no data", k.name()));
+                }
+            }
+            Some(k) => {
+                let Some(w) = value_here else {
+                    return Err(missing(k));
+                };
+                self.pos += 1;
+                value = Some(self.value_of(k, w)?);
+            }
+            None => {
+                let Some(w) = value_here else {
+                    if let Some(p) = transp {
+                        if srcdst.is_some() {
+                            return Err(format!("'src' or 'dst' is meaningless with '{}'", proto_name(p)));
+                        }
+                        self.prev = Prev {
+                            kind: Some(Kind::Proto),
+                            srcdst: None,
+                            transp,
+                        };
+                        return Ok(proto_is(p));
+                    }
+                    return Err(match self.peek() {
+                        Some(w) => format!("unexpected '{w}'"),
+                        None => "partial directive at the end".into(),
+                    });
+                };
+                self.pos += 1;
+                let (k, v) = self.bare_value(w, transp)?;
+                kind = Some(k);
+                value = Some(v);
+            }
+        }
+        let kind = kind.expect("set above");
+        if !explicit {
+            // Click's inheritance: a primitive without a type word takes
+            // the qualifiers of the one before.
+            if matches!(kind, Kind::Host | Kind::Net | Kind::Port) && srcdst.is_none() {
+                srcdst = self.prev.srcdst;
+            }
+            if kind == Kind::Port && transp.is_none() {
+                transp = self.prev.transp;
+            }
+        }
+        self.prev = Prev {
+            kind: Some(kind),
+            srcdst,
+            transp,
+        };
+        build(kind, srcdst, transp, mask, op, value)
+    }
+
+    /// A value after a type word.
+    fn value_of(&mut self, kind: Kind, w: &str) -> Result<Value, String> {
+        match kind {
+            Kind::Host => args::ip_address(w)
+                .map(|a| Value::Addr(u32::from_be_bytes(a), u32::MAX))
+                .map_err(|_| format!("'{w}' is not an IP address")),
+            Kind::Net => self.prefix(w).ok_or_else(|| format!("'{w}' is not an IP prefix")),
+            Kind::Proto => number(w)
+                .or_else(|| lookup(PROTOS, w).map(Value::Int))
+                .ok_or_else(|| format!("'{w}' is not an IP protocol")),
+            Kind::Port => number(w)
+                .or_else(|| lookup(PORTS, w).map(Value::Int))
+                .ok_or_else(|| format!("'{w}' is not a port")),
+            Kind::TcpOpt => number(w)
+                .or_else(|| lookup(TCP_FLAGS, w).map(Value::Int))
+                .ok_or_else(|| format!("'{w}' is not a TCP flag")),
+            Kind::Field(f) if f.name == "icmp type" => number(w)
+                .or_else(|| lookup(ICMP_TYPES, w).map(Value::Int))
+                .ok_or_else(|| format!("'{w}' is not an ICMP type")),
+            _ => number(w).ok_or_else(|| format!("'{w}' is not a number")),
+        }
+    }
+
+    /// `A.B.C.D/LEN`, `A.B.C.D mask M`, or an AddressInfo name.
+    fn prefix(&mut self, w: &str) -> Option<Value> {
+        if self.peek() == Some("mask") {
+            let addr = args::ip_address(w).ok()?;
+            let m = args::ip_address(self.peek_at(1)?).ok()?;
+            self.pos += 2;
+            let m = u32::from_be_bytes(m);
+            return Some(Value::Addr(u32::from_be_bytes(addr) & m, m));
+        }
+        let (addr, m) = args::ip_prefix(w).ok()?;
+        let m = u32::from_be_bytes(m);
+        Some(Value::Addr(u32::from_be_bytes(addr) & m, m))
+    }
+
+    /// A value with no type word before it: its kind is told by its form.
+    fn bare_value(&mut self, w: &str, transp: Option<Transp>) -> Result<(Kind, Value), String> {
+        if let Some(v) = number(w) {
+            let kind = match self.prev.kind {
+                Some(k @ (Kind::Field(_) | Kind::Proto | Kind::Port)) => k,
+                _ => return Err(format!("specify header field or 'port' before '{w}'")),
+            };
+            return Ok((kind, v));
+        }
+        if w.contains('/') || self.peek() == Some("mask") {
+            if let Some(v) = self.prefix(w) {
+                return Ok((Kind::Net, v));
+            }
+        }
+        if let Ok(a) = args::ip_address(w) {
+            // An AddressInfo name of a network is a net, else a host.
+            if let Ok((_, m)) = args::ip_prefix(w) {
+                if m != [255; 4] && !w.as_bytes()[0].is_ascii_digit() {
+                    let m = u32::from_be_bytes(m);
+                    return Ok((Kind::Net, Value::Addr(u32::from_be_bytes(a) & m, m)));
+                }
+            }
+            return Ok((Kind::Host, Value::Addr(u32::from_be_bytes(a), u32::MAX)));
+        }
+        // Names: Click's lookup keeps those the qualifiers allow.
+        let tcpudp = matches!(transp, None | Some(TCP | UDP));
+        let mut found: Vec<(Kind, u32, String)> = Vec::new();
+        if transp.is_none() {
+            if let Some(v) = lookup(PROTOS, w) {
+                found.push((Kind::Proto, v, format!("proto {w}")));
+            }
+        }
+        if tcpudp {
+            if let Some(v) = lookup(PORTS, w) {
+                found.push((Kind::Port, v, format!("port {w}")));
+            }
+        }
+        if matches!(transp, None | Some(TCP)) {
+            if let Some(v) = lookup(TCP_FLAGS, w) {
+                found.push((Kind::TcpOpt, v, format!("tcp opt {w}")));
+            }
+        }
+        if matches!(transp, None | Some(ICMP)) {
+            if let Some(v) = lookup(ICMP_TYPES, w) {
+                found.push((Kind::Field(ICMP_TYPE), v, format!("icmp type {w}")));
+            }
+        }
+        match found.len() {
+            0 => Err(format!("unknown word '{w}'")),
+            1 => Ok((found[0].0, Value::Int(found[0].1))),
+            _ => {
+                let tries: Vec<String> = found.iter().map(|f| format!("'{}'", f.2)).collect();
+                Err(format!("'{w}' is ambiguous; try {}", tries.join(", ")))
+            }
+        }
+    }
+}
+
+fn proto_name(p: u32) -> String {
+    PROTOS
+        .iter()
+        .find(|(_, v)| *v == p)
+        .map_or_else(|| format!("ip proto {p}"), |(n, _)| n.to_string())
+}
+
+fn missing(kind: Kind) -> String {
+    match kind {
+        Kind::Host => "IP address missing in 'host' directive".into(),
+        Kind::Net => "IP prefix missing in 'net' directive".into(),
+        Kind::Port => "port number missing in 'port' directive".into(),
+        Kind::Proto => "IP protocol missing in 'proto' directive".into(),
+        Kind::TcpOpt => "TCP flag missing in 'tcp opt' directive".into(),
+        k => format!("value missing in '{}' directive", k.name()),
+    }
+}
+
+/// A number (`80`, `0x50`) or a range (`10-20`).
+fn number(w: &str) -> Option<Value> {
+    let n = |s: &str| args::unsigned(s).ok().and_then(|v| u32::try_from(v).ok());
+    if let Some(v) = n(w) {
+        return Some(Value::Int(v));
+    }
+    let (lo, hi) = w.split_once('-')?;
+    Some(Value::Range(n(lo)?, n(hi)?))
+}
+
+/// A type word (`host`, `port`, `ttl`, `ip[4:2]`, ...), if `w` is one.
+fn type_word(w: &str, transp: Option<Transp>) -> Option<Result<Kind, String>> {
+    let kind = match w {
+        "host" => Kind::Host,
+        "net" => Kind::Net,
+        "proto" => Kind::Proto,
+        "port" => Kind::Port,
+        "opt" | "flags" => Kind::TcpOpt,
+        "win" => Kind::Field(TCP_WIN),
+        "type" => Kind::Field(ICMP_TYPE),
+        "vers" => Kind::Field(VERS),
+        "hl" => Kind::Field(HL),
+        "tos" => Kind::Field(TOS),
+        "dscp" => Kind::Field(DSCP),
+        "id" => Kind::Field(ID),
+        "ttl" => Kind::Field(TTL),
+        "len" => Kind::Field(LEN),
+        "frag" => Kind::Frag,
+        "unfrag" => Kind::Unfrag,
+        "ect" => Kind::Ect,
+        "ce" => Kind::Ce,
+        _ => {
+            let (name, inner) = w.strip_suffix(']')?.split_once('[')?;
+            return Some(bracket_field(name, inner, transp));
+        }
+    };
+    Some(Ok(kind))
+}
+
+/// `ip[POS]`, `ip[POS:LEN]`, `transp[..]`, `tcp[..]`, `udp[..]`, `icmp[..]`.
+fn bracket_field(name: &str, inner: &str, transp: Option<Transp>) -> Result<Kind, String> {
+    let (base, proto, label): (Base, Option<u32>, &'static str) = match name {
+        "ip" => (Base::Network, None, "ip[...]"),
+        "transp" => (Base::Transport, None, "transp[...]"),
+        "tcp" => (Base::Transport, Some(TCP), "tcp[...]"),
+        "udp" => (Base::Transport, Some(UDP), "udp[...]"),
+        "icmp" => (Base::Transport, Some(ICMP), "icmp[...]"),
+        _ => return Err(format!("unknown header '{name}[...]' (ip, transp, tcp, udp, icmp)")),
+    };
+    let proto = match (proto, transp) {
+        (Some(p), Some(q)) if p != q => return Err("transport protocol specified twice".into()),
+        (None, Some(q)) if base == Base::Transport => Some(q),
+        (p, _) => p,
+    };
+    let bad = || format!("bad field '{name}[{inner}]' (POS or POS:LEN, LEN 1 to 4)");
+    let (pos, len) = match inner.split_once(':') {
+        Some((p, l)) => (p, l),
+        None => (inner, "1"),
+    };
+    let pos = args::unsigned(pos.trim()).map_err(|_| bad())?;
+    let len = args::unsigned(len.trim()).map_err(|_| bad())?;
+    if !(1..=4).contains(&len) || pos > 0xffff {
+        return Err(bad());
+    }
+    let full = if len == 4 { u32::MAX } else { (1u32 << (8 * len)) - 1 };
+    Ok(Kind::Field(Field {
+        name: label,
+        base,
+        offset: pos as u32,
+        len: len as u8,
+        shift: 0,
+        full,
+        proto,
+    }))
+}
+
+/// The first fragment (or an unfragmented packet): offset 0 (RFC 791
+/// section 3.1), where the transport header is.
+fn first_fragment() -> Expr {
+    Expr::Test(Test::eq(Base::Network, 6, 2, 0x1fff, 0))
+}
+
+fn proto_is(p: u32) -> Expr {
+    Expr::Test(Test::eq(Base::Network, 9, 1, 0xff, p))
+}
+
+/// `FIELD [& mask] op value` so that missing bytes make it false.
+fn compare(f: &Field, mask: Option<u32>, op: Op, value: Value) -> Result<Expr, String> {
+    let m = mask.unwrap_or(f.full);
+    if m & f.full != m {
+        return Err(format!("mask {m:#x} out of range (0-{:#x})", f.full));
+    }
+    let test = |rel: Rel, v: u32, negate: bool| {
+        Expr::Test(Test {
+            base: f.base,
+            offset: f.offset,
+            len: f.len,
+            shift: f.shift,
+            mask: m,
+            rel,
+            value: v,
+            negate,
+        })
+    };
+    match value {
+        Value::Int(v) => {
+            if op.rel == Rel::Eq && v > f.full {
+                return Err(format!("value {v} out of range (0-{})", f.full));
+            }
+            Ok(test(op.rel, v, op.negate))
+        }
+        Value::Range(lo, hi) => {
+            if op.rel != Rel::Eq {
+                return Err(format!("a range ({lo}-{hi}) takes '==' or '!=', not a relation"));
+            }
+            if lo > hi {
+                return Err(format!("empty range {lo}-{hi}"));
+            }
+            if hi > f.full {
+                return Err(format!("value {hi} out of range (0-{})", f.full));
+            }
+            // lo <= v <= hi, or for != v < lo or v > hi.
+            Ok(if op.negate {
+                Expr::or(test(Rel::Lt, lo, false), test(Rel::Gt, hi, false))
+            } else {
+                Expr::and(test(Rel::Lt, lo, true), test(Rel::Gt, hi, true))
+            })
+        }
+        Value::Addr(..) => Err(format!("'{}' wants a number, not an address", f.name)),
+    }
+}
+
+/// Source and destination versions of a test, combined as SRCORDST says;
+/// a negated operator negates the whole (De Morgan: or becomes and).
+fn both(sd: SrcDst, op: Op, src: Expr, dst: Expr) -> Expr {
+    match (sd, op.negate) {
+        (SrcDst::Src, _) => src,
+        (SrcDst::Dst, _) => dst,
+        (SrcDst::Or, false) | (SrcDst::And, true) => Expr::or(src, dst),
+        (SrcDst::And, false) | (SrcDst::Or, true) => Expr::and(src, dst),
+    }
+}
+
+fn build(
+    kind: Kind,
+    srcdst: Option<SrcDst>,
+    transp: Option<Transp>,
+    mask: Option<u32>,
+    op: Option<Op>,
+    value: Option<Value>,
+) -> Result<Expr, String> {
+    let has_op = op.is_some();
+    let op = op.unwrap_or(EQ);
+    let sd = srcdst.unwrap_or(SrcDst::Or);
+    let relational = op.rel != Rel::Eq;
+    let int = |v: Option<Value>| match v {
+        Some(Value::Int(v)) => Ok(v),
+        _ => Err(format!("'{}' wants one number", kind.name())),
+    };
+    if srcdst.is_some() && !matches!(kind, Kind::Host | Kind::Net | Kind::Port) {
+        return Err(format!("'src' or 'dst' is meaningless with '{}'", kind.name()));
+    }
+    if let (
+        Some(_),
+        Kind::Host
+        | Kind::Net
+        | Kind::Field(Field {
+            base: Base::Network, ..
+        }),
+    ) = (transp, kind)
+    {
+        return Err(format!("a transport protocol is meaningless with '{}'", kind.name()));
+    }
+    Ok(match kind {
+        Kind::Host | Kind::Net => {
+            if relational {
+                return Err(format!("can't use relational operators with '{}'", kind.name()));
+            }
+            let Some(Value::Addr(addr, net_mask)) = value else {
+                return Err(missing(kind));
+            };
+            let m = mask.unwrap_or(net_mask);
+            let at = |offset| {
+                let t = Test::eq(Base::Network, offset, 4, m, addr & m);
+                Expr::Test(if op.negate { t.negated() } else { t })
+            };
+            // RFC 791: source address at byte 12, destination at 16.
+            both(sd, op, at(12), at(16))
+        }
+        Kind::Proto => {
+            let v = int(value)?;
+            compare(&PROTO, mask, op, Value::Int(v))?
+        }
+        Kind::Port => {
+            let protos = match transp {
+                None => Expr::or(proto_is(TCP), proto_is(UDP)),
+                Some(p @ (TCP | UDP)) => proto_is(p),
+                Some(p) => return Err(format!("bad protocol '{}' for 'port'", proto_name(p))),
+            };
+            let v = value.ok_or_else(|| missing(kind))?;
+            // RFC 793 / RFC 768: source port at byte 0, destination at 2.
+            let port = |offset| Field {
+                name: "port",
+                base: Base::Transport,
+                offset,
+                len: 2,
+                shift: 0,
+                full: 0xffff,
+                proto: None,
+            };
+            let ports = both(sd, op, compare(&port(0), mask, op, v)?, compare(&port(2), mask, op, v)?);
+            Expr::all([first_fragment(), protos, ports])
+        }
+        Kind::TcpOpt => {
+            if !matches!(transp, None | Some(TCP)) {
+                return Err("bad protocol for 'tcp opt'".into());
+            }
+            if has_op || mask.is_some() {
+                return Err("can't use relational operators or masks with 'tcp opt'".into());
+            }
+            let flags = int(value)?;
+            if flags > 0xff {
+                return Err(format!("value {flags} out of range (0-255)"));
+            }
+            // RFC 793 section 3.1: the flags are byte 13.
+            let test = Test::eq(Base::Transport, 13, 1, flags, flags);
+            Expr::all([first_fragment(), proto_is(TCP), Expr::Test(test)])
+        }
+        Kind::Field(f) => {
+            let v = value.ok_or_else(|| missing(kind))?;
+            let cmp = compare(&f, mask, op, v)?;
+            match f.proto {
+                Some(p) => {
+                    if let Some(t) = transp {
+                        if t != p && f.name != "transp[...]" {
+                            return Err(format!("bad protocol for '{}'", f.name));
+                        }
+                    }
+                    Expr::all([first_fragment(), proto_is(p), cmp])
+                }
+                None => cmp,
+            }
+        }
+        Kind::Frag | Kind::Unfrag => {
+            // RFC 791: more-fragments flag and fragment offset.
+            let t = Test::eq(Base::Network, 6, 2, 0x3fff, 0);
+            let frag = (kind == Kind::Frag) != op.negate;
+            Expr::Test(if frag { t.negated() } else { t })
+        }
+        Kind::Ect => match value {
+            // RFC 3168 section 5: ECT(0), ECT(1) or CE, not Not-ECT.
+            None => Expr::Test(Test::eq(Base::Network, 1, 1, 0x3, 0).negated()),
+            Some(v) => compare(&ECN, mask, op, v)?,
+        },
+        Kind::Ce => {
+            let t = Test::eq(Base::Network, 1, 1, 0x3, 0x3);
+            Expr::Test(if op.negate { t.negated() } else { t })
+        }
+    })
+}
+
+/// Parses one IPClassifier pattern into an expression.
+pub fn parse_pattern(text: &str) -> Result<Expr, String> {
+    let words = lex(text)?;
+    if words.is_empty() {
+        return Err("empty pattern".into());
+    }
+    if words.len() == 1 && matches!(words[0].as_str(), "-" | "any" | "all") {
+        return Ok(Expr::True);
+    }
+    let mut p = Parser {
+        words: &words,
+        pos: 0,
+        prev: Prev::default(),
+    };
+    let e = p.expr()?;
+    match p.peek() {
+        None => Ok(e),
+        Some(w) => Err(format!("unexpected '{w}'")),
+    }
+}
+
+/// Parses an IPFilter rule: the action (output or drop) and the pattern.
+pub fn parse_rule(text: &str) -> Result<(Expr, Option<u32>), String> {
+    let text = text.trim();
+    let (action, pattern) = text.split_once(|c: char| c.is_ascii_whitespace()).unwrap_or((text, ""));
+    let output = match action {
+        "allow" => Some(0),
+        "deny" | "drop" => None,
+        n => match args::unsigned(n) {
+            Ok(k) if k < u64::from(u32::MAX) => Some(k as u32),
+            _ => return Err(format!("unknown action '{n}' (allow, deny, drop or an output number)")),
+        },
+    };
+    Ok((parse_pattern(pattern)?, output))
+}
+
+/// IPClassifier and IPFilter: see the module comment.
+///
+/// Arguments: IPClassifier, one pattern per output; IPFilter, one
+/// `ACTION PATTERN` rule each. Handlers: `program` (the compiled decision
+/// graph), `drops` (packets no pattern matched, dropped by a rule, or
+/// sent to an output that is not connected).
+pub struct IpFilter {
+    class: &'static str,
+    program: Program,
+    drops: u64,
+}
+
+impl IpFilter {
+    pub fn new(class: &'static str) -> IpFilter {
+        IpFilter {
+            class,
+            program: Program::default(),
+            drops: 0,
+        }
+    }
+}
+
+impl Element for IpFilter {
+    fn class_name(&self) -> &'static str {
+        self.class
+    }
+    fn port_count(&self) -> &'static str {
+        "1/-"
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        let mut rules = Vec::new();
+        for (k, text) in a.take_raw().iter().enumerate() {
+            let rule = if self.class == "IPFilter" {
+                parse_rule(text)
+            } else {
+                parse_pattern(text).map(|e| (e, Some(k as u32)))
+            };
+            rules.push(rule.map_err(|e| format!("pattern {k}: {e}"))?);
+        }
+        self.program = Program::compile(&rules);
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+        classify_push(&self.program, batch, ctx, &mut self.drops);
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("drops", true, false), ("program", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        match name {
+            "drops" => Some(self.drops.to_string()),
+            "program" => Some(self.program.listing()),
+            _ => None,
+        }
+    }
+}
+
+/// The classes of this module (see [`super::MODULES`]).
+pub const MODULE: super::Module = super::Module {
+    classes: &["IPClassifier", "IPFilter"],
+    create,
+};
+
+fn create(class: &str) -> Option<Box<dyn Element>> {
+    match class {
+        "IPClassifier" => Some(Box::new(IpFilter::new("IPClassifier"))),
+        "IPFilter" => Some(Box::new(IpFilter::new("IPFilter"))),
+        _ => None,
+    }
+}
