@@ -467,7 +467,12 @@ impl<'a> Parser<'a> {
         if self.peek() == Some("&") {
             self.pos += 1;
             let m = self.next().ok_or("mask missing after '&'")?;
-            mask = Some(args::unsigned(m).map_err(|_| format!("'{m}' is not a mask"))? as u32);
+            // A number, or an address for host and net masks.
+            let v = match args::unsigned(m) {
+                Ok(v) => u32::try_from(v).ok(),
+                Err(_) => args::ip_address(m).ok().map(u32::from_be_bytes),
+            };
+            mask = Some(v.ok_or_else(|| format!("'{m}' is not a mask"))?);
         }
         let mut op = None;
         if let Some(o) = self.peek().and_then(op_of) {
@@ -481,9 +486,9 @@ impl<'a> Parser<'a> {
         // The value, and the kind if no type word gave it.
         let mut value = None;
         match kind {
-            Some(Kind::Ect) if op.is_none() && mask.is_none() => {}
+            Some(Kind::Ect) if op.is_none() && mask.is_none() && value_here.and_then(number).is_none() => {}
             Some(k @ (Kind::Frag | Kind::Unfrag | Kind::Ce)) => {
-                if mask.is_some() || (op.is_some() && value_here.is_some()) {
+                if mask.is_some() || value_here.is_some_and(|w| op.is_some() || number(w).is_some()) {
                     return Err(format!("'{}' directive takes no data", k.name()));
                 }
             }
@@ -1018,5 +1023,452 @@ fn create(class: &str) -> Option<Box<dyn Element>> {
         "IPClassifier" => Some(Box::new(IpFilter::new("IPClassifier"))),
         "IPFilter" => Some(Box::new(IpFilter::new("IPFilter"))),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::classifier::View;
+    use super::*;
+
+    /// An IPv4 packet with a 20-byte header at offset 0 and a transport
+    /// header after it (RFC 791, 793).
+    #[derive(Clone, Debug)]
+    struct Ip {
+        proto: u8,
+        src: [u8; 4],
+        dst: [u8; 4],
+        sport: u16,
+        dport: u16,
+        flags: u8,
+        tos: u8,
+        ttl: u8,
+        id: u16,
+        frag: u16,
+        len: usize,
+    }
+
+    impl Default for Ip {
+        fn default() -> Ip {
+            Ip {
+                proto: 6,
+                src: [10, 0, 0, 1],
+                dst: [192, 168, 1, 2],
+                sport: 1234,
+                dport: 80,
+                flags: 0x10,
+                tos: 0,
+                ttl: 64,
+                id: 7,
+                frag: 0,
+                len: 40,
+            }
+        }
+    }
+
+    impl Ip {
+        fn bytes(&self) -> Vec<u8> {
+            let mut p = vec![0u8; 40];
+            p[0] = 0x45;
+            p[1] = self.tos;
+            p[2..4].copy_from_slice(&40u16.to_be_bytes());
+            p[4..6].copy_from_slice(&self.id.to_be_bytes());
+            p[6..8].copy_from_slice(&self.frag.to_be_bytes());
+            p[8] = self.ttl;
+            p[9] = self.proto;
+            p[12..16].copy_from_slice(&self.src);
+            p[16..20].copy_from_slice(&self.dst);
+            p[20..22].copy_from_slice(&self.sport.to_be_bytes());
+            p[22..24].copy_from_slice(&self.dport.to_be_bytes());
+            p[33] = self.flags;
+            p[34..36].copy_from_slice(&512u16.to_be_bytes());
+            p.truncate(self.len);
+            p
+        }
+    }
+
+    fn view(p: &[u8]) -> View<'_> {
+        View {
+            data: p,
+            network: Some(0),
+            transport: Some(20),
+        }
+    }
+
+    /// Whether `pattern` matches, checked both ways (direct and compiled).
+    fn m(pattern: &str, ip: &Ip) -> bool {
+        let e = parse_pattern(pattern).unwrap_or_else(|err| panic!("{pattern}: {err}"));
+        let bytes = ip.bytes();
+        let direct = e.eval(&view(&bytes));
+        let prog = Program::compile(&[(e, Some(0))]);
+        assert_eq!(prog.classify(&view(&bytes)) == Some(0), direct, "{pattern}");
+        direct
+    }
+
+    fn err(pattern: &str) -> String {
+        parse_pattern(pattern).map(|_| ()).unwrap_err()
+    }
+
+    #[test]
+    fn hosts_and_nets_with_src_and_dst() {
+        let p = Ip::default();
+        assert!(m("host 10.0.0.1", &p));
+        assert!(m("ip host 192.168.1.2", &p));
+        assert!(m("src host 10.0.0.1", &p));
+        assert!(!m("dst host 10.0.0.1", &p));
+        assert!(m("dst 192.168.1.2", &p));
+        assert!(!m("src and dst host 10.0.0.1", &p));
+        assert!(m("src or dst host 192.168.1.2", &p));
+        assert!(m("host != 1.2.3.4", &p));
+        assert!(!m("host != 10.0.0.1", &p), "neither address may be it");
+        assert!(m("src host != 192.168.1.2", &p));
+        assert!(m("net 10.0.0.0/8", &p));
+        assert!(m("10.0.0.0/24", &p));
+        assert!(!m("src net 192.168.0.0/16", &p));
+        assert!(m("dst net 192.168.0.0 mask 255.255.0.0", &p));
+        assert!(m("src net 10.9.9.9/8", &p), "host bits are ignored");
+        assert!(m("src host & 255.0.0.0 == 10.0.0.0", &p), "mask before value");
+        assert!(m("10.0.0.1", &p));
+        assert!(m("src host 1.1.1.1 or 10.0.0.1", &p), "a bare address inherits src");
+        assert!(!m("src host 1.1.1.1 or 192.168.1.2", &p));
+    }
+
+    #[test]
+    fn addressinfo_names_are_hosts_or_nets() {
+        crate::args::clear_addresses();
+        crate::args::define_address(
+            "INSIDE",
+            crate::args::AddressEntry {
+                ip: Some(([192, 168, 1, 1], 24)),
+                ether: None,
+            },
+        );
+        let p = Ip::default();
+        assert!(m("dst net INSIDE", &p));
+        assert!(m("dst INSIDE", &p), "a name with a prefix is a net");
+        assert!(!m("dst host INSIDE", &p), "host takes the address alone");
+        crate::args::clear_addresses();
+    }
+
+    #[test]
+    fn protocols_ports_flags_and_icmp_types() {
+        let tcp = Ip::default();
+        let udp = Ip {
+            proto: 17,
+            ..Ip::default()
+        };
+        let icmp = Ip {
+            proto: 1,
+            sport: 0x0800,
+            ..Ip::default()
+        };
+        assert!(m("tcp", &tcp) && !m("tcp", &udp));
+        assert!(m("ip proto tcp", &tcp) && m("proto 17", &udp) && m("udp", &udp));
+        assert!(m("ip proto != 6", &udp) && !m("ip proto != 6", &tcp));
+        assert!(m("ip proto < 10", &tcp) && !m("ip proto < 10", &udp));
+        assert!(m("tcp or udp", &udp) && !m("tcp || udp", &icmp));
+        assert!(m("port 80", &tcp) && m("port 80", &udp) && !m("port 80", &icmp));
+        assert!(m("port www", &tcp) && m("www", &tcp) && m("dst port http", &tcp));
+        assert!(m("tcp port 80", &tcp) && !m("udp port 80", &tcp));
+        assert!(m("src port 1234", &tcp) && !m("src port 80", &tcp));
+        assert!(m("dst tcp port > 79", &tcp) && !m("dst port > 80", &tcp));
+        assert!(m("dst port >= 80", &tcp) && m("dst port <= 80", &tcp) && !m("dst port < 80", &tcp));
+        assert!(m("src port 1000-2000", &tcp) && !m("src port 1235-2000", &tcp));
+        assert!(m("src port != 1-1000", &tcp));
+        assert!(m("port != 5", &tcp) && !m("port != 5", &icmp), "!= checks the protocol");
+        assert!(m("not port 5", &icmp), "not does not");
+        assert!(m("src port 80 or 1234", &tcp), "81 takes 'src port' from before");
+        assert!(!m("src port 80 or 81", &tcp));
+        assert!(m("dst port & 0xfff0 == 80", &tcp));
+        assert!(m("tcp opt ack", &tcp) && m("ack", &tcp) && !m("syn", &tcp));
+        assert!(m("tcp flags ack", &tcp) && !m("ack", &udp));
+        let finack = Ip {
+            flags: 0x11,
+            ..Ip::default()
+        };
+        assert!(m("fin ack", &finack) && !m("fin ack", &tcp));
+        assert!(m("tcp opt 0x11", &finack) && !m("tcp opt 0x11", &tcp));
+        assert!(m("tcp win 512", &tcp) && m("tcp win > 100", &tcp) && !m("tcp win 512", &udp));
+        assert!(m("icmp type echo", &icmp) && m("icmp type 8", &icmp) && m("icmp type != 4", &icmp));
+        assert!(!m("icmp type != 4", &tcp), "ICMP only");
+        assert!(m("icmp type < echo-reply or icmp type > 5", &icmp));
+        assert!(m("icmp echo", &icmp), "'icmp' settles echo's meaning");
+        assert!(m(
+            "tcp port echo",
+            &Ip {
+                dport: 7,
+                ..Ip::default()
+            }
+        ));
+    }
+
+    #[test]
+    fn transport_tests_match_first_fragments_only() {
+        let later = Ip {
+            frag: 0x0010,
+            ..Ip::default()
+        };
+        let first = Ip {
+            frag: 0x2000,
+            ..Ip::default()
+        };
+        assert!(!m("port 80", &later) && m("port 80", &first));
+        assert!(!m("ack", &later) && !m("tcp[13] & 16 != 0", &later));
+        assert!(m("transp[13] & 16 != 0", &later), "transp[] is just bytes");
+        assert!(m("ip frag", &later) && m("frag", &first) && !m("ip frag", &Ip::default()));
+        assert!(m("ip unfrag", &Ip::default()) && m("unfrag", &Ip::default()) && !m("unfrag", &later));
+    }
+
+    #[test]
+    fn ip_header_fields() {
+        let p = Ip {
+            tos: 0xb9,
+            ttl: 3,
+            id: 0x1234,
+            ..Ip::default()
+        };
+        assert!(m("ip vers 4", &p) && !m("ip vers 6", &p) && m("vers < 5", &p));
+        assert!(m("ip hl 5", &p) && m("hl > 4", &p));
+        assert!(m("ip id 0x1234", &p) && m("id 4660", &p));
+        assert!(m("ip tos 0xb9", &p) && m("ip tos & 0xf0 == 0xb0", &p));
+        assert!(m("ip dscp 46", &p) && !m("ip dscp 47", &p));
+        assert!(m("ip ect", &p) && m("ip ect 1", &p) && !m("ip ce", &p));
+        assert!(
+            m(
+                "ip ce",
+                &Ip {
+                    tos: 3,
+                    ..Ip::default()
+                }
+            ) && !m("ip ect", &Ip::default())
+        );
+        assert!(m("ip ttl 3", &p) && m("ip ttl < 4", &p) && !m("ttl > 3", &p));
+        assert!(m("ip len 40", &p) && m("ip len 30-50", &p));
+        assert!(m("ip[8] == 3", &p) && m("ip[4:2] = 0x1234", &p) && m("ip[12:4] 0x0a000001", &p));
+        assert!(m("ip[1]&0xf0==0xb0", &p));
+        assert!(m("transp[0:2] 1234", &p) && m("tcp[2:2] 80", &p) && !m("udp[2:2] 80", &p));
+        assert!(m("ip ttl 3 or 4", &p), "a bare number takes the field before");
+    }
+
+    #[test]
+    fn connectives_and_constants() {
+        let p = Ip::default();
+        assert!(m("true", &p) && !m("false", &p) && m("-", &p) && m("any", &p) && m("all", &p));
+        assert!(m("tcp and port 80", &p) && m("tcp && port 80", &p) && m("tcp port 80", &p));
+        assert!(!m("udp and port 80", &p) && m("udp or port 80", &p));
+        assert!(m("not udp", &p) && m("!udp", &p) && m("! udp", &p) && !m("not tcp", &p));
+        assert!(m("(udp or tcp) and port 80", &p) && !m("udp or (tcp and port 81)", &p));
+        assert!(m("tcp ? port 80 : false", &p) && !m("udp ? true : port 81", &p));
+        assert!(
+            m("not not tcp", &p) && m("udp or tcp and port 80", &p),
+            "and binds tighter"
+        );
+    }
+
+    #[test]
+    fn bytes_a_packet_lacks_make_tests_false() {
+        let short = Ip {
+            len: 21,
+            ..Ip::default()
+        };
+        assert!(!m("transp[1] & 128 == 0", &short));
+        assert!(!m("transp[1] & 128 != 0", &short));
+        assert!(m("not (transp[1] & 128 == 0)", &short));
+        assert!(!m("src port != 5", &short));
+        let no_header = View {
+            data: &[0x45; 40],
+            network: None,
+            transport: None,
+        };
+        let e = parse_pattern("ip vers 4").unwrap();
+        assert!(!e.eval(&no_header));
+        assert_eq!(Program::compile(&[(e, Some(0))]).classify(&no_header), None);
+    }
+
+    #[test]
+    fn ipfilter_actions() {
+        assert_eq!(parse_rule("allow tcp").unwrap().1, Some(0));
+        assert_eq!(parse_rule("deny tcp").unwrap().1, None);
+        assert_eq!(parse_rule("drop all").unwrap(), (Expr::True, None));
+        assert_eq!(parse_rule("3 -").unwrap(), (Expr::True, Some(3)));
+        assert_eq!(
+            parse_rule("accept tcp").unwrap_err(),
+            "unknown action 'accept' (allow, deny, drop or an output number)"
+        );
+        assert_eq!(parse_rule("allow").unwrap_err(), "empty pattern");
+        // The first matching rule wins; a drop rule stops the search.
+        let rules: Vec<_> = ["drop src host 10.0.0.1 and udp", "1 udp", "allow -"]
+            .iter()
+            .map(|r| parse_rule(r).unwrap())
+            .collect();
+        let prog = Program::compile(&rules);
+        let run = |ip: &Ip| prog.classify(&view(&ip.bytes()));
+        assert_eq!(
+            run(&Ip {
+                proto: 17,
+                ..Ip::default()
+            }),
+            None
+        );
+        assert_eq!(
+            run(&Ip {
+                proto: 17,
+                src: [1, 1, 1, 1],
+                ..Ip::default()
+            }),
+            Some(1)
+        );
+        assert_eq!(run(&Ip::default()), Some(0));
+    }
+
+    #[test]
+    fn every_parse_error() {
+        let cases: &[(&str, &str)] = &[
+            ("", "empty pattern"),
+            ("tcp $", "unexpected character '$'"),
+            ("ip[4", "missing ']' in 'ip[4'"),
+            ("(tcp", "missing ')'"),
+            ("tcp)", "unexpected ')'"),
+            ("tcp ? udp", "missing ':' after '?'"),
+            ("tcp and", "missing expression at the end"),
+            ("or tcp", "unexpected 'or'"),
+            ("src src host 1.2.3.4", "'src' or 'dst' specified twice"),
+            ("src or src host 1.2.3.4", "'src' or 'dst' specified twice"),
+            ("tcp udp port 5", "transport protocol specified twice"),
+            ("src true", "'true' takes no qualifiers"),
+            ("port 80 & ", "mask missing after '&'"),
+            ("ip ttl & x 5", "'x' is not a mask"),
+            ("ip frag 5", "'ip frag' directive takes no data"),
+            ("ip ce & 1", "'ip ce' directive takes no data"),
+            ("host", "IP address missing in 'host' directive"),
+            ("net", "IP prefix missing in 'net' directive"),
+            ("port", "port number missing in 'port' directive"),
+            ("ip proto", "IP protocol missing in 'proto' directive"),
+            ("tcp opt", "TCP flag missing in 'tcp opt' directive"),
+            ("ip ttl", "value missing in 'ip ttl' directive"),
+            ("src tcp", "'src' or 'dst' is meaningless with 'tcp'"),
+            ("==", "partial directive at the end"),
+            ("== (", "unexpected '('"),
+            ("host 1.2.3", "'1.2.3' is not an IP address"),
+            ("net 1.2.3.4/40", "'1.2.3.4/40' is not an IP prefix"),
+            ("proto xyz", "'xyz' is not an IP protocol"),
+            ("port xyz", "'xyz' is not a port"),
+            ("tcp opt xyz", "'xyz' is not a TCP flag"),
+            ("icmp type xyz", "'xyz' is not an ICMP type"),
+            ("ip ttl xyz", "'xyz' is not a number"),
+            ("80", "specify header field or 'port' before '80'"),
+            ("xyz", "unknown word 'xyz'"),
+            ("echo", "'echo' is ambiguous; try 'port echo', 'icmp type echo'"),
+            ("foo[1]", "unknown header 'foo[...]' (ip, transp, tcp, udp, icmp)"),
+            ("ip[1:5] 0", "bad field 'ip[1:5]' (POS or POS:LEN, LEN 1 to 4)"),
+            ("ip[x] 0", "bad field 'ip[x]' (POS or POS:LEN, LEN 1 to 4)"),
+            ("udp tcp[1] 0", "transport protocol specified twice"),
+            ("ip ttl & 0x100 1", "mask 0x100 out of range (0-0xff)"),
+            ("ip ttl 256", "value 256 out of range (0-255)"),
+            ("ip ttl > 1-2", "a range (1-2) takes '==' or '!=', not a relation"),
+            ("ip ttl 5-2", "empty range 5-2"),
+            ("ip ttl 5-256", "value 256 out of range (0-255)"),
+            ("ip ttl 1.2.3.4", "'1.2.3.4' is not a number"),
+            ("src ip ttl 4", "'src' or 'dst' is meaningless with 'ip ttl'"),
+            ("tcp host 1.2.3.4", "a transport protocol is meaningless with 'host'"),
+            ("host > 1.2.3.4", "can't use relational operators with 'host'"),
+            ("net > 1.0.0.0/8", "can't use relational operators with 'net'"),
+            ("ip proto 1-2", "'proto' wants one number"),
+            ("icmp port 5", "bad protocol 'icmp' for 'port'"),
+            ("udp opt syn", "bad protocol for 'tcp opt'"),
+            (
+                "tcp opt != syn",
+                "can't use relational operators or masks with 'tcp opt'",
+            ),
+            ("tcp opt 256", "value 256 out of range (0-255)"),
+            ("udp type 3", "bad protocol for 'icmp type'"),
+        ];
+        for (pattern, message) in cases {
+            assert_eq!(&err(pattern), message, "pattern '{pattern}'");
+        }
+    }
+
+    use proptest::prelude::*;
+
+    /// Tests over the fields of [`Ip`] packets, random operators.
+    fn arb_test() -> impl Strategy<Value = String> {
+        let primitive = prop_oneof![
+            Just("tcp".to_string()),
+            Just("udp".to_string()),
+            Just("ip frag".to_string()),
+            Just("syn".to_string()),
+            Just("ack".to_string()),
+            Just("ip ect".to_string()),
+            Just("ip ce".to_string()),
+            Just("true".to_string()),
+            Just("false".to_string()),
+            (0u32..4).prop_map(|k| format!("src host 10.0.0.{k}")),
+            (0u32..4).prop_map(|k| format!("host != 10.0.0.{k}")),
+            (0u32..4).prop_map(|k| format!("dst net 192.168.{k}.0/24")),
+            (prop::sample::select(vec!["==", "!=", "<", ">", "<=", ">="]), 0u32..100)
+                .prop_map(|(op, v)| format!("src port {op} {v}")),
+            (prop::sample::select(vec!["==", "!=", "<", ">"]), 0u32..8).prop_map(|(op, v)| format!("ip ttl {op} {v}")),
+            (0u32..4, 0u32..4).prop_map(|(lo, n)| format!("dst port {lo}-{}", lo + n)),
+            (0u32..50, 0u32..256).prop_map(|(off, v)| format!("transp[{}] & 0x{:x} != 0", off % 40, v)),
+            (0u32..44, 1u32..5, 0u32..3).prop_map(|(off, len, v)| format!("ip[{off}:{len}] > {v}")),
+            (0u32..3).prop_map(|v| format!("icmp type {v}")),
+        ];
+        primitive.prop_recursive(4, 24, 3, |inner| {
+            prop_oneof![
+                inner.clone().prop_map(|a| format!("not ({a})")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a}) and ({b})")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a}) || ({b})")),
+                (inner.clone(), inner.clone(), inner).prop_map(|(c, a, b)| format!("({c}) ? ({a}) : ({b})")),
+            ]
+        })
+    }
+
+    fn arb_packet() -> impl Strategy<Value = Ip> {
+        (
+            prop::sample::select(vec![1u8, 6, 17, 50]),
+            0u8..4,
+            0u8..4,
+            0u16..100,
+            0u16..8,
+            any::<u8>(),
+            0u8..8,
+            prop::sample::select(vec![0u16, 0x2000, 0x0001, 0x4000]),
+            0usize..44,
+        )
+            .prop_map(|(proto, s, d, sport, dport, flags, ttl, frag, len)| Ip {
+                proto,
+                src: [10, 0, 0, s],
+                dst: [192, 168, d, 1],
+                sport,
+                dport,
+                flags,
+                tos: flags,
+                ttl,
+                frag,
+                len: len.min(40),
+                ..Ip::default()
+            })
+    }
+
+    proptest! {
+        /// The compiled decision graph sends every packet where the
+        /// patterns, read directly and in order, send it.
+        #[test]
+        fn compiled_program_agrees_with_the_expressions(
+            patterns in prop::collection::vec((arb_test(), prop::option::of(0u32..3)), 1..5),
+            packets in prop::collection::vec(arb_packet(), 1..20),
+        ) {
+            let rules: Vec<(Expr, Option<u32>)> = patterns
+                .iter()
+                .map(|(p, out)| (parse_pattern(p).unwrap_or_else(|e| panic!("{p}: {e}")), *out))
+                .collect();
+            let prog = Program::compile(&rules);
+            for ip in &packets {
+                let bytes = ip.bytes();
+                let v = view(&bytes);
+                let direct = rules.iter().find(|(e, _)| e.eval(&v)).and_then(|(_, out)| *out);
+                prop_assert_eq!(prog.classify(&v), direct, "{:?}", patterns);
+            }
+        }
     }
 }
