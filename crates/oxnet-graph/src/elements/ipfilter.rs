@@ -593,15 +593,13 @@ impl<'a> Parser<'a> {
                 return Ok((Kind::Net, v));
             }
         }
+        // An address (or AddressInfo name) is a host, as Click tries
+        // the address before the prefix.
         if let Ok(a) = args::ip_address(w) {
-            // An AddressInfo name of a network is a net, else a host.
-            if let Ok((_, m)) = args::ip_prefix(w) {
-                if m != [255; 4] && !w.as_bytes()[0].is_ascii_digit() {
-                    let m = u32::from_be_bytes(m);
-                    return Ok((Kind::Net, Value::Addr(u32::from_be_bytes(a) & m, m)));
-                }
-            }
             return Ok((Kind::Host, Value::Addr(u32::from_be_bytes(a), u32::MAX)));
+        }
+        if let Some(v) = self.prefix(w) {
+            return Ok((Kind::Net, v));
         }
         // Names: Click's lookup keeps those the qualifiers allow.
         let tcpudp = matches!(transp, None | Some(TCP | UDP));
@@ -1135,19 +1133,19 @@ mod tests {
 
     #[test]
     fn addressinfo_names_are_hosts_or_nets() {
-        crate::args::clear_addresses();
-        crate::args::define_address(
-            "INSIDE",
-            crate::args::AddressEntry {
-                ip: Some(([192, 168, 1, 1], 24)),
-                ether: None,
-            },
-        );
+        use crate::args::{clear_addresses, define_address, AddressEntry};
+        clear_addresses();
+        let entry = |addr: [u8; 4], len: u8| AddressEntry {
+            ip: Some((addr, len)),
+            ..AddressEntry::default()
+        };
+        define_address("SERVER", entry([192, 168, 1, 2], 32));
+        define_address("CLIENT", entry([10, 0, 0, 1], 32));
         let p = Ip::default();
-        assert!(m("dst net INSIDE", &p));
-        assert!(m("dst INSIDE", &p), "a name with a prefix is a net");
-        assert!(!m("dst host INSIDE", &p), "host takes the address alone");
-        crate::args::clear_addresses();
+        assert!(m("dst host SERVER", &p) && m("dst SERVER", &p) && !m("src SERVER", &p));
+        assert!(m("CLIENT and SERVER", &p) && m("src net CLIENT", &p));
+        assert!(m("allow src CLIENT && dst SERVER".trim_start_matches("allow "), &p));
+        clear_addresses();
     }
 
     #[test]
