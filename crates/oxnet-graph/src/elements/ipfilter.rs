@@ -1135,12 +1135,27 @@ mod tests {
     fn addressinfo_names_are_hosts_or_nets() {
         use crate::args::{clear_addresses, define_address, AddressEntry};
         clear_addresses();
-        let entry = |addr: [u8; 4], len: u8| AddressEntry {
-            ip: Some((addr, len)),
+        // An entry with one address, whether AddressEntry keeps it with
+        // its prefix length or apart from the prefix.
+        trait FromAddr {
+            fn from_addr(a: [u8; 4]) -> Self;
+        }
+        impl FromAddr for [u8; 4] {
+            fn from_addr(a: [u8; 4]) -> Self {
+                a
+            }
+        }
+        impl FromAddr for ([u8; 4], u8) {
+            fn from_addr(a: [u8; 4]) -> Self {
+                (a, 32)
+            }
+        }
+        let entry = |addr: [u8; 4]| AddressEntry {
+            ip: Some(FromAddr::from_addr(addr)),
             ..AddressEntry::default()
         };
-        define_address("SERVER", entry([192, 168, 1, 2], 32));
-        define_address("CLIENT", entry([10, 0, 0, 1], 32));
+        define_address("SERVER", entry([192, 168, 1, 2]));
+        define_address("CLIENT", entry([10, 0, 0, 1]));
         let p = Ip::default();
         assert!(m("dst host SERVER", &p) && m("dst SERVER", &p) && !m("src SERVER", &p));
         assert!(m("CLIENT and SERVER", &p) && m("src net CLIENT", &p));
