@@ -179,7 +179,7 @@ pub enum Expr {
 }
 
 impl Expr {
-    pub fn not(e: Expr) -> Expr {
+    pub fn negation(e: Expr) -> Expr {
         Expr::Not(Box::new(e))
     }
     pub fn and(a: Expr, b: Expr) -> Expr {
@@ -468,7 +468,7 @@ fn parse_clause(clause: &str) -> Result<Expr, String> {
     let present = Test::eq(Base::Data, last, 1, 0, 0);
     Ok(Expr::and(
         Expr::Test(present),
-        Expr::not(Expr::all(tests.into_iter().map(Expr::Test))),
+        Expr::negation(Expr::all(tests.into_iter().map(Expr::Test))),
     ))
 }
 

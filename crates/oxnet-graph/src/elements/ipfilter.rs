@@ -399,7 +399,7 @@ impl<'a> Parser<'a> {
             None => Err("missing expression at the end".into()),
             Some("not" | "!") => {
                 self.pos += 1;
-                Ok(Expr::not(self.factor()?))
+                Ok(Expr::negation(self.factor()?))
             }
             Some("(") => {
                 self.pos += 1;
