@@ -360,18 +360,60 @@ impl Program {
     }
 }
 
-/// Sends each packet of `batch` to the output `program` picks, one batch
-/// per output, order kept within each; dropped packets are counted.
-pub fn classify_push(program: &Program, mut batch: PacketBatch, ctx: &mut Ctx<'_>, drops: &mut u64) {
-    let n = ctx.noutputs();
-    let len = batch.len();
-    let mut outs: Vec<PacketBatch> = (0..n).map(|_| PacketBatch::with_capacity(len)).collect();
-    batch.consume_front(len, |p| match program.classify(&View::of(&p)) {
-        Some(k) if (k as usize) < n => outs[k as usize].push(p),
-        _ => *drops += 1,
-    });
-    for (k, b) in outs.into_iter().enumerate() {
-        ctx.push(k, b);
+/// Per element: where each packet of the batch in hand goes (kept
+/// between batches, so that classifying allocates nothing once it has
+/// seen the largest batch).
+#[derive(Debug, Default)]
+pub struct Splitter {
+    choices: Vec<Option<u32>>,
+    /// Packets no pattern matched, dropped by a rule, or sent to an
+    /// output that is not connected.
+    pub drops: u64,
+}
+
+impl Splitter {
+    /// Sends each packet of `batch` to the output `program` picks, order
+    /// kept within each output. A batch that goes one way entirely (the
+    /// common case) moves on as it is; a mixed one is split, one batch
+    /// per output used.
+    pub fn push(&mut self, program: &Program, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+        let n = ctx.noutputs();
+        self.choices.clear();
+        self.choices.extend(
+            batch
+                .iter()
+                .map(|p| program.classify(&View::of(p)).filter(|&k| (k as usize) < n)),
+        );
+        let Some(&first) = self.choices.first() else {
+            return;
+        };
+        if self.choices.iter().all(|&c| c == first) {
+            match first {
+                Some(k) => ctx.push(k as usize, batch),
+                None => self.drops += batch.len() as u64,
+            }
+            return;
+        }
+        let mut outs: Vec<Option<PacketBatch>> = (0..n).map(|_| None).collect();
+        let len = batch.len();
+        let mut i = 0;
+        let choices = &self.choices;
+        let mut drops = 0;
+        batch.consume_front(len, |p| {
+            match choices[i] {
+                Some(k) => outs[k as usize]
+                    .get_or_insert_with(|| PacketBatch::with_capacity(len))
+                    .push(p),
+                None => drops += 1,
+            }
+            i += 1;
+        });
+        self.drops += drops;
+        for (k, b) in outs.into_iter().enumerate() {
+            if let Some(b) = b {
+                ctx.push(k, b);
+            }
+        }
     }
 }
 
@@ -484,7 +526,7 @@ fn hex(c: u8) -> Option<u8> {
 #[derive(Default)]
 pub struct Classifier {
     program: Program,
-    drops: u64,
+    split: Splitter,
 }
 
 impl Element for Classifier {
@@ -507,14 +549,14 @@ impl Element for Classifier {
         Ok(())
     }
     fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
-        classify_push(&self.program, batch, ctx, &mut self.drops);
+        self.split.push(&self.program, batch, ctx);
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
         &[("drops", true, false), ("program", true, false)]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
         match name {
-            "drops" => Some(self.drops.to_string()),
+            "drops" => Some(self.split.drops.to_string()),
             "program" => Some(self.program.listing()),
             _ => None,
         }

@@ -53,7 +53,7 @@
 //!
 //! Not done: `ether host` (oxnet has no MAC header mark yet).
 
-use super::classifier::{classify_push, Base, Expr, Program, Rel, Test};
+use super::classifier::{Base, Expr, Program, Rel, Splitter, Test};
 use crate::args::{self, Args};
 use crate::element::*;
 use crate::router::Ctx;
@@ -959,7 +959,7 @@ pub fn parse_rule(text: &str) -> Result<(Expr, Option<u32>), String> {
 pub struct IpFilter {
     class: &'static str,
     program: Program,
-    drops: u64,
+    split: Splitter,
 }
 
 impl IpFilter {
@@ -967,7 +967,7 @@ impl IpFilter {
         IpFilter {
             class,
             program: Program::default(),
-            drops: 0,
+            split: Splitter::default(),
         }
     }
 }
@@ -996,14 +996,14 @@ impl Element for IpFilter {
         Ok(())
     }
     fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
-        classify_push(&self.program, batch, ctx, &mut self.drops);
+        self.split.push(&self.program, batch, ctx);
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
         &[("drops", true, false), ("program", true, false)]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
         match name {
-            "drops" => Some(self.drops.to_string()),
+            "drops" => Some(self.split.drops.to_string()),
             "program" => Some(self.program.listing()),
             _ => None,
         }
