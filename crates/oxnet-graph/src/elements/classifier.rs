@@ -691,4 +691,54 @@ mod tests {
         assert!(Program::compile(&[(Expr::True, Some(2))]).is_empty());
         assert!(prog.listing().starts_with("entry step 4\n"), "{}", prog.listing());
     }
+
+    use proptest::prelude::*;
+
+    /// A clause `[!]OFFSET/VALUE[%MASK]` with '?' nibbles now and then,
+    /// its bytes small (0 to 3) like the packets', so that clauses match
+    /// about as often as not.
+    fn arb_clause() -> impl Strategy<Value = String> {
+        (
+            any::<bool>(),
+            0u32..10,
+            prop::collection::vec((0u8..3, 0u8..5, any::<u8>()), 1..7),
+            any::<bool>(),
+        )
+            .prop_map(|(neg, offset, bytes, masked)| {
+                let mut value = String::new();
+                let mut mask = String::new();
+                for (hi, lo, m) in &bytes {
+                    value.push(if *hi == 2 { '?' } else { '0' });
+                    value.push(if *lo == 4 { '?' } else { char::from(b'0' + lo) });
+                    mask += &format!("{m:02x}");
+                }
+                let mut c = format!("{}{offset}/{value}", if neg { "!" } else { "" });
+                if masked {
+                    c += &format!("%{mask}");
+                }
+                c
+            })
+    }
+
+    proptest! {
+        /// The compiled graph sends every packet where the Classifier
+        /// patterns, read directly and in order, send it.
+        #[test]
+        fn compiled_classifier_agrees_with_the_clauses(
+            patterns in prop::collection::vec(prop::collection::vec(arb_clause(), 1..4), 1..5),
+            packets in prop::collection::vec(prop::collection::vec(0u8..4, 0..14), 1..30),
+        ) {
+            let ps: Vec<(Expr, Option<u32>)> = patterns
+                .iter()
+                .enumerate()
+                .map(|(k, clauses)| (parse_classifier_pattern(&clauses.join(" ")).unwrap(), Some(k as u32)))
+                .collect();
+            let prog = Program::compile(&ps);
+            for data in &packets {
+                let v = view(data);
+                let direct = ps.iter().find(|(e, _)| e.eval(&v)).and_then(|(_, o)| *o);
+                prop_assert_eq!(prog.classify(&v), direct, "{:?} on {:?}", patterns, data);
+            }
+        }
+    }
 }
