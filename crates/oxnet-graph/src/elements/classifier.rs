@@ -725,19 +725,25 @@ mod tests {
         /// patterns, read directly and in order, send it.
         #[test]
         fn compiled_classifier_agrees_with_the_clauses(
-            patterns in prop::collection::vec(prop::collection::vec(arb_clause(), 1..4), 1..5),
+            pool in prop::collection::vec(arb_clause(), 4),
+            patterns in prop::collection::vec(prop::collection::vec(0usize..4, 1..4), 1..5),
             packets in prop::collection::vec(prop::collection::vec(0u8..4, 0..14), 1..30),
         ) {
+            // Patterns share clauses from a small pool, as real ones do
+            // (12/0806 twice in Click's example).
             let ps: Vec<(Expr, Option<u32>)> = patterns
                 .iter()
                 .enumerate()
-                .map(|(k, clauses)| (parse_classifier_pattern(&clauses.join(" ")).unwrap(), Some(k as u32)))
+                .map(|(k, picks)| {
+                    let text: Vec<&str> = picks.iter().map(|&i| pool[i].as_str()).collect();
+                    (parse_classifier_pattern(&text.join(" ")).unwrap(), Some(k as u32))
+                })
                 .collect();
             let prog = Program::compile(&ps);
             for data in &packets {
                 let v = view(data);
                 let direct = ps.iter().find(|(e, _)| e.eval(&v)).and_then(|(_, o)| *o);
-                prop_assert_eq!(prog.classify(&v), direct, "{:?} on {:?}", patterns, data);
+                prop_assert_eq!(prog.classify(&v), direct, "{:?} {:?} on {:?}", pool, patterns, data);
             }
         }
     }
