@@ -13,6 +13,8 @@ pub struct Args {
     positional: Vec<(String, bool)>,
     keywords: Vec<(String, String, bool)>,
     next_positional: usize,
+    /// Every argument as written, in order (for [`Args::take_raw`]).
+    raw: Vec<String>,
 }
 
 fn is_keyword(word: &str) -> bool {
@@ -26,7 +28,8 @@ impl Args {
     pub fn new(config: &str) -> Args {
         let mut positional = Vec::new();
         let mut keywords = Vec::new();
-        for arg in split_args(config) {
+        let raw = split_args(config);
+        for arg in raw.iter().cloned() {
             let first = split_words(&arg).into_iter().next().unwrap_or_default();
             let rest = arg[first.len().min(arg.len())..].trim();
             if is_keyword(&first) && first.len() < arg.len() && arg.as_bytes()[first.len()].is_ascii_whitespace() {
@@ -39,6 +42,7 @@ impl Args {
             positional,
             keywords,
             next_positional: 0,
+            raw,
         }
     }
 
@@ -89,6 +93,20 @@ impl Args {
         }
         self.next_positional = self.positional.len();
         out
+    }
+
+    /// Every argument as written and in order, all taken as read (for
+    /// elements whose arguments are patterns, where an upper-case word
+    /// such as an AddressInfo name is no keyword: IPClassifier, IPFilter).
+    pub fn take_raw(&mut self) -> Vec<String> {
+        for p in &mut self.positional {
+            p.1 = true;
+        }
+        for k in &mut self.keywords {
+            k.2 = true;
+        }
+        self.next_positional = self.positional.len();
+        self.raw.clone()
     }
 
     /// Every argument in order, keyword ones with their keyword (for
@@ -480,6 +498,9 @@ mod tests {
         let mut a = Args::new("LABEL x");
         assert_eq!(a.required("LABEL").unwrap(), "x");
         assert_eq!(Args::new("").required("X").unwrap_err(), "missing mandatory X argument");
+        let mut a = Args::new("allow src NET, NET and tcp, 2");
+        assert_eq!(a.take_raw(), ["allow src NET", "NET and tcp", "2"]);
+        a.complete().unwrap();
     }
 
     #[test]

@@ -11,6 +11,7 @@ const PASSING: &[&str] = &[
     "compound/variables-01.clicktest",
     "handlers/expansion-01.clicktest",
     "handlers/handlercall-01.clicktest",
+    "standard/Classifier-02.clicktest",
     "standard/FrontDropQueue-01.clicktest",
     "standard/FullNoteQueue-upstream-notifier-01.clicktest",
     "standard/RatedSplitter-01.clicktest",

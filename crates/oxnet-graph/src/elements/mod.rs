@@ -8,6 +8,8 @@ pub mod device;
 pub mod flows;
 pub mod queues;
 pub mod rates;
+pub mod classifier;
+pub mod ipfilter;
 pub mod script;
 pub mod standard;
 
@@ -32,6 +34,8 @@ pub const MODULES: &[Module] = &[
     flows::MODULE,
     rates::MODULE,
     queues::MODULE,
+    classifier::MODULE,
+    ipfilter::MODULE,
 ];
 
 /// Every class this library has, sorted by name.
