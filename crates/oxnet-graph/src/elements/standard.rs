@@ -20,6 +20,22 @@ pub fn packet_from(ctx: &Ctx<'_>, data: &[u8]) -> Option<Packet> {
     Some(p)
 }
 
+/// A copy of `packet` from the router's pool: its bytes (a chain is
+/// copied into one buffer, cut at the buffer's size), its metadata and its
+/// annotations (header marks on the same bytes), as Click's
+/// `Packet::clone` gives a packet with the same annotations.
+pub fn copy_packet(ctx: &Ctx<'_>, packet: &Packet) -> Option<Packet> {
+    let mut c = if packet.is_chained() {
+        let mut bytes = Vec::with_capacity(packet.total_len());
+        packet.copy_chain_to(&mut bytes);
+        packet_from(ctx, &bytes)?
+    } else {
+        packet_from(ctx, packet)?
+    };
+    c.copy_meta_from(packet);
+    Some(c)
+}
+
 /// Idle: never pushes, never pulls; packets pushed to it are dropped.
 /// Ports: any number of agnostic inputs and outputs.
 #[derive(Default)]
@@ -346,7 +362,7 @@ impl Element for Tee {
         for port in 0..n.saturating_sub(1) {
             let mut copy = PacketBatch::with_capacity(batch.len());
             for p in batch.iter() {
-                match packet_from(ctx, p) {
+                match copy_packet(ctx, p) {
                     Some(c) => copy.push(c),
                     None => self.drops += 1,
                 }
