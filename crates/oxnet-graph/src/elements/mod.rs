@@ -3,6 +3,8 @@
 //! of the same name.
 
 pub mod basic;
+pub mod ip;
+pub mod iplookup;
 pub mod script;
 pub mod standard;
 
@@ -18,7 +20,7 @@ pub struct Module {
 }
 
 /// Every module; a new module adds one line here.
-pub const MODULES: &[Module] = &[standard::MODULE, basic::MODULE, script::MODULE];
+pub const MODULES: &[Module] = &[standard::MODULE, basic::MODULE, script::MODULE, ip::MODULE, iplookup::MODULE];
 
 /// Every class this library has, sorted by name.
 pub fn classes() -> Vec<&'static str> {
