@@ -595,8 +595,9 @@ impl Element for DecIPTTL {
     }
 }
 
-/// SetIPChecksum: recomputes the header checksum (RFC 1071). Packets
-/// without a usable marked header are dropped and counted (`drops`).
+/// SetIPChecksum: recomputes the header checksum (RFC 1071) of the marked
+/// IP header, or of one at the front if none is marked. Packets too short
+/// for the header they announce are dropped and counted (`drops`).
 #[derive(Default)]
 pub struct SetIPChecksum {
     drops: u64,
@@ -607,7 +608,24 @@ impl Element for SetIPChecksum {
         "SetIPChecksum"
     }
     fn simple_action(&mut self, batch: PacketBatch, ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
-        Some(edit_headers(batch, ctx, &mut self.drops, set_ipv4_checksum))
+        let drops = &mut self.drops;
+        Some(sort_batch(batch, ctx, |p| {
+            // The marked header, or the data's start if none is marked.
+            let offset = match p.network_offset() {
+                Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+                None => 0,
+            };
+            let hlen = p.get(offset).map_or(0, |b| usize::from(b & 0x0f) * 4);
+            if hlen < IP_HEADER || offset + hlen > p.len() {
+                if *drops == 0 {
+                    eprintln!("SetIPChecksum: bad input packet");
+                }
+                *drops += 1;
+                return Verdict::Drop;
+            }
+            set_ipv4_checksum(&mut p[offset..offset + hlen]);
+            Verdict::Pass
+        }))
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
         &[("drops", true, false)]
@@ -1077,7 +1095,7 @@ impl IPFragmenter {
             let start = offset + hlen + at;
             q[out_hlen..].copy_from_slice(&p[start..start + n]);
             q[0] = 0x40 | (out_hlen / 4) as u8;
-            let mut f = (frag & !IP_OFFSET_MASK) | (base_offset + (at / 8) as u16);
+            let mut f = (frag & !IP_OFFSET_MASK) | IP_MF | (base_offset + (at / 8) as u16);
             if at + n >= data_len && !had_more {
                 f &= !IP_MF;
             }
@@ -1657,4 +1675,276 @@ fn create(class: &str) -> Option<Box<dyn Element>> {
         "IPOutputCombo" => Box::<IPOutputCombo>::default(),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxnet_driver::{MemoryKind, Mempool};
+
+    /// A 20-byte header plus `payload` zero bytes, checksum set.
+    fn header(ttl: u8, tos: u8, payload: usize) -> Vec<u8> {
+        let mut h = vec![0u8; IP_HEADER + payload];
+        write_ip_header(
+            &mut h,
+            tos,
+            (IP_HEADER + payload) as u16,
+            0x1234,
+            0,
+            ttl,
+            17,
+            [10, 0, 0, 1],
+            [10, 0, 0, 2],
+        );
+        h
+    }
+
+    fn packet(pool: &Mempool, data: &[u8]) -> Packet {
+        let mut p = pool.alloc().unwrap();
+        p.set_len(data.len()).unwrap();
+        p.copy_from_slice(data);
+        p
+    }
+
+    fn run(config: &str) -> crate::Router {
+        let mut router = crate::build("test", config, &[]).unwrap();
+        router.run(&|| false);
+        router
+    }
+
+    fn handler(router: &crate::Router, spec: &str) -> String {
+        let (element, name) = spec.split_once('.').unwrap();
+        router.read_handler(router.find(element).unwrap(), name).unwrap()
+    }
+
+    #[test]
+    fn incremental_checksum_equals_a_full_recomputation() {
+        // RFC 1624 eq. 3 against RFC 1071 over many headers and edits.
+        let mut x = 0x1234_5678u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        for _ in 0..2000 {
+            let mut h: Vec<u8> = (0..IP_HEADER).map(|_| next() as u8).collect();
+            set_ipv4_checksum(&mut h);
+            let at = (next() as usize % 10) * 2;
+            if at == 10 {
+                continue;
+            }
+            set_header_word(&mut h, at, next() as u16);
+            assert_eq!(checksum(&h), 0, "header {h:02x?}");
+        }
+    }
+
+    #[test]
+    fn header_check_reasons_in_clicks_order() {
+        let pool = Mempool::new("t", 16, MemoryKind::Plain).unwrap();
+        let check = HeaderCheck {
+            checksum: true,
+            bad_src: vec![[10, 0, 0, 1]],
+            ..HeaderCheck::default()
+        };
+        let good = header(64, 0, 8);
+        let try_it = |data: &[u8]| check.check(&mut packet(&pool, data));
+        assert_eq!(try_it(&good[..19]), Err(0));
+        let mut v6 = good.clone();
+        v6[0] = 0x65;
+        assert_eq!(try_it(&v6), Err(1));
+        let mut short = good.clone();
+        short[0] = 0x44;
+        assert_eq!(try_it(&short), Err(2));
+        assert_eq!(try_it(&good[..27]), Err(3), "IP length beyond the packet");
+        let mut bad_sum = good.clone();
+        bad_sum[10] ^= 1;
+        assert_eq!(try_it(&bad_sum), Err(4));
+        assert_eq!(try_it(&good), Err(5), "10.0.0.1 is a bad source");
+        let check = HeaderCheck {
+            checksum: true,
+            ..HeaderCheck::default()
+        };
+        // Padding after the IP length goes; the header is marked and the
+        // destination annotation set.
+        let mut padded = good.clone();
+        padded.extend_from_slice(&[0xee; 6]);
+        let mut p = packet(&pool, &padded);
+        check.check(&mut p).unwrap();
+        assert_eq!(p.len(), 28);
+        assert_eq!(ip_header(&p), Some((0, 20)));
+        assert_eq!(p.anno().dst_ip(), [10, 0, 0, 2]);
+    }
+
+    #[test]
+    fn check_ip_header_counts_and_sends_bad_packets_to_output_1() {
+        // One good packet and one with a broken checksum, 3 times each.
+        let good: String = header(64, 0, 4).iter().map(|b| format!("{b:02x}")).collect();
+        let mut bad = header(64, 0, 4);
+        bad[11] ^= 0xff;
+        let bad: String = bad.iter().map(|b| format!("{b:02x}")).collect();
+        let r = run(&format!(
+            "InfiniteSource(DATA \\<{good}>, LIMIT 3, STOP true) -> c :: CheckIPHeader -> ok :: Counter -> Discard;
+             InfiniteSource(DATA \\<{bad}>, LIMIT 3) -> c; c[1] -> no :: Counter -> Discard;"
+        ));
+        assert_eq!(handler(&r, "ok.count"), "3");
+        assert_eq!(handler(&r, "no.count"), "3");
+        assert_eq!(handler(&r, "c.drops"), "3");
+        assert!(handler(&r, "c.drop_details").contains("3\tbad IP checksum\n"));
+    }
+
+    #[test]
+    fn ttl_decrements_with_a_valid_checksum_and_expires_at_one() {
+        let mut h = header(64, 0, 0);
+        assert!(decrement_ttl(&mut h, true));
+        assert_eq!(h[8], 63);
+        assert_eq!(checksum(&h), 0);
+        let mut h = header(1, 0, 0);
+        assert!(!decrement_ttl(&mut h, true));
+        assert_eq!(h[8], 1, "an expired packet is left as it was");
+        let mut m = header(1, 0, 0);
+        m[16] = 224;
+        set_ipv4_checksum(&mut m);
+        assert!(decrement_ttl(&mut m, false), "MULTICAST false: multicast passes");
+        let ttl: String = header(1, 0, 0).iter().map(|b| format!("{b:02x}")).collect();
+        let r = run(&format!(
+            "InfiniteSource(DATA \\<{ttl}>, LIMIT 2, STOP true) -> MarkIPHeader -> d :: DecIPTTL -> Discard;
+             d[1] -> expired :: Counter -> Discard;"
+        ));
+        assert_eq!(handler(&r, "expired.count"), "2");
+        assert_eq!(handler(&r, "d.drops"), "2");
+    }
+
+    #[test]
+    fn dscp_and_ce_keep_the_other_tos_bits_and_the_checksum_valid() {
+        let r = run("InfiniteSource(DATA \\<45010014 00000000 40110000 0a000001 0a000002>, LIMIT 2, STOP true)
+                -> SetIPChecksum -> MarkIPHeader -> s :: SetIPDSCP(46) -> MarkIPCE -> CheckIPHeader
+                -> c :: Counter -> Discard;");
+        // ECT(1) passes MarkIPCE; the checksum checks after both edits.
+        assert_eq!(handler(&r, "c.count"), "2");
+        assert_eq!(handler(&r, "s.dscp"), "46");
+        let mut h = header(64, 0x01, 0);
+        let new = u16::from_be_bytes([h[0], (46 << 2) | (h[1] & ECN_MASK)]);
+        set_header_word(&mut h, 0, new);
+        assert_eq!(h[1], 0xb9);
+        assert_eq!(checksum(&h), 0);
+        // Not ECN-capable: dropped, unless FORCE.
+        let r = run("InfiniteSource(DATA \\<45000014 00000000 40110000 0a000001 0a000002>, LIMIT 2, STOP true)
+                -> SetIPChecksum -> MarkIPHeader -> m :: MarkIPCE -> c :: Counter -> Discard;");
+        assert_eq!((handler(&r, "c.count"), handler(&r, "m.drops")), ("0".into(), "2".into()));
+    }
+
+    #[test]
+    fn copied_options_keep_only_the_copy_flag_options() {
+        // NOP, Security (130, copied, 11 bytes), Record Route (7, not
+        // copied, 7 bytes), EOL.
+        let mut h = vec![0x4a, 0, 0, 0, 0, 0, 0, 0, 64, 6, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2];
+        h.push(1);
+        h.extend_from_slice(&[130, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        h.extend_from_slice(&[7, 7, 4, 0, 0, 0, 0]);
+        h.push(0);
+        assert_eq!(h.len(), 40);
+        let copied = copied_options(&h);
+        assert_eq!(copied, [130, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0]);
+        // A zero length ends the list (Click's IPFragmenter-02).
+        let mut bad = vec![0x46, 0, 0, 0, 0, 0, 0, 0, 64, 6, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2];
+        bad.extend_from_slice(&[0x82, 0, 0, 0]);
+        assert!(copied_options(&bad).is_empty());
+    }
+
+    #[test]
+    fn fragments_carry_the_payload_in_order_with_offsets_and_flags() {
+        let pool = Mempool::new("t", 64, MemoryKind::Plain).unwrap();
+        let mut data = header(64, 0, 1000);
+        for (i, b) in data[IP_HEADER..].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        set_ipv4_checksum(&mut data[..IP_HEADER]);
+        let mut p = packet(&pool, &data);
+        p.set_network_header(0, IP_HEADER).unwrap();
+        let mut f = IPFragmenter {
+            mtu: 300,
+            ..IPFragmenter::default()
+        };
+        let mut out = PacketBatch::with_capacity(8);
+        assert!(f.fragment(p, 0, IP_HEADER, &pool, &mut out).is_ok());
+        // 280 payload bytes a fragment (300 - 20, a multiple of 8): 280,
+        // 280, 280, 160.
+        let lens: Vec<usize> = out.iter().map(|q| q.len()).collect();
+        assert_eq!(lens, [300, 300, 300, 180]);
+        let mut payload = Vec::new();
+        for (i, q) in out.iter().enumerate() {
+            assert_eq!(checksum(&q[..IP_HEADER]), 0);
+            let frag = word(q, 6);
+            assert_eq!(usize::from(frag & IP_OFFSET_MASK) * 8, payload.len());
+            assert_eq!(frag & IP_MF != 0, i < 3);
+            assert_eq!(word(q, 4), 0x1234, "same ID");
+            payload.extend_from_slice(&q[IP_HEADER..]);
+        }
+        assert_eq!(payload, data[IP_HEADER..]);
+        assert_eq!(f.fragments, 4);
+        // DF honoured: the packet is handed back for output 1.
+        let mut df = data.clone();
+        df[6] = 0x40;
+        let mut p = packet(&pool, &df);
+        p.set_network_header(0, IP_HEADER).unwrap();
+        assert!(f.fragment(p, 0, IP_HEADER, &pool, &mut out).is_err());
+        assert_eq!(f.drops, 1);
+    }
+
+    #[test]
+    fn record_route_and_timestamp_options_are_filled() {
+        let me = [192, 0, 2, 1];
+        // Record Route with room for two addresses, pointer at the first.
+        let mut h = vec![0x48, 0, 0, 32, 0, 0, 0, 0, 64, 6, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2];
+        h.extend_from_slice(&[7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(gateway_options(&mut h, me, &[], 0), Ok(true));
+        assert_eq!(&h[20..27], &[7, 11, 8, 192, 0, 2, 1]);
+        assert_eq!(checksum(&h), 0);
+        gateway_options(&mut h, [198, 51, 100, 7], &[], 0).unwrap();
+        // Full: the pointer is past the end and nothing changes.
+        let full = h.clone();
+        assert_eq!(gateway_options(&mut h, me, &[], 0), Ok(false));
+        assert_eq!(h, full);
+        // Timestamp, flag 1 (address and time), one slot; the second
+        // visit counts an overflow.
+        let mut t = vec![0x47, 0, 0, 28, 0, 0, 0, 0, 64, 6, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2];
+        t.extend_from_slice(&[68, 12, 5, 0x01, 0, 0, 0, 0, 0, 0, 0, 0]);
+        gateway_options(&mut t, me, &[], 0x0102_0304).unwrap();
+        assert_eq!(&t[20..32], &[68, 12, 13, 0x01, 192, 0, 2, 1, 1, 2, 3, 4]);
+        gateway_options(&mut t, me, &[], 0).unwrap();
+        assert_eq!(t[23], 0x11, "overflow count 1, flag 1");
+        // A length running past the header: the pointer names the length.
+        let mut bad = vec![0x46, 0, 0, 24, 0, 0, 0, 0, 64, 6, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2];
+        bad.extend_from_slice(&[7, 9, 4, 0]);
+        assert_eq!(gateway_options(&mut bad, me, &[], 0), Err(21));
+    }
+
+    #[test]
+    fn encapsulations_write_valid_headers() {
+        let r = run("InfiniteSource(LENGTH 10, LIMIT 3, STOP true)
+                -> e :: UDPIPEncap(1.0.0.1, 1234, 2.0.0.2, domain)
+                -> CheckIPHeader -> IPEncap(ipip, 3.3.3.3, 4.4.4.4, TTL 9) -> CheckIPHeader
+                -> c :: Counter -> Discard;");
+        assert_eq!(handler(&r, "c.count"), "3");
+        assert_eq!(handler(&r, "c.byte_count"), (3 * (10 + 8 + 20 + 20)).to_string());
+        assert_eq!(handler(&r, "e.dport"), "53");
+        assert_eq!(ip_port("ssh"), Ok(22));
+        assert!(ip_port("70000").is_err());
+        assert_eq!(ip_protocol("UDP"), Ok(17));
+    }
+
+    #[test]
+    fn fix_ip_src_only_touches_annotated_packets() {
+        let pool = Mempool::new("t", 4, MemoryKind::Plain).unwrap();
+        let mut p = packet(&pool, &header(64, 0, 0));
+        p.set_network_header(0, IP_HEADER).unwrap();
+        fix_source(&mut p, [9, 9, 9, 9]);
+        assert_eq!(&p[12..16], &[10, 0, 0, 1]);
+        p.anno_mut().area[FIX_IP_SRC_ANNO] = 1;
+        fix_source(&mut p, [9, 9, 9, 9]);
+        assert_eq!(&p[12..16], &[9, 9, 9, 9]);
+        assert_eq!(checksum(&p[..IP_HEADER]), 0);
+        assert_eq!(p.anno().area[FIX_IP_SRC_ANNO], 0);
+    }
 }
