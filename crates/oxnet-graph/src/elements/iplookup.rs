@@ -444,6 +444,7 @@ impl<T: RouteTable> IPLookup<T> {
 }
 
 /// How to undo one table change.
+#[derive(Debug)]
 enum Undo {
     Remove(Route),
     Restore(Route),
@@ -588,4 +589,217 @@ fn create(class: &str) -> Option<Box<dyn Element>> {
         "RadixIPLookup" => Box::new(IPLookup::<RadixTable>::new("RadixIPLookup", true, true)),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(text: &str) -> Route {
+        parse_route(text, false).unwrap()
+    }
+
+    #[test]
+    fn routes_parse_in_clicks_forms() {
+        assert_eq!(
+            route("10.1.2.3/8 7"),
+            Route {
+                addr: 0x0a00_0000,
+                mask: 0xff00_0000,
+                gw: 0,
+                port: 7
+            }
+        );
+        assert_eq!(route("10/8 - 1").port, 1);
+        assert_eq!(route("0/0 18.26.4.1 1").gw, 0x121a_0401);
+        assert_eq!(route("18.26.4.24 0").mask, u32::MAX, "a bare address is /32");
+        assert_eq!(parse_route("1.0.0.0/8", true).unwrap().port, -1);
+        assert!(parse_route("1.0.0.0/8", false).is_err());
+        assert!(parse_route("1.0.0.0/8 1 2 3", false).is_err());
+        assert!(parse_route("x/8 1", false).is_err());
+        assert_eq!(route("1.2.0.0/255.255.0.0 3").to_string(), "1.2.0.0/16\t-\t3");
+        assert_eq!(route("1.0.0.0/255.0.255.0 3").to_string(), "1.0.0.0/255.0.255.0\t-\t3");
+    }
+
+    #[test]
+    fn addressinfo_names_give_address_network_and_broadcast() {
+        // Click's AddressInfo-bcast-01, without the AddressInfo element.
+        args::clear_addresses();
+        args::define_address(
+            "foo",
+            args::AddressEntry {
+                ip: Some(([1, 2, 3, 4], 20)),
+                ether: None,
+            },
+        );
+        let mut t = IPLookup::<LinearTable>::new("LinearIPLookup", true, false);
+        let mut a = Args::new("foo 0, foo:ipnet 1, foo:bcast 2");
+        t.configure(&mut a).unwrap();
+        args::clear_addresses();
+        assert_eq!(
+            t.table_text(),
+            "1.2.3.4/32\t-\t0\n1.2.0.0/20\t-\t1\n1.2.15.255/32\t-\t2\n"
+        );
+    }
+
+    /// A deterministic xorshift generator.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// The reference: every route checked, the longest prefix wins.
+    fn brute_force(routes: &[Route], addr: u32) -> Option<(u32, i32)> {
+        routes
+            .iter()
+            .filter(|r| r.contains(addr))
+            .max_by_key(|r| r.prefix_len())
+            .map(|r| (r.gw, r.port))
+    }
+
+    /// Random prefixes from a few clusters, so that they nest and collide.
+    fn random_route(rng: &mut Rng) -> Route {
+        let bases = [0x0a00_0000u32, 0x0a01_0000, 0xc0a8_0100, 0x0800_0000, 0];
+        let base = bases[rng.below(bases.len() as u64) as usize];
+        let len = rng.below(33) as u32;
+        let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+        let noise = (rng.next() as u32) & (rng.next() as u32) & 0x00ff_ffff;
+        Route {
+            addr: (base ^ noise) & mask,
+            mask,
+            gw: if rng.below(3) == 0 { rng.next() as u32 | 1 } else { 0 },
+            port: rng.below(8) as i32,
+        }
+    }
+
+    fn check_against_reference<T: RouteTable>(seed: u64) {
+        let mut rng = Rng(seed);
+        let mut table = T::default();
+        let mut reference: Vec<Route> = Vec::new();
+        for step in 0..3000 {
+            let r = random_route(&mut rng);
+            match rng.below(4) {
+                0 | 1 => {
+                    let exists = reference.iter().position(|x| x.addr == r.addr && x.mask == r.mask);
+                    let replace = rng.below(2) == 0;
+                    match (table.add(r, replace), exists) {
+                        (Err(old), Some(i)) => {
+                            assert!(!replace);
+                            assert_eq!(old, reference[i]);
+                        }
+                        (Ok(Some(old)), Some(i)) => {
+                            assert!(replace);
+                            assert_eq!(old, reference[i]);
+                            reference[i] = r;
+                        }
+                        (Ok(None), None) => reference.push(r),
+                        (got, want) => panic!("step {step}: add {r} gave {got:?}, reference had {want:?}"),
+                    }
+                }
+                2 => {
+                    // Remove a route that exists (by prefix only, or
+                    // exactly), or one that may not.
+                    let target = if !reference.is_empty() && rng.below(3) != 0 {
+                        let mut t = reference[rng.below(reference.len() as u64) as usize];
+                        if rng.below(2) == 0 {
+                            t.port = -1;
+                        }
+                        t
+                    } else {
+                        r
+                    };
+                    let want = reference.iter().position(|x| x.matches(&target));
+                    let got = table.remove(&target);
+                    assert_eq!(got, want.map(|i| reference.remove(i)), "step {step}: remove {target}");
+                }
+                _ => {}
+            }
+            // Addresses inside, at the edges of and beside known prefixes,
+            // and anywhere.
+            for _ in 0..8 {
+                let addr = match (rng.below(3), reference.is_empty()) {
+                    (0, false) => {
+                        let x = reference[rng.below(reference.len() as u64) as usize];
+                        match rng.below(3) {
+                            0 => x.addr,
+                            1 => x.addr | !x.mask,
+                            _ => (x.addr | !x.mask).wrapping_add(1),
+                        }
+                    }
+                    _ => random_route(&mut rng).addr | (rng.next() as u32 & 0xff),
+                };
+                assert_eq!(
+                    table.lookup(addr),
+                    brute_force(&reference, addr),
+                    "step {step}: lookup {}",
+                    dotted(addr)
+                );
+            }
+        }
+        let mut listed = table.routes();
+        let mut want = reference.clone();
+        listed.sort_by_key(|r| (r.addr, r.mask));
+        want.sort_by_key(|r| (r.addr, r.mask));
+        assert_eq!(listed, want);
+    }
+
+    #[test]
+    fn linear_table_is_a_longest_prefix_match() {
+        for seed in 1..=4 {
+            check_against_reference::<LinearTable>(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(seed));
+        }
+    }
+
+    #[test]
+    fn radix_table_is_a_longest_prefix_match() {
+        for seed in 1..=4 {
+            check_against_reference::<RadixTable>(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(seed));
+        }
+    }
+
+    #[test]
+    fn ctrl_applies_every_line_or_none() {
+        let mut t = IPLookup::<RadixTable>::new("RadixIPLookup", true, true);
+        t.configure(&mut Args::new("0/0 3, 10/8 1")).unwrap();
+        let before = t.table_text();
+        // The third line conflicts with 10/8: the first two are undone.
+        let err = t.ctrl("add 1.0.0.0/8 2\nset 0/0 0\nadd 10.0.0.0/8 2\n", 4).unwrap_err();
+        assert!(err.contains("conflict with existing route '10.0.0.0/8\t-\t1'"), "{err}");
+        assert_eq!(t.table_text(), before);
+        t.ctrl("add 1.0.0.0/8 2\n\nremove 10/8\nset 0/0 1.1.1.1 0", 4).unwrap();
+        assert_eq!(t.table_text(), "0.0.0.0/0\t1.1.1.1\t0\n1.0.0.0/8\t-\t2\n");
+        assert_eq!(t.table.lookup(0x0102_0304), Some((0, 2)));
+        assert!(t.ctrl("frobnicate 1/8 1", 4).unwrap_err().contains("bad command"));
+        assert!(t.command("add", "2.0.0.0/8 9", 4).unwrap_err().contains("does not exist"));
+        assert!(t.command("remove", "2.0.0.0/8", 4).unwrap_err().contains("not found"));
+        assert!(t.command("add", "2.0.0.0/255.0.255.0 1", 4).is_err(), "not a prefix");
+    }
+
+    #[test]
+    fn packets_leave_by_their_route_with_the_gateway_annotation() {
+        let mut r = crate::build(
+            "test",
+            "InfiniteSource(LIMIT 4, STOP true) -> SetIPAddress(10.1.2.3) -> rt :: RadixIPLookup(10/8 0, 10.1/16 9.9.9.9 1, 11/8 2);
+             rt[0] -> a :: Counter -> Discard;
+             rt[1] -> gw :: LinearIPLookup(9.9.9.9/32 0, 0/0 1);
+             rt[2] -> Discard;
+             gw[0] -> b :: Counter -> Discard;
+             gw[1] -> Discard;",
+            &[],
+        )
+        .unwrap();
+        r.run(&|| false);
+        let read = |e: &str, h: &str| r.read_handler(r.find(e).unwrap(), h).unwrap();
+        assert_eq!((read("a", "count"), read("b", "count")), ("0".into(), "4".into()));
+        assert!(crate::build("t", "Idle -> rt :: LinearIPLookup(10/8 3); rt[0] -> Idle;", &[]).is_err());
+    }
 }
