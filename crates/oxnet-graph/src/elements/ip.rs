@@ -125,7 +125,12 @@ fn sort_batch(mut batch: PacketBatch, ctx: &mut Ctx<'_>, mut check: impl FnMut(&
 
 /// Applies `edit` to the IP header of every packet; packets without a
 /// usable header are dropped and counted in `drops`.
-fn edit_headers(batch: PacketBatch, ctx: &mut Ctx<'_>, drops: &mut u64, mut edit: impl FnMut(&mut [u8])) -> PacketBatch {
+fn edit_headers(
+    batch: PacketBatch,
+    ctx: &mut Ctx<'_>,
+    drops: &mut u64,
+    mut edit: impl FnMut(&mut [u8]),
+) -> PacketBatch {
     sort_batch(batch, ctx, |p| match ip_header(p) {
         Some((offset, hlen)) => {
             edit(&mut p[offset..offset + hlen]);
@@ -138,7 +143,11 @@ fn edit_headers(batch: PacketBatch, ctx: &mut Ctx<'_>, drops: &mut u64, mut edit
     })
 }
 
-fn parse_with<T>(value: Option<String>, key: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
+fn parse_with<T>(
+    value: Option<String>,
+    key: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, String> {
     value.map(|v| parse(&v).map_err(|e| format!("{key}: {e}"))).transpose()
 }
 
@@ -734,7 +743,17 @@ impl Element for MarkIPCE {
 
 /// Writes a 20-byte IPv4 header (RFC 791 §3.1) at the front of `out`.
 #[allow(clippy::too_many_arguments)]
-fn write_ip_header(out: &mut [u8], tos: u8, total: u16, id: u16, frag: u16, ttl: u8, proto: u8, src: [u8; 4], dst: [u8; 4]) {
+fn write_ip_header(
+    out: &mut [u8],
+    tos: u8,
+    total: u16,
+    id: u16,
+    frag: u16,
+    ttl: u8,
+    proto: u8,
+    src: [u8; 4],
+    dst: [u8; 4],
+) {
     out[0] = 0x45;
     out[1] = tos;
     out[2..4].copy_from_slice(&total.to_be_bytes());
@@ -1044,12 +1063,28 @@ impl IPFragmenter {
 
     /// Fragments `p` (its IP header at `offset`, `hlen` long) into `out`;
     /// Err(p) if it must go to output 1.
-    fn fragment(&mut self, mut p: Packet, offset: usize, hlen: usize, pool: &oxnet_driver::Mempool, out: &mut PacketBatch) -> Result<(), Packet> {
+    fn fragment(
+        &mut self,
+        mut p: Packet,
+        offset: usize,
+        hlen: usize,
+        pool: &oxnet_driver::Mempool,
+        out: &mut PacketBatch,
+    ) -> Result<(), Packet> {
         let first_data = (self.mtu.saturating_sub(hlen)) & !7;
         let ip_len = usize::from(word(&p[offset..], 2)).clamp(hlen, p.len() - offset);
         let data_len = ip_len - hlen;
         let frag = word(&p[offset..], 6);
-        if (frag & IP_DF != 0 && self.honor_df) || first_data < 8 {
+        if data_len <= first_data {
+            // Only bytes past the IP length made it long: they go.
+            let _ = p.set_len(offset + ip_len);
+            out.push(p);
+            return Ok(());
+        }
+        let options = copied_options(&p[offset..offset + hlen]);
+        let out_hlen = IP_HEADER + options.len();
+        let later_data = self.mtu.saturating_sub(out_hlen) & !7;
+        if (frag & IP_DF != 0 && self.honor_df) || first_data < 8 || later_data < 8 {
             if self.verbose || self.drops < 5 {
                 let ip = &p[offset..];
                 eprintln!(
@@ -1071,8 +1106,6 @@ impl IPFragmenter {
         }
         let had_more = frag & IP_MF != 0;
         let base_offset = frag & IP_OFFSET_MASK;
-        let options = copied_options(&p[offset..offset + hlen]);
-        let out_hlen = IP_HEADER + options.len();
         let mut header = [0u8; IP_HEADER];
         header.copy_from_slice(&p[offset..offset + IP_HEADER]);
         // The rest first, built from the original's bytes, then the first
@@ -1080,11 +1113,7 @@ impl IPFragmenter {
         let mut rest = Vec::new();
         let mut at = first_data;
         while at < data_len {
-            let mut n = (self.mtu - out_hlen) & !7;
-            if n == 0 {
-                break;
-            }
-            n = n.min(data_len - at);
+            let n = later_data.min(data_len - at);
             let Ok(mut q) = pool.alloc() else { break };
             if q.set_len(out_hlen + n).is_err() {
                 break;
@@ -1191,8 +1220,9 @@ struct Partial {
     /// The fragment at offset 0 (its header and what precedes it are the
     /// reassembled packet's), once it came.
     first: Option<Packet>,
-    /// The first fragment that came (annotations if offset 0 never does).
-    any: Packet,
+    /// The header of the first fragment that came, if not at offset 0
+    /// (for a datagram whose offset-0 fragment never comes).
+    other: Option<Packet>,
     /// The payload so far, at its offsets.
     data: Vec<u8>,
     /// Byte ranges received, sorted and merged.
@@ -1224,7 +1254,10 @@ impl Partial {
     }
 
     fn complete(&self) -> bool {
-        self.first.is_some() && self.total.is_some_and(|t| self.have == [(0, t)] || (t == 0 && self.have.is_empty()))
+        self.first.is_some()
+            && self
+                .total
+                .is_some_and(|t| self.have == [(0, t)] || (t == 0 && self.have.is_empty()))
     }
 }
 
@@ -1297,22 +1330,15 @@ impl IPReassembler {
         let payload = offset + hlen..offset + hlen + length;
         let mut partial = match self.partial.remove(&key) {
             Some(partial) => partial,
-            None => {
-                let Ok(mut any) = pool.alloc() else {
-                    self.drops += 1;
-                    return None;
-                };
-                any.copy_meta_from(&p);
-                Partial {
-                    first: None,
-                    any,
-                    data: Vec::new(),
-                    have: Vec::new(),
-                    total: None,
-                    last_us: now,
-                    max_fragment: 0,
-                }
-            }
+            None => Partial {
+                first: None,
+                other: None,
+                data: Vec::new(),
+                have: Vec::new(),
+                total: None,
+                last_us: now,
+                max_fragment: 0,
+            },
         };
         partial.last_us = now;
         partial.max_fragment = partial.max_fragment.max(ip_len);
@@ -1326,10 +1352,12 @@ impl IPReassembler {
         if frag & IP_MF == 0 {
             partial.total = Some(end);
         }
+        let mut header = p;
+        let _ = header.set_len(offset + hlen);
         if start == 0 {
-            let mut first = p;
-            let _ = first.set_len(offset + hlen);
-            partial.first = Some(first);
+            partial.first = Some(header);
+        } else if partial.other.is_none() {
+            partial.other = Some(header);
         }
         if partial.complete() {
             return self.finish(partial, pool, false);
@@ -1341,11 +1369,11 @@ impl IPReassembler {
 
     /// Builds the datagram of `partial` (holes as zeros when `incomplete`).
     fn finish(&mut self, partial: Partial, pool: &oxnet_driver::Mempool, incomplete: bool) -> Option<Packet> {
-        let Some(first) = partial.first.as_ref().or(incomplete.then_some(&partial.any)) else {
+        let Some(first) = partial.first.as_ref().or(partial.other.as_ref().filter(|_| incomplete)) else {
             self.drops += 1;
             return None;
         };
-        let Some((offset, hlen)) = ip_header(first).or((IP_HEADER <= first.len()).then_some((0, 0))) else {
+        let Some((offset, hlen)) = ip_header(first) else {
             self.drops += 1;
             return None;
         };
@@ -1354,7 +1382,7 @@ impl IPReassembler {
             self.drops += 1;
             return None;
         };
-        if hlen == 0 || q.set_len(offset + hlen + total).is_err() {
+        if q.set_len(offset + hlen + total).is_err() {
             self.drops += 1;
             return None;
         }
@@ -1590,7 +1618,12 @@ impl IPGWOptions {
         if hlen == IP_HEADER {
             return Verdict::Pass;
         }
-        match gateway_options(&mut p[offset..offset + hlen], self.me, &self.others, ms_since_midnight()) {
+        match gateway_options(
+            &mut p[offset..offset + hlen],
+            self.me,
+            &self.others,
+            ms_since_midnight(),
+        ) {
             Ok(_) => Verdict::Pass,
             Err(at) => {
                 self.drops += 1;
@@ -2105,9 +2138,11 @@ mod tests {
 
     #[test]
     fn dscp_and_ce_keep_the_other_tos_bits_and_the_checksum_valid() {
-        let r = run("InfiniteSource(DATA \\<45010014 00000000 40110000 0a000001 0a000002>, LIMIT 2, STOP true)
+        let r = run(
+            "InfiniteSource(DATA \\<45010014 00000000 40110000 0a000001 0a000002>, LIMIT 2, STOP true)
                 -> SetIPChecksum -> MarkIPHeader -> s :: SetIPDSCP(46) -> MarkIPCE -> CheckIPHeader
-                -> c :: Counter -> Discard;");
+                -> c :: Counter -> Discard;",
+        );
         // ECT(1) passes MarkIPCE; the checksum checks after both edits.
         assert_eq!(handler(&r, "c.count"), "2");
         assert_eq!(handler(&r, "s.dscp"), "46");
@@ -2117,9 +2152,14 @@ mod tests {
         assert_eq!(h[1], 0xb9);
         assert_eq!(checksum(&h), 0);
         // Not ECN-capable: dropped, unless FORCE.
-        let r = run("InfiniteSource(DATA \\<45000014 00000000 40110000 0a000001 0a000002>, LIMIT 2, STOP true)
-                -> SetIPChecksum -> MarkIPHeader -> m :: MarkIPCE -> c :: Counter -> Discard;");
-        assert_eq!((handler(&r, "c.count"), handler(&r, "m.drops")), ("0".into(), "2".into()));
+        let r = run(
+            "InfiniteSource(DATA \\<45000014 00000000 40110000 0a000001 0a000002>, LIMIT 2, STOP true)
+                -> SetIPChecksum -> MarkIPHeader -> m :: MarkIPCE -> c :: Counter -> Discard;",
+        );
+        assert_eq!(
+            (handler(&r, "c.count"), handler(&r, "m.drops")),
+            ("0".into(), "2".into())
+        );
     }
 
     #[test]
@@ -2303,11 +2343,19 @@ mod tests {
         first[6] = 0x20; // MF, offset 0: the rest never comes
         set_ipv4_checksum(&mut first[..IP_HEADER]);
         let hex: String = first.iter().map(|b| format!("{b:02x}")).collect();
+        // Another datagram of which only the last fragment (offset 8)
+        // comes.
+        let mut last = header(64, 0, 16);
+        last[4] = 0x99;
+        last[7] = 1;
+        set_ipv4_checksum(&mut last[..IP_HEADER]);
+        let last: String = last.iter().map(|b| format!("{b:02x}")).collect();
         let mut r = crate::build(
             "test",
             &format!(
                 "InfiniteSource(DATA \\<{hex}>, LIMIT 2, STOP false) -> MarkIPHeader -> re :: IPReassembler
                     -> whole :: Counter -> Discard;
+                 InfiniteSource(DATA \\<{last}>, LIMIT 1, STOP false) -> MarkIPHeader -> re;
                  re[1] -> late :: Counter -> Discard;
                  DriverManager(wait 29s, read re.mem, wait 2s, stop);"
             ),
@@ -2316,11 +2364,42 @@ mod tests {
         .unwrap();
         r.use_simulated_time();
         r.run(&|| false);
-        // Both copies are one datagram (same key): one incomplete packet.
+        // Both copies of the first are one datagram (same key): two
+        // incomplete packets, the second with 8 zero bytes in front of
+        // its 16.
         assert_eq!(handler(&r, "whole.count"), "0");
-        assert_eq!(handler(&r, "late.count"), "1");
-        assert_eq!(handler(&r, "late.byte_count"), "36");
-        assert_eq!(handler(&r, "re.drops"), "1");
+        assert_eq!(handler(&r, "late.count"), "2");
+        assert_eq!(handler(&r, "late.byte_count"), (36 + 44).to_string());
+        assert_eq!(handler(&r, "re.drops"), "2");
         assert_eq!(handler(&r, "re.mem"), "0");
+    }
+
+    #[test]
+    fn fragmenter_refuses_what_it_cannot_split_and_trims_trailing_bytes() {
+        let pool = Mempool::new("t", 16, MemoryKind::Plain).unwrap();
+        let mut f = IPFragmenter {
+            mtu: 40,
+            honor_df: false,
+            ..IPFragmenter::default()
+        };
+        let mut out = PacketBatch::with_capacity(4);
+        // 24 bytes of copied options: later fragments would need 44-byte
+        // headers, more than the MTU.
+        let mut h = vec![0x4b, 0, 0, 84, 0, 0, 0, 0, 64, 6, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2];
+        h.extend_from_slice(&[130, 24]);
+        h.extend_from_slice(&[0; 22]);
+        h.extend_from_slice(&[0; 40]);
+        set_ipv4_checksum(&mut h[..44]);
+        let mut p = packet(&pool, &h);
+        p.set_network_header(0, 44).unwrap();
+        assert!(f.fragment(p, 0, 44, &pool, &mut out).is_err());
+        // A 30-byte datagram in a 60-byte packet: trimmed, not fragmented.
+        let mut short = header(64, 0, 10);
+        short.extend_from_slice(&[0xee; 30]);
+        let mut p = packet(&pool, &short);
+        p.set_network_header(0, IP_HEADER).unwrap();
+        f.fragment(p, 0, IP_HEADER, &pool, &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].len(), 30);
     }
 }

@@ -216,7 +216,11 @@ impl RouteTable for LinearTable {
     }
 
     fn remove(&mut self, route: &Route) -> Option<Route> {
-        let i = self.slots.routes.iter().position(|r| r.is_some_and(|r| r.matches(route)))?;
+        let i = self
+            .slots
+            .routes
+            .iter()
+            .position(|r| r.is_some_and(|r| r.matches(route)))?;
         self.slots.routes[i].take()
     }
 
@@ -448,7 +452,9 @@ impl RouteTable for DirectTable {
             None => {}
         }
         let slot = self.slots.insert(route);
-        let Ok(entry) = u16::try_from(slot + 1).map_err(|_| ()).and_then(|e| if e < SEGMENT { Ok(e) } else { Err(()) })
+        let Ok(entry) = u16::try_from(slot + 1)
+            .map_err(|_| ())
+            .and_then(|e| if e < SEGMENT { Ok(e) } else { Err(()) })
         else {
             // Full: refused (reported by the caller as a conflict with
             // itself would be wrong, so the route is simply not added).
@@ -544,7 +550,11 @@ impl<T: RouteTable> IPLookup<T> {
 
     fn check_mask(&self, route: &Route) -> Result<(), String> {
         if self.prefixes_only && args::mask_len(route.mask.to_be_bytes()).is_none() {
-            return Err(format!("{}: mask {} is not a prefix length", self.class, dotted(route.mask)));
+            return Err(format!(
+                "{}: mask {} is not a prefix length",
+                self.class,
+                dotted(route.mask)
+            ));
         }
         Ok(())
     }
@@ -637,7 +647,11 @@ impl<T: RouteTable> Element for IPLookup<T> {
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
         for (i, text) in a.rest_positional().iter().enumerate() {
             let route = parse_route(text, false).map_err(|_| {
-                format!("argument {} should be 'ADDR/MASK [GATEWAY] OUTPUT', not '{}'", i + 1, text.trim())
+                format!(
+                    "argument {} should be 'ADDR/MASK [GATEWAY] OUTPUT', not '{}'",
+                    i + 1,
+                    text.trim()
+                )
             })?;
             if route.port < 0 {
                 return Err(format!("argument {}: output {} does not exist", i + 1, route.port));
@@ -962,7 +976,10 @@ mod tests {
         assert_eq!(t.table_text(), "0.0.0.0/0\t1.1.1.1\t0\n1.0.0.0/8\t-\t2\n");
         assert_eq!(t.table.lookup(0x0102_0304), Some((0, 2)));
         assert!(t.ctrl("frobnicate 1/8 1", 4).unwrap_err().contains("bad command"));
-        assert!(t.command("add", "2.0.0.0/8 9", 4).unwrap_err().contains("does not exist"));
+        assert!(t
+            .command("add", "2.0.0.0/8 9", 4)
+            .unwrap_err()
+            .contains("does not exist"));
         assert!(t.command("remove", "2.0.0.0/8", 4).unwrap_err().contains("not found"));
         assert!(t.command("add", "2.0.0.0/255.0.255.0 1", 4).is_err(), "not a prefix");
     }

@@ -20,7 +20,13 @@ pub struct Module {
 }
 
 /// Every module; a new module adds one line here.
-pub const MODULES: &[Module] = &[standard::MODULE, basic::MODULE, script::MODULE, ip::MODULE, iplookup::MODULE];
+pub const MODULES: &[Module] = &[
+    standard::MODULE,
+    basic::MODULE,
+    script::MODULE,
+    ip::MODULE,
+    iplookup::MODULE,
+];
 
 /// Every class this library has, sorted by name.
 pub fn classes() -> Vec<&'static str> {
