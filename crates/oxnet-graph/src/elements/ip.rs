@@ -109,13 +109,36 @@ enum Verdict {
 /// Runs `check` on every packet of `batch` and returns those that pass;
 /// rejected packets are pushed out of output 1 when the element has one.
 fn sort_batch(mut batch: PacketBatch, ctx: &mut Ctx<'_>, mut check: impl FnMut(&mut Packet) -> Verdict) -> PacketBatch {
+    // The common case, every packet good, moves nothing: the batch goes
+    // on as it came.
+    let mut first_other = None;
+    for (i, p) in batch.iter_mut().enumerate() {
+        let verdict = check(p);
+        if verdict != Verdict::Pass {
+            first_other = Some((i, verdict));
+            break;
+        }
+    }
+    let Some((bad, bad_verdict)) = first_other else {
+        return batch;
+    };
     let n = batch.len();
     let mut pass = PacketBatch::with_capacity(n);
     let mut reject = PacketBatch::with_capacity(0);
-    batch.consume_front(n, |mut p| match check(&mut p) {
-        Verdict::Pass => pass.push(p),
-        Verdict::Reject => reject.push(p),
-        Verdict::Drop => {}
+    let mut i = 0;
+    batch.consume_front(n, |mut p| {
+        // Packets before `bad` passed already; after it, not yet checked.
+        let verdict = match i.cmp(&bad) {
+            std::cmp::Ordering::Less => Verdict::Pass,
+            std::cmp::Ordering::Equal => bad_verdict,
+            std::cmp::Ordering::Greater => check(&mut p),
+        };
+        i += 1;
+        match verdict {
+            Verdict::Pass => pass.push(p),
+            Verdict::Reject => reject.push(p),
+            Verdict::Drop => {}
+        }
     });
     if ctx.noutputs() > 1 {
         ctx.push(1, reject);

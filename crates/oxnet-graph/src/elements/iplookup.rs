@@ -676,27 +676,49 @@ impl<T: RouteTable> Element for IPLookup<T> {
     }
     fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
         let n = ctx.noutputs();
-        let mut outs: Vec<PacketBatch> = (0..n).map(|_| PacketBatch::with_capacity(0)).collect();
         let len = batch.len();
-        let mut drops = 0;
-        batch.consume_front(len, |mut p| {
-            let dst = u32::from_be_bytes(p.anno().dst_ip());
-            match self.table.lookup(dst) {
-                Some((gw, port)) if (port as usize) < n => {
-                    if gw != 0 {
-                        p.anno_mut().set_dst_ip(gw.to_be_bytes());
-                    }
-                    outs[port as usize].push(p);
-                }
-                _ => {
-                    if self.drops + drops < 5 {
-                        eprintln!("{}: no route for {}", ctx.name(), dotted(dst));
-                    }
-                    drops += 1;
+        // Look every packet up once; a batch whose packets all take the
+        // same output goes on whole (the common case of a flow).
+        let mut routes: Vec<Option<(u32, usize)>> = Vec::with_capacity(len);
+        for p in batch.iter() {
+            let route = self
+                .table
+                .lookup(u32::from_be_bytes(p.anno().dst_ip()))
+                .and_then(|(gw, port)| usize::try_from(port).ok().filter(|&k| k < n).map(|k| (gw, k)));
+            routes.push(route);
+        }
+        for (p, route) in batch.iter_mut().zip(&routes) {
+            if let Some((gw, _)) = route {
+                if *gw != 0 {
+                    p.anno_mut().set_dst_ip(gw.to_be_bytes());
                 }
             }
+        }
+        let first = routes.first().copied().flatten();
+        if let Some((_, port)) = first {
+            if routes.iter().all(|r| r.map(|(_, k)| k) == Some(port)) {
+                ctx.push(port, batch);
+                return;
+            }
+        }
+        let mut outs: Vec<PacketBatch> = (0..n).map(|_| PacketBatch::with_capacity(0)).collect();
+        let mut i = 0;
+        batch.consume_front(len, |p| {
+            match routes[i] {
+                Some((_, port)) => outs[port].push(p),
+                None => {
+                    if self.drops < 5 {
+                        eprintln!(
+                            "{}: no route for {}",
+                            ctx.name(),
+                            dotted(u32::from_be_bytes(p.anno().dst_ip()))
+                        );
+                    }
+                    self.drops += 1;
+                }
+            }
+            i += 1;
         });
-        self.drops += drops;
         for (k, b) in outs.into_iter().enumerate() {
             ctx.push(k, b);
         }
@@ -1001,5 +1023,28 @@ mod tests {
         let read = |e: &str, h: &str| r.read_handler(r.find(e).unwrap(), h).unwrap();
         assert_eq!((read("a", "count"), read("b", "count")), ("0".into(), "4".into()));
         assert!(crate::build("t", "Idle -> rt :: LinearIPLookup(10/8 3); rt[0] -> Idle;", &[]).is_err());
+    }
+
+    #[test]
+    fn a_mixed_batch_is_split_per_output_in_order() {
+        // The queue hands the lookup batches of 4 with both destinations
+        // and one without a route.
+        let mut r = crate::build(
+            "test",
+            "q :: Queue(100);
+             InfiniteSource(LIMIT 6, BURST 1, STOP false) -> SetIPAddress(10.0.0.1) -> q;
+             InfiniteSource(LIMIT 6, BURST 1, STOP false) -> SetIPAddress(11.0.0.1) -> q;
+             InfiniteSource(LIMIT 2, BURST 1, STOP false) -> SetIPAddress(12.0.0.1) -> q;
+             q -> Unqueue(BURST 4) -> rt :: DirectIPLookup(10/8 0, 11/8 1);
+             rt[0] -> a :: Counter -> Discard;
+             rt[1] -> b :: Counter -> Discard;
+             DriverManager(wait 50ms, stop);",
+            &[],
+        )
+        .unwrap();
+        r.run(&|| false);
+        let read = |e: &str, h: &str| r.read_handler(r.find(e).unwrap(), h).unwrap();
+        assert_eq!((read("a", "count"), read("b", "count")), ("6".into(), "6".into()));
+        assert_eq!(read("rt", "drops"), "2");
     }
 }
