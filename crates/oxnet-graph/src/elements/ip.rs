@@ -2425,4 +2425,28 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].len(), 30);
     }
+
+    #[test]
+    fn interfaces_make_broadcast_sources_bad_unless_for_the_router() {
+        // checkipheader.hh: INTERFACES 18.26.4.9/24 18.32.9.44/28 is BADSRC
+        // 18.26.4.255 18.32.9.47 0.0.0.0 255.255.255.255 and GOODDST
+        // 18.26.4.9 18.32.9.44.
+        let mut check = HeaderCheck::default();
+        check
+            .configure_addresses(&mut Args::new("INTERFACES 18.26.4.9/24 18.32.9.44/28"))
+            .unwrap();
+        assert_eq!(
+            check.bad_src,
+            [[18, 26, 4, 255], [18, 32, 9, 47], [0, 0, 0, 0], [255, 255, 255, 255]]
+        );
+        assert_eq!(check.good_dst, [[18, 26, 4, 9], [18, 32, 9, 44]]);
+        let pool = Mempool::new("t", 4, MemoryKind::Plain).unwrap();
+        let mut h = header(64, 0, 0);
+        h[12..16].copy_from_slice(&[18, 32, 9, 47]);
+        set_ipv4_checksum(&mut h);
+        assert_eq!(check.check(&mut packet(&pool, &h)), Err(5));
+        h[16..20].copy_from_slice(&[18, 32, 9, 44]);
+        set_ipv4_checksum(&mut h);
+        assert_eq!(check.check(&mut packet(&pool, &h)), Ok(()));
+    }
 }
