@@ -10,6 +10,8 @@ pub mod queues;
 pub mod rates;
 pub mod classifier;
 pub mod ipfilter;
+pub mod ip;
+pub mod iplookup;
 pub mod script;
 pub mod standard;
 
@@ -36,6 +38,8 @@ pub const MODULES: &[Module] = &[
     queues::MODULE,
     classifier::MODULE,
     ipfilter::MODULE,
+    ip::MODULE,
+    iplookup::MODULE,
 ];
 
 /// Every class this library has, sorted by name.
