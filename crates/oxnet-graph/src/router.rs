@@ -164,10 +164,16 @@ impl Ctx<'_> {
         if batch.is_empty() {
             return;
         }
-        let Some(Some(link)) = self.shared.outputs[self.me].get(port).copied() else {
+        // SAFETY: `me` is the index of an element of this router (a Ctx is
+        // made only for one), and `outputs` has an entry per element.
+        let outs = unsafe { self.shared.outputs.get_unchecked(self.me) };
+        let Some(&Some(link)) = outs.get(port) else {
             return;
         };
-        match self.shared.elements[link.element].try_borrow_mut() {
+        // SAFETY: links are built from the router's own connections and
+        // name existing elements only (Router::build).
+        let cell = unsafe { self.shared.elements.get_unchecked(link.element) };
+        match cell.try_borrow_mut() {
             Ok(mut element) => {
                 let mut ctx = Ctx {
                     shared: self.shared,
