@@ -3,6 +3,11 @@
 //! of the same name.
 
 pub mod basic;
+pub mod dump;
+pub mod ipsumdump;
+pub mod ipsumdump_fields;
+pub mod paint;
+pub mod print;
 pub mod script;
 pub mod standard;
 
@@ -18,7 +23,15 @@ pub struct Module {
 }
 
 /// Every module; a new module adds one line here.
-pub const MODULES: &[Module] = &[standard::MODULE, basic::MODULE, script::MODULE];
+pub const MODULES: &[Module] = &[
+    standard::MODULE,
+    basic::MODULE,
+    script::MODULE,
+    ipsumdump::MODULE,
+    print::MODULE,
+    paint::MODULE,
+    dump::MODULE,
+];
 
 /// Every class this library has, sorted by name.
 pub fn classes() -> Vec<&'static str> {
