@@ -950,54 +950,8 @@ pub fn parse_ip_opt(text: &str) -> Option<Vec<u8>> {
                 return None;
             }
             out[start + 1] = (out.len() - start) as u8;
-        } else if rest.starts_with(b"ts{") {
-            i += 3;
-            let start = out.len();
-            out.extend_from_slice(&[IPOPT_TS, 0, 0, 0]);
-            let mut pointer = None;
-            loop {
-                if s.get(i) == Some(&b'^') && pointer.is_none() {
-                    pointer = Some(out.len() - start + 1);
-                    i += 1;
-                }
-                let top = if s.get(i) == Some(&b'!') {
-                    i += 1;
-                    0x8000_0000u32
-                } else {
-                    0
-                };
-                if !s.get(i).is_some_and(u8::is_ascii_digit) {
-                    if top != 0 {
-                        return None;
-                    }
-                    break;
-                }
-                let v = parse_uint(s, &mut i)? | top;
-                out.extend_from_slice(&v.to_be_bytes());
-                if s.get(i) == Some(&b',') {
-                    i += 1;
-                }
-            }
-            if s.get(i) != Some(&b'}') {
-                return None;
-            }
-            i += 1;
-            out[start + 2] = pointer.unwrap_or(out.len() - start + 1) as u8;
-            if s.get(i) == Some(&b'+') && s.get(i + 1).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-                let n = parse_uint(s, &mut i)?;
-                if n < 64 {
-                    out.resize(out.len() + n as usize * 4, 0);
-                }
-            }
-            if s.get(i) == Some(&b'+') && s.get(i + 1) == Some(&b'+') {
-                i += 2;
-                let n = parse_uint(s, &mut i)?;
-                if n < 16 {
-                    out[start + 3] = (n as u8) << 4;
-                }
-            }
-            out[start + 1] = (out.len() - start) as u8;
+        } else if rest.starts_with(b"ts{") || rest.starts_with(b"ts.") {
+            i = parse_ts_opt(s, i, &mut out)?;
         } else if rest.first().is_some_and(u8::is_ascii_digit) {
             let t = parse_uint(s, &mut i)?;
             out.push(u8::try_from(t).ok()?);
@@ -1825,4 +1779,131 @@ mod tests {
         assert_eq!(quote(b""), "\"\"");
         assert_eq!(quote(b"a\"\n\x01"), "\"a\\\"\\n\\001\"");
     }
+}
+
+/// The timestamp option of the dump syntax (toipsumdump.hh "IP
+/// OPTIONS"; RFC 791 §3.1 "Internet Timestamp"): `ts{V,...}` (type 0,
+/// timestamps only), `ts.ip{A=V,...}` (type 1), `ts.preip{A=V^B,...}`
+/// (type 3, prespecified addresses; entries after the pointer have no
+/// value yet), `ts.N{...}`; `ts{A=V,...}` is type 1 as well. `!V` sets the
+/// nonstandard bit, `^` marks the pointer, `+N` adds room for N more
+/// entries, `++N` sets the overflow count. Appends the option to `out`
+/// and returns the index after it.
+fn parse_ts_opt(s: &[u8], mut i: usize, out: &mut Vec<u8>) -> Option<usize> {
+    // -1: not known yet; -2: entries with addresses (becomes 1 or 3).
+    let mut flag: i32 = -1;
+    if s[i + 2] == b'.' {
+        let rest = &s[i + 3..];
+        if rest.starts_with(b"ip{") {
+            flag = 1;
+            i += 6;
+        } else if rest.starts_with(b"preip{") {
+            flag = 3;
+            i += 9;
+        } else {
+            let mut j = i + 3;
+            let n = parse_uint(s, &mut j)?;
+            if n > 15 || s.get(j) != Some(&b'{') {
+                return None;
+            }
+            flag = n as i32;
+            i = j + 1;
+        }
+    } else {
+        i += 3;
+    }
+    let start = out.len();
+    out.extend_from_slice(&[IPOPT_TS, 0, 0, 0]);
+    let mut pointer: Option<usize> = None;
+    loop {
+        if s.get(i) == Some(&b'^') && pointer.is_none() {
+            pointer = Some(out.len() - start + 1);
+            i += 1;
+        }
+        if !s.get(i).is_some_and(|&c| c.is_ascii_digit() || c == b'!') {
+            break;
+        }
+        let entry = i;
+        let mut value_needed = true;
+        loop {
+            if matches!(flag, 1 | 3 | -2) {
+                out.extend_from_slice(&parse_quad(s, &mut i)?);
+                if pointer.is_some() && flag == -2 {
+                    flag = 3;
+                }
+                if s.get(i) == Some(&b'=') && s.get(i + 1).is_some_and(|&c| c.is_ascii_digit() || c == b'!') {
+                    i += 1;
+                } else if s.get(i) == Some(&b'=') && s.get(i + 1) == Some(&b'?') && pointer.is_some() {
+                    out.extend_from_slice(&[0; 4]);
+                    i += 2;
+                    value_needed = false;
+                } else if pointer.is_some() && s.get(i) != Some(&b'=') {
+                    out.extend_from_slice(&[0; 4]);
+                    value_needed = false;
+                } else {
+                    return None;
+                }
+            }
+            if !value_needed {
+                break;
+            }
+            let top = if s.get(i) == Some(&b'!') {
+                i += 1;
+                0x8000_0000u32
+            } else {
+                0
+            };
+            if !s.get(i).is_some_and(u8::is_ascii_digit) {
+                return None;
+            }
+            let v = parse_uint(s, &mut i)?;
+            if s.get(i) == Some(&b'.') && flag == -1 {
+                // An address, not a timestamp: read the entry again.
+                flag = -2;
+                i = entry;
+                continue;
+            }
+            if flag == -1 {
+                flag = 0;
+            }
+            out.extend_from_slice(&(v | top).to_be_bytes());
+            break;
+        }
+        if s.get(i) == Some(&b',') {
+            i += 1;
+        }
+    }
+    if i < s.len() {
+        if s[i] != b'}' {
+            return None;
+        }
+        i += 1;
+    }
+    if flag == -2 {
+        flag = 1;
+    }
+    let flag = flag.max(0) as u8;
+    out[start + 2] = pointer.unwrap_or(out.len() - start + 1) as u8;
+    if s.get(i) == Some(&b'+') && s.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+        let n = parse_uint(s, &mut i)?;
+        if n < 64 {
+            let size = if flag == 1 || flag == 3 { 8 } else { 4 };
+            out.resize(out.len() + n as usize * size, 0);
+        }
+    }
+    let mut overflow = 0;
+    if s.get(i) == Some(&b'+') && s.get(i + 1) == Some(&b'+') && s.get(i + 2).is_some_and(u8::is_ascii_digit) {
+        i += 2;
+        let n = parse_uint(s, &mut i)?;
+        if n < 16 {
+            overflow = n as u8;
+        }
+    }
+    out[start + 3] = (overflow << 4) | flag;
+    if out.len() - start > 255 {
+        return None;
+    }
+    out[start + 1] = (out.len() - start) as u8;
+    Some(i)
 }
