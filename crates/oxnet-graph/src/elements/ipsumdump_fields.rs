@@ -74,6 +74,8 @@ pub enum Field {
     IcmpNextmtu,
     PayloadLen,
     Payload,
+    PayloadMd5,
+    PayloadMd5Hex,
     EthSrc,
     EthDst,
 }
@@ -130,6 +132,8 @@ const FIELDS: &[(&str, Field, Option<i32>)] = &[
     ("icmp_nextmtu", Field::IcmpNextmtu, Some(ORDER_TRANSP + 2)),
     ("payload_len", Field::PayloadLen, Some(ORDER_PAYLOAD + 1)),
     ("payload", Field::Payload, Some(ORDER_PAYLOAD)),
+    ("payload_md5", Field::PayloadMd5, None),
+    ("payload_md5_hex", Field::PayloadMd5Hex, None),
     ("eth_src", Field::EthSrc, None),
     ("eth_dst", Field::EthDst, None),
 ];
@@ -640,13 +644,18 @@ impl<'a> Desc<'a> {
                 };
                 (len as u32 + extra).to_string()
             }
-            Field::Payload => {
+            Field::Payload | Field::PayloadMd5 | Field::PayloadMd5Hex => {
                 let (off, len) = self.payload_info();
                 if len != 0 && off >= p.len() {
                     return None;
                 }
                 let end = (off + len).min(self.data.len());
-                quote(&self.data[off.min(end)..end])
+                let bytes = &self.data[off.min(end)..end];
+                match field {
+                    Field::Payload => quote(bytes),
+                    Field::PayloadMd5 => md5_text(&md5(bytes)),
+                    _ => md5(bytes).iter().map(|b| format!("{b:02x}")).collect(),
+                }
             }
             Field::EthSrc | Field::EthDst => {
                 let off = self.ip?;
@@ -1471,7 +1480,7 @@ impl Builder {
                     _ => self.account_payload_len(off, num as usize),
                 }
             }
-            Field::EthSrc | Field::EthDst => {}
+            Field::EthSrc | Field::EthDst | Field::PayloadMd5 | Field::PayloadMd5Hex => {}
         }
     }
 
@@ -1906,4 +1915,98 @@ fn parse_ts_opt(s: &[u8], mut i: usize, out: &mut Vec<u8>) -> Option<usize> {
     }
     out[start + 1] = (out.len() - start) as u8;
     Some(i)
+}
+
+/// MD5 of `data` (RFC 1321 §3), for the payload_md5 fields.
+pub fn md5(data: &[u8]) -> [u8; 16] {
+    // §3.4: the sine table T[i] = floor(2^32 * |sin(i + 1)|) and the
+    // per-round shift amounts.
+    const S: [u32; 64] = [
+        7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14,
+        20, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6,
+        10, 15, 21,
+    ];
+    let t: Vec<u32> = (0..64)
+        .map(|i| ((i as f64 + 1.0).sin().abs() * 4_294_967_296.0) as u32)
+        .collect();
+    // §3.1-3.2: pad with 0x80, zeros, and the bit length (little-endian).
+    let mut msg = data.to_vec();
+    msg.push(0x80);
+    while msg.len() % 64 != 56 {
+        msg.push(0);
+    }
+    msg.extend_from_slice(&((data.len() as u64).wrapping_mul(8)).to_le_bytes());
+    // §3.3: the initial buffer.
+    let mut h: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
+    for block in msg.chunks_exact(64) {
+        let m: Vec<u32> = block
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
+        let [mut a, mut b, mut c, mut d] = h;
+        for i in 0..64 {
+            let (f, g) = match i / 16 {
+                0 => ((b & c) | (!b & d), i),
+                1 => ((d & b) | (!d & c), (5 * i + 1) % 16),
+                2 => (b ^ c ^ d, (3 * i + 5) % 16),
+                _ => (c ^ (b | !d), (7 * i) % 16),
+            };
+            let rotated = a.wrapping_add(f).wrapping_add(t[i]).wrapping_add(m[g]).rotate_left(S[i]);
+            a = d;
+            d = c;
+            c = b;
+            b = b.wrapping_add(rotated);
+        }
+        h = [h[0].wrapping_add(a), h[1].wrapping_add(b), h[2].wrapping_add(c), h[3].wrapping_add(d)];
+    }
+    let mut out = [0u8; 16];
+    for (i, w) in h.iter().enumerate() {
+        out[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    out
+}
+
+/// An MD5 digest in the dump's 22-character text form: the bytes read
+/// as a little-endian bit string, six bits per character from
+/// `a-z A-Z 0-9 _ @`.
+pub fn md5_text(digest: &[u8; 16]) -> String {
+    const ALPHABET: &[u8; 64] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@";
+    let mut s = String::with_capacity(22);
+    for chunk in digest.chunks(3) {
+        let v = chunk.iter().rev().fold(0u32, |v, &b| (v << 8) | u32::from(b));
+        let chars = (chunk.len() * 8).div_ceil(6);
+        for k in 0..chars {
+            s.push(ALPHABET[((v >> (6 * k)) & 63) as usize] as char);
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod md5_tests {
+    use super::*;
+
+    fn hex(d: &[u8]) -> String {
+        d.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn md5_of_rfc_1321_test_suite() {
+        // RFC 1321 appendix A.5.
+        assert_eq!(hex(&md5(b"")), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(hex(&md5(b"abc")), "900150983cd24fb0d6963f7d28e17f72");
+        assert_eq!(
+            hex(&md5(b"12345678901234567890123456789012345678901234567890123456789012345678901234567890")),
+            "57edf4a22be3c955ac49da2e2107b67a"
+        );
+    }
+
+    #[test]
+    fn md5_text_packs_six_bits_per_character() {
+        // d4 = 11010100: its low six bits, 010100 = 20, are 'u'; the last
+        // byte 7e gives 111110 = 62 '_' and then 01 'b'.
+        let t = md5_text(&md5(b""));
+        assert_eq!(t.len(), 22);
+        assert!(t.starts_with('u') && t.ends_with("_b"), "{t}");
+    }
 }
