@@ -77,6 +77,8 @@ pub struct FromIPSummaryDump {
     fields: Vec<Option<(Field, i32)>>,
     flowid: Option<FlowId>,
     allow_nonexistent: bool,
+    /// After a `!binary` line: records, not lines.
+    binary: bool,
     /// The file's bytes and how far we read.
     text: Vec<u8>,
     pos: usize,
@@ -106,6 +108,7 @@ impl Default for FromIPSummaryDump {
             fields: Vec::new(),
             flowid: None,
             allow_nonexistent: false,
+            binary: false,
             text: Vec::new(),
             pos: 0,
             loaded: false,
@@ -190,6 +193,31 @@ impl FromIPSummaryDump {
         Some(line)
     }
 
+    /// The next record of a binary dump (toipsumdump.hh "BINARY
+    /// FORMAT"); a record shorter than its length word or than the file
+    /// ends the dump (counted in `errors`).
+    fn next_record(&mut self) -> Option<Record> {
+        let rest = self.text.get(self.pos..)?;
+        if rest.is_empty() {
+            return None;
+        }
+        let word = rest.get(..4).map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
+        let len = word.map_or(0, |w| (w & 0x7fff_ffff) as usize);
+        if len < 4 || len > rest.len() {
+            self.errors += 1;
+            self.pos = self.text.len();
+            return None;
+        }
+        let body = rest[4..len].to_vec();
+        self.pos += len;
+        if word.is_some_and(|w| w & 0x8000_0000 != 0) {
+            let end = body.iter().rposition(|&b| b != 0).map_or(0, |e| e + 1);
+            Some(Record::Text(String::from_utf8_lossy(&body[..end]).into_owned()))
+        } else {
+            Some(Record::Packet(body))
+        }
+    }
+
     /// A `!` line of the dump.
     fn bang(&mut self, line: &str) {
         let words = crate::lang::vars::split_words(line);
@@ -214,11 +242,7 @@ impl FromIPSummaryDump {
                 }
                 None => eprintln!("FromIPSummaryDump: bad !flowid line '{line}'"),
             },
-            Some("!binary") => {
-                // The binary format is not read: stop at its records.
-                eprintln!("FromIPSummaryDump: binary dumps are not supported");
-                self.pos = self.text.len();
-            }
+            Some("!binary") => self.binary = true,
             _ => {}
         }
     }
@@ -226,6 +250,20 @@ impl FromIPSummaryDump {
     /// The next packet of the dump (None at its end).
     fn read_packet(&mut self, ctx: &Ctx<'_>) -> Option<Packet> {
         loop {
+            if self.binary {
+                match self.next_record()? {
+                    Record::Packet(r) => match self.packet_of_record(&r, ctx) {
+                        Some(p) => return Some(p),
+                        None => continue,
+                    },
+                    Record::Text(line) => {
+                        if line.starts_with('!') {
+                            self.bang(line.trim_end());
+                        }
+                        continue;
+                    }
+                }
+            }
             let line = self.next_line()?;
             let trimmed = line.trim_start();
             if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -273,17 +311,50 @@ impl FromIPSummaryDump {
 
     fn packet_of(&mut self, line: &str, ctx: &Ctx<'_>) -> Option<Packet> {
         let words = Self::words(line);
+        let raw: Vec<Option<Raw<'_>>> = (0..self.fields.len())
+            .map(|i| words.get(i).filter(|w| **w != "-").map(|w| Raw::Text(w)))
+            .collect();
+        self.packet_from_fields(raw, line, ctx)
+    }
+
+    /// A packet record of a binary dump: the fields one after another.
+    fn packet_of_record(&mut self, record: &[u8], ctx: &Ctx<'_>) -> Option<Packet> {
+        let mut at = 0;
+        let mut raw = Vec::with_capacity(self.fields.len());
+        for slot in &self.fields {
+            let value = match slot {
+                Some((field, _)) => match f::decode_binary(*field, record, at) {
+                    Some((v, used)) => {
+                        at += used;
+                        v.map(Raw::Value)
+                    }
+                    None => {
+                        at = record.len();
+                        None
+                    }
+                },
+                None => None,
+            };
+            raw.push(value);
+        }
+        self.packet_from_fields(raw, "(binary record)", ctx)
+    }
+
+    /// Builds a packet from its fields, applied in Click's order
+    /// (annotations, IP header, transport header, payload).
+    fn packet_from_fields(&mut self, raw: Vec<Option<Raw<'_>>>, line: &str, ctx: &Ctx<'_>) -> Option<Packet> {
         let mut order: Vec<usize> = (0..self.fields.len()).collect();
         order.sort_by_key(|&i| self.fields[i].map_or(0, |(_, o)| o));
         let mut b = Builder::new(self.default_proto, self.flowid);
         let mut applied = 0;
         for i in order {
             let Some((field, _)) = self.fields[i] else { continue };
-            let Some(&word) = words.get(i) else { continue };
-            if word == "-" {
-                continue;
-            }
-            if let Some(v) = f::parse_value(field, word, b.icmp_type()) {
+            let value = match raw.get(i) {
+                Some(Some(Raw::Text(word))) => f::parse_value(field, word, b.icmp_type()),
+                Some(Some(Raw::Value(v))) => Some(v.clone()),
+                _ => None,
+            };
+            if let Some(v) = value {
                 b.inject(field, &v);
                 applied += 1;
             }
@@ -523,6 +594,18 @@ impl Element for FromIPSummaryDump {
     }
 }
 
+/// A record of a binary dump.
+enum Record {
+    Packet(Vec<u8>),
+    Text(String),
+}
+
+/// One field of a line or record before it is applied.
+enum Raw<'a> {
+    Text(&'a str),
+    Value(f::Value),
+}
+
 /// Where ToIPSummaryDump writes.
 enum Sink {
     None,
@@ -550,14 +633,17 @@ impl Sink {
 /// with BANNER, `!data ...`) unless HEADER is false. A field that does not
 /// apply to a packet is written `-`. With MULTIPACKET, a packet whose
 /// extra-packets annotation is N writes N+1 lines. Packets go on to
-/// output 0 if it is connected. BINARY true is refused (only the text
-/// format is written). Handlers: `flush` (w), `count` (r: lines written).
+/// output 0 if it is connected. BINARY true writes binary records after
+/// a `!binary` line (toipsumdump.hh "BINARY FORMAT"; `payload` cannot be
+/// written so; a variable-length option field is one length byte and the
+/// options as they are in the packet). Handlers: `flush` (w), `count` (r: lines written).
 pub struct ToIPSummaryDump {
     filename: String,
     fields: Vec<(String, Field)>,
     header: bool,
     banner: Option<String>,
     multipacket: bool,
+    binary: bool,
     sink: Sink,
     count: u64,
     pulling: bool,
@@ -571,6 +657,7 @@ impl Default for ToIPSummaryDump {
             header: true,
             banner: None,
             multipacket: false,
+            binary: false,
             sink: Sink::None,
             count: 0,
             pulling: false,
@@ -595,21 +682,37 @@ impl ToIPSummaryDump {
         s
     }
 
+    /// A binary record: the length word, then each field.
+    fn record(&self, p: &Packet) -> Vec<u8> {
+        let d = Desc::new(p);
+        let mut r = vec![0; 4];
+        for (_, field) in &self.fields {
+            r.extend_from_slice(&d.binary(*field));
+        }
+        let len = r.len() as u32;
+        r[..4].copy_from_slice(&len.to_be_bytes());
+        r
+    }
+
     fn write_batch(&mut self, batch: &PacketBatch) {
-        let mut out = String::new();
+        let mut out = Vec::new();
         for p in batch.iter() {
             let lines = if self.multipacket {
                 1 + f::anno_u32(p, f::EXTRA_PACKETS_ANNO)
             } else {
                 1
             };
-            let line = self.line(p);
+            let line = if self.binary {
+                self.record(p)
+            } else {
+                self.line(p).into_bytes()
+            };
             for _ in 0..lines {
-                out += &line;
+                out.extend_from_slice(&line);
                 self.count += 1;
             }
         }
-        self.sink.write(out.as_bytes());
+        self.sink.write(&out);
     }
 }
 
@@ -645,8 +748,17 @@ impl Element for ToIPSummaryDump {
         if let Some(b) = a.keyword("BANNER") {
             self.banner = Some(args::string(&b)?);
         }
-        if opt(a.keyword("BINARY"), args::boolean, "BINARY")? == Some(true) {
-            return Err("BINARY: only the text format is written".into());
+        if let Some(v) = opt(a.keyword("BINARY"), args::boolean, "BINARY")? {
+            self.binary = v;
+        }
+        if self.binary {
+            if let Some((name, _)) = self
+                .fields
+                .iter()
+                .find(|(_, f)| f::binary_kind(*f) == f::Binary::NotAllowed)
+            {
+                return Err(format!("cannot use field {name} with BINARY"));
+            }
         }
         for key in ["VERBOSE", "BAD_PACKETS", "CAREFUL_TRUNC", "EXTRA_LENGTH"] {
             opt(a.keyword(key), args::boolean, key)?;
@@ -666,8 +778,21 @@ impl Element for ToIPSummaryDump {
             if let Some(b) = &self.banner {
                 h += &format!("!creator {}\n", f::quote(b.as_bytes()));
             }
-            let names: Vec<&str> = self.fields.iter().map(|(n, _)| n.as_str()).collect();
-            h += &format!("!data {}\n", names.join(" ").replace("ntimestamp", "timestamp"));
+            let names: Vec<&str> = self
+                .fields
+                .iter()
+                .map(|(n, _)| {
+                    if n == "ntimestamp" && !self.binary {
+                        "timestamp"
+                    } else {
+                        n.as_str()
+                    }
+                })
+                .collect();
+            h += &format!("!data {}\n", names.join(" "));
+            if self.binary {
+                h += "!binary\n";
+            }
             self.sink.write(h.as_bytes());
         }
         Ok(())

@@ -29,10 +29,13 @@ const IP_PROTO_UDPLITE: u8 = 136;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
     Timestamp,
+    /// `ntimestamp`: the same, nanoseconds in the binary format.
+    NTimestamp,
     TsSec,
     TsUsec,
     TsUsec1,
     FirstTimestamp,
+    FirstNTimestamp,
     Count,
     Link,
     Direction,
@@ -84,12 +87,12 @@ pub enum Field {
 /// (None: ignored on input).
 const FIELDS: &[(&str, Field, Option<i32>)] = &[
     ("timestamp", Field::Timestamp, Some(ORDER_ANNO)),
-    ("ntimestamp", Field::Timestamp, Some(ORDER_ANNO)),
+    ("ntimestamp", Field::NTimestamp, Some(ORDER_ANNO)),
     ("ts_sec", Field::TsSec, Some(ORDER_ANNO)),
     ("ts_usec", Field::TsUsec, Some(ORDER_ANNO)),
     ("ts_usec1", Field::TsUsec1, Some(ORDER_ANNO)),
     ("first_timestamp", Field::FirstTimestamp, Some(ORDER_ANNO)),
-    ("first_ntimestamp", Field::FirstTimestamp, Some(ORDER_ANNO)),
+    ("first_ntimestamp", Field::FirstNTimestamp, Some(ORDER_ANNO)),
     ("count", Field::Count, Some(ORDER_ANNO)),
     ("link", Field::Link, Some(ORDER_ANNO)),
     ("paint", Field::Link, Some(ORDER_ANNO)),
@@ -487,11 +490,11 @@ impl<'a> Desc<'a> {
         let tcp = |need: usize| (self.tcp && tl >= need).then_some(t);
         let icmp = |need: usize| (self.icmp && tl >= need).then_some(t);
         Some(match field {
-            Field::Timestamp => format_timestamp(p.anno().timestamp_ns),
+            Field::Timestamp | Field::NTimestamp => format_timestamp(p.anno().timestamp_ns),
             Field::TsSec => p.anno().timestamp_ns.div_euclid(1_000_000_000).to_string(),
             Field::TsUsec => (p.anno().timestamp_ns.rem_euclid(1_000_000_000) / 1000).to_string(),
             Field::TsUsec1 => (p.anno().timestamp_ns.div_euclid(1000)).to_string(),
-            Field::FirstTimestamp => {
+            Field::FirstTimestamp | Field::FirstNTimestamp => {
                 let a = &p.anno().area;
                 let mut b = [0u8; 8];
                 b.copy_from_slice(&a[FIRST_TIMESTAMP_ANNO..FIRST_TIMESTAMP_ANNO + 8]);
@@ -1258,7 +1261,7 @@ impl Builder {
         };
         let n32 = num as u32;
         match field {
-            Field::Timestamp => {
+            Field::Timestamp | Field::NTimestamp => {
                 if let Value::Time(t) = v {
                     self.timestamp_ns = *t;
                 }
@@ -1270,7 +1273,7 @@ impl Builder {
                 self.timestamp_ns = self.timestamp_ns.div_euclid(1_000_000_000) * 1_000_000_000 + (num as i64) * 1000;
             }
             Field::TsUsec1 => self.timestamp_ns = (num as i64) * 1000,
-            Field::FirstTimestamp => {
+            Field::FirstTimestamp | Field::FirstNTimestamp => {
                 if let Value::Time(t) = v {
                     self.first_timestamp_ns = *t;
                 }
@@ -1619,7 +1622,9 @@ impl Builder {
 pub fn parse_value(field: Field, s: &str, icmp_type: Option<u8>) -> Option<Value> {
     let small = |max: u64| parse_num(s).filter(|&v| v <= max).map(Value::Num);
     match field {
-        Field::Timestamp | Field::FirstTimestamp => parse_timestamp(s).map(Value::Time),
+        Field::Timestamp | Field::NTimestamp | Field::FirstTimestamp | Field::FirstNTimestamp => {
+            parse_timestamp(s).map(Value::Time)
+        }
         Field::Link | Field::Direction => match s {
             ">" => Some(Value::Num(0)),
             "<" => Some(Value::Num(1)),
@@ -1951,13 +1956,22 @@ pub fn md5(data: &[u8]) -> [u8; 16] {
                 2 => (b ^ c ^ d, (3 * i + 5) % 16),
                 _ => (c ^ (b | !d), (7 * i) % 16),
             };
-            let rotated = a.wrapping_add(f).wrapping_add(t[i]).wrapping_add(m[g]).rotate_left(S[i]);
+            let rotated = a
+                .wrapping_add(f)
+                .wrapping_add(t[i])
+                .wrapping_add(m[g])
+                .rotate_left(S[i]);
             a = d;
             d = c;
             c = b;
             b = b.wrapping_add(rotated);
         }
-        h = [h[0].wrapping_add(a), h[1].wrapping_add(b), h[2].wrapping_add(c), h[3].wrapping_add(d)];
+        h = [
+            h[0].wrapping_add(a),
+            h[1].wrapping_add(b),
+            h[2].wrapping_add(c),
+            h[3].wrapping_add(d),
+        ];
     }
     let mut out = [0u8; 16];
     for (i, w) in h.iter().enumerate() {
@@ -1996,7 +2010,9 @@ mod md5_tests {
         assert_eq!(hex(&md5(b"")), "d41d8cd98f00b204e9800998ecf8427e");
         assert_eq!(hex(&md5(b"abc")), "900150983cd24fb0d6963f7d28e17f72");
         assert_eq!(
-            hex(&md5(b"12345678901234567890123456789012345678901234567890123456789012345678901234567890")),
+            hex(&md5(
+                b"12345678901234567890123456789012345678901234567890123456789012345678901234567890"
+            )),
             "57edf4a22be3c955ac49da2e2107b67a"
         );
     }
@@ -2008,5 +2024,180 @@ mod md5_tests {
         let t = md5_text(&md5(b""));
         assert_eq!(t.len(), 22);
         assert!(t.starts_with('u') && t.ends_with("_b"), "{t}");
+    }
+}
+
+// ---- The binary format (toipsumdump.hh "BINARY FORMAT"): after a
+// `!binary` line, records of a 4-byte big-endian word (the record's
+// length, itself included; the top bit marks a text line) and the fields
+// in the `!data` order, numbers in network byte order.
+
+/// How a field is stored in a binary record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binary {
+    Fixed(usize),
+    /// A length byte and that many bytes.
+    Variable,
+    /// The field cannot be in a binary dump (`payload`).
+    NotAllowed,
+}
+
+/// The binary size of a field (the table in toipsumdump.hh; the others
+/// as Click's field files store them).
+pub fn binary_kind(field: Field) -> Binary {
+    use Field::*;
+    match field {
+        Timestamp | NTimestamp | FirstTimestamp | FirstNTimestamp | TsUsec1 => Binary::Fixed(8),
+        IpSrc | IpDst | IpLen | IpCaptureLen | TcpSeq | TcpAck | UdpLen | PayloadLen | Count | Aggregate | WireLen
+        | TsSec | TsUsec => Binary::Fixed(4),
+        Sport | Dport | IpId | IpSum | IpFragoff | TcpWindow | TcpUrp | IcmpFlowid | IcmpSeq | IcmpNextmtu => {
+            Binary::Fixed(2)
+        }
+        IpProto | IpTos | IpDscp | IpEcn | IpTtl | IpFrag | IpHl | TcpOff | TcpFlags | Link | Direction | IcmpType
+        | IcmpCode | IcmpTypeName | IcmpCodeName => Binary::Fixed(1),
+        EthSrc | EthDst => Binary::Fixed(6),
+        PayloadMd5 | PayloadMd5Hex => Binary::Fixed(16),
+        IpOpt | TcpOpt | TcpNtopt | TcpSack => Binary::Variable,
+        Payload => Binary::NotAllowed,
+    }
+}
+
+impl Desc<'_> {
+    /// The field in binary form; a field that does not apply is zeros
+    /// (an empty variable field), as Click writes it.
+    pub fn binary(&self, field: Field) -> Vec<u8> {
+        let kind = binary_kind(field);
+        let zero = || match kind {
+            Binary::Fixed(n) => vec![0; n],
+            _ => vec![0],
+        };
+        let ts = |ns: i64, nano: bool| {
+            let mut v = (ns.div_euclid(1_000_000_000) as u32).to_be_bytes().to_vec();
+            let sub = ns.rem_euclid(1_000_000_000);
+            v.extend_from_slice(&((if nano { sub } else { sub / 1000 }) as u32).to_be_bytes());
+            v
+        };
+        let first_ts = || {
+            let a = &self.p.anno().area;
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&a[FIRST_TIMESTAMP_ANNO..FIRST_TIMESTAMP_ANNO + 8]);
+            i64::from_ne_bytes(b)
+        };
+        match field {
+            Field::Timestamp => return ts(self.p.anno().timestamp_ns, false),
+            Field::NTimestamp => return ts(self.p.anno().timestamp_ns, true),
+            Field::FirstTimestamp => return ts(first_ts(), false),
+            Field::FirstNTimestamp => return ts(first_ts(), true),
+            Field::IpOpt | Field::TcpOpt | Field::TcpNtopt | Field::TcpSack => {
+                let opts = match field {
+                    Field::IpOpt => self
+                        .net()
+                        .filter(|n| n.len() >= usize::from(n[0] & 0xf) * 4)
+                        .map(|n| &n[20.min(n.len())..usize::from(n[0] & 0xf) * 4]),
+                    _ => {
+                        let t = self.transport_bytes();
+                        (self.tcp && t.len() >= 13 && t.len() >= usize::from(t[12] >> 4) * 4)
+                            .then(|| &t[20.min(usize::from(t[12] >> 4) * 4)..usize::from(t[12] >> 4) * 4])
+                    }
+                };
+                let opts = opts.unwrap_or(&[]);
+                let mut v = vec![opts.len().min(255) as u8];
+                v.extend_from_slice(&opts[..opts.len().min(255)]);
+                return v;
+            }
+            Field::PayloadMd5 | Field::PayloadMd5Hex => {
+                let (off, len) = self.payload_info();
+                let end = (off + len).min(self.data.len());
+                return md5(&self.data[off.min(end)..end]).to_vec();
+            }
+            Field::EthSrc | Field::EthDst => {
+                return match self.ip {
+                    Some(off) if off >= 14 => {
+                        let at = if field == Field::EthSrc { off - 8 } else { off - 14 };
+                        self.data[at..at + 6].to_vec()
+                    }
+                    _ => zero(),
+                };
+            }
+            _ => {}
+        }
+        let Some(text) = self.text(field) else {
+            return zero();
+        };
+        // The number behind the text (the reader's parser inverts the
+        // writer's format).
+        let n: u64 = match field {
+            Field::IpFrag => u64::from(text.as_bytes()[0]),
+            Field::IcmpCodeName => self.text(Field::IcmpCode).and_then(|t| t.parse().ok()).unwrap_or(0),
+            Field::TcpFlags => parse_tcp_flags(&text).unwrap_or(0).into(),
+            Field::TsUsec1 => text.parse().unwrap_or(0),
+            _ => match parse_value(field, &text, self.text(Field::IcmpType).and_then(|t| t.parse().ok())) {
+                Some(Value::Num(n)) => n,
+                _ => 0,
+            },
+        };
+        match kind {
+            Binary::Fixed(size) => n.to_be_bytes()[8 - size..].to_vec(),
+            _ => zero(),
+        }
+    }
+}
+
+/// Reads one field of a binary record at `b[at..]`: its value and the
+/// bytes it took; None if the record ends first.
+pub fn decode_binary(field: Field, b: &[u8], at: usize) -> Option<(Option<Value>, usize)> {
+    let rest = b.get(at..)?;
+    match binary_kind(field) {
+        Binary::Variable => {
+            let n = usize::from(*rest.first()?);
+            let bytes = rest.get(1..1 + n)?.to_vec();
+            Some((Some(Value::Bytes(bytes)), 1 + n))
+        }
+        Binary::NotAllowed => None,
+        Binary::Fixed(size) => {
+            let bytes = rest.get(..size)?;
+            let num = bytes.iter().fold(0u64, |v, &x| (v << 8) | u64::from(x));
+            let value = match field {
+                Field::Timestamp | Field::FirstTimestamp | Field::NTimestamp | Field::FirstNTimestamp => {
+                    let sec = i64::from(u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]));
+                    let sub = i64::from(u32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]));
+                    let nano = matches!(field, Field::NTimestamp | Field::FirstNTimestamp);
+                    Some(Value::Time(sec * 1_000_000_000 + if nano { sub } else { sub * 1000 }))
+                }
+                Field::IpFrag => parse_value(field, &(bytes[0] as char).to_string(), None),
+                Field::PayloadMd5 | Field::PayloadMd5Hex | Field::EthSrc | Field::EthDst => None,
+                _ => Some(Value::Num(num)),
+            };
+            Some((value, size))
+        }
+    }
+}
+
+#[cfg(test)]
+mod binary_tests {
+    use super::*;
+
+    #[test]
+    fn binary_sizes_follow_the_table() {
+        assert_eq!(binary_kind(Field::Timestamp), Binary::Fixed(8));
+        assert_eq!(binary_kind(Field::IpSrc), Binary::Fixed(4));
+        assert_eq!(binary_kind(Field::Sport), Binary::Fixed(2));
+        assert_eq!(binary_kind(Field::IpProto), Binary::Fixed(1));
+        assert_eq!(binary_kind(Field::IpOpt), Binary::Variable);
+        assert_eq!(binary_kind(Field::Payload), Binary::NotAllowed);
+    }
+
+    #[test]
+    fn binary_fields_decode() {
+        let rec = [0, 0, 0, 5, 0, 0, 0x03, 0xe8, 1, 2, 3, 4, 0, 80, 2, 7, 7];
+        let (v, n) = decode_binary(Field::Timestamp, &rec, 0).unwrap();
+        assert_eq!((v, n), (Some(Value::Time(5_001_000_000)), 8));
+        let (v, _) = decode_binary(Field::IpSrc, &rec, 8).unwrap();
+        assert_eq!(v, Some(Value::Num(0x0102_0304)));
+        let (v, _) = decode_binary(Field::Sport, &rec, 12).unwrap();
+        assert_eq!(v, Some(Value::Num(80)));
+        let (v, n) = decode_binary(Field::IpOpt, &rec, 14).unwrap();
+        assert_eq!((v, n), (Some(Value::Bytes(vec![7, 7])), 3));
+        assert!(decode_binary(Field::IpSrc, &rec, 15).is_none(), "record too short");
     }
 }
