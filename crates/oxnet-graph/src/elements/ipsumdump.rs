@@ -631,12 +631,16 @@ impl Sink {
 /// packet with the FIELDS (default `timestamp ip_src`) to FILENAME (`-`:
 /// standard output), after a header (`!IPSummaryDump 1.3`, `!creator`
 /// with BANNER, `!data ...`) unless HEADER is false. A field that does not
-/// apply to a packet is written `-`. With MULTIPACKET, a packet whose
-/// extra-packets annotation is N writes N+1 lines. Packets go on to
-/// output 0 if it is connected. BINARY true writes binary records after
-/// a `!binary` line (toipsumdump.hh "BINARY FORMAT"; `payload` cannot be
-/// written so; a variable-length option field is one length byte and the
-/// options as they are in the packet). Handlers: `flush` (w), `count` (r: lines written).
+/// apply to a packet (a truncated or absent header, ports of an ICMP
+/// packet) is written `-`. Lengths (`ip_len`, `payload_len`) include the
+/// extra length annotation unless EXTRA_LENGTH is false. With
+/// MULTIPACKET, a packet whose extra-packets annotation is N writes N+1
+/// lines. Packets go on to output 0 if it is connected. BINARY true
+/// writes binary records after a `!binary` line (toipsumdump.hh "BINARY
+/// FORMAT"; `payload` cannot be written so; a variable-length option
+/// field is one length byte and the options as they are in the packet).
+/// VERBOSE, BAD_PACKETS and CAREFUL_TRUNC are accepted and write no
+/// extra `!` lines. Handlers: `flush` (w), `count` (r: lines written).
 pub struct ToIPSummaryDump {
     filename: String,
     fields: Vec<(String, Field)>,
@@ -644,6 +648,7 @@ pub struct ToIPSummaryDump {
     banner: Option<String>,
     multipacket: bool,
     binary: bool,
+    extra_length: bool,
     sink: Sink,
     count: u64,
     pulling: bool,
@@ -658,6 +663,7 @@ impl Default for ToIPSummaryDump {
             banner: None,
             multipacket: false,
             binary: false,
+            extra_length: true,
             sink: Sink::None,
             count: 0,
             pulling: false,
@@ -667,7 +673,8 @@ impl Default for ToIPSummaryDump {
 
 impl ToIPSummaryDump {
     fn line(&self, p: &Packet) -> String {
-        let d = Desc::new(p);
+        let mut d = Desc::new(p);
+        d.force_extra_length = self.extra_length;
         let mut s = String::new();
         for (i, (_, field)) in self.fields.iter().enumerate() {
             if i > 0 {
@@ -684,7 +691,8 @@ impl ToIPSummaryDump {
 
     /// A binary record: the length word, then each field.
     fn record(&self, p: &Packet) -> Vec<u8> {
-        let d = Desc::new(p);
+        let mut d = Desc::new(p);
+        d.force_extra_length = self.extra_length;
         let mut r = vec![0; 4];
         for (_, field) in &self.fields {
             r.extend_from_slice(&d.binary(*field));
@@ -760,7 +768,10 @@ impl Element for ToIPSummaryDump {
                 return Err(format!("cannot use field {name} with BINARY"));
             }
         }
-        for key in ["VERBOSE", "BAD_PACKETS", "CAREFUL_TRUNC", "EXTRA_LENGTH"] {
+        if let Some(v) = opt(a.keyword("EXTRA_LENGTH"), args::boolean, "EXTRA_LENGTH")? {
+            self.extra_length = v;
+        }
+        for key in ["VERBOSE", "BAD_PACKETS", "CAREFUL_TRUNC"] {
             opt(a.keyword(key), args::boolean, key)?;
         }
         Ok(())

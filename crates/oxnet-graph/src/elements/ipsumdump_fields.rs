@@ -385,6 +385,9 @@ pub struct Desc<'a> {
     udp: bool,
     icmp: bool,
     extra_length: u32,
+    /// Lengths include the extra length annotation (ToIPSummaryDump's
+    /// EXTRA_LENGTH, default true).
+    pub force_extra_length: bool,
 }
 
 impl<'a> Desc<'a> {
@@ -399,6 +402,7 @@ impl<'a> Desc<'a> {
             udp: false,
             icmp: false,
             extra_length: anno_u32(p, EXTRA_LENGTH_ANNO),
+            force_extra_length: true,
         };
         let Some(off) = p.network_offset().and_then(|o| usize::try_from(o).ok()) else {
             return d;
@@ -550,7 +554,7 @@ impl<'a> Desc<'a> {
                     Some(n) => u32::from(be16(n, 2)),
                     None => self.data.len() as u32,
                 };
-                (v + self.extra_length).to_string()
+                (v + if self.force_extra_length { self.extra_length } else { 0 }).to_string()
             }
             Field::IpCaptureLen => {
                 let allow = if net.is_some() { nl } else { self.data.len() };
@@ -640,10 +644,10 @@ impl<'a> Desc<'a> {
             }
             Field::PayloadLen => {
                 let (_, len) = self.payload_info();
-                let extra = if net.is_none() {
+                let extra = if net.is_none() || self.force_extra_length {
                     self.extra_length
                 } else {
-                    self.extra_length
+                    0
                 };
                 (len as u32 + extra).to_string()
             }
@@ -1536,14 +1540,14 @@ impl Builder {
             let at = t + 20;
             self.data.splice(
                 at.min(self.data.len())..at.min(self.data.len()),
-                std::iter::repeat(0).take(th_delta),
+                std::iter::repeat_n(0, th_delta),
             );
             self.data[t + 12] = (self.data[t + 12] & 0xf) | ((((20 + th_delta) / 4) as u8) << 4);
             delta -= th_delta as isize;
         }
         if delta > 0 && !self.have_ip_hl && self.data[0] & 0xf == 5 {
             let ip_delta = ((delta - (delta & 3)) as usize).min(40);
-            self.data.splice(20..20, std::iter::repeat(0).take(ip_delta));
+            self.data.splice(20..20, std::iter::repeat_n(0, ip_delta));
             self.data[0] = 0x40 | ((20 + ip_delta) / 4) as u8;
             self.transport = 20 + ip_delta;
         }
