@@ -79,6 +79,9 @@ pub struct FromIPSummaryDump {
     allow_nonexistent: bool,
     /// After a `!binary` line: records, not lines.
     binary: bool,
+    /// MULTIPACKET: each packet's length, the timestamp step, the last
+    /// timestamp, while a line's packets go out.
+    multipacket_state: Option<(u32, i64, i64)>,
     /// The file's bytes and how far we read.
     text: Vec<u8>,
     pos: usize,
@@ -109,6 +112,7 @@ impl Default for FromIPSummaryDump {
             flowid: None,
             allow_nonexistent: false,
             binary: false,
+            multipacket_state: None,
             text: Vec::new(),
             pos: 0,
             loaded: false,
@@ -120,6 +124,24 @@ impl Default for FromIPSummaryDump {
             errors: 0,
             complained: false,
         }
+    }
+}
+
+/// Sets a packet's IP length (and UDP length) to `len`, for
+/// MULTIPACKET's shares of a line's length.
+fn set_lengths(p: &mut Packet, len: u32) {
+    let Some(off) = p.network_offset().and_then(|o| usize::try_from(o).ok()) else {
+        return;
+    };
+    if p.len() < off + 20 {
+        return;
+    }
+    let len = len.min(0xffff) as u16;
+    p[off + 2..off + 4].copy_from_slice(&len.to_be_bytes());
+    let hl = usize::from(p[off] & 0xf) * 4;
+    if p[off + 9] == f::IP_PROTO_UDP && p.len() >= off + hl + 6 {
+        let udp = len.saturating_sub(hl as u16);
+        p[off + hl + 4..off + hl + 6].copy_from_slice(&udp.to_be_bytes());
     }
 }
 
@@ -423,19 +445,63 @@ impl FromIPSummaryDump {
             }
         }
         if self.multipacket {
-            let extra = f::anno_u32(&p, f::EXTRA_PACKETS_ANNO);
-            if extra > 0 {
-                // One line, `count` packets: send copies, one count less
-                // each time.
-                let mut keep = p;
-                f::set_anno_u32(&mut keep, f::EXTRA_PACKETS_ANNO, extra - 1);
-                let mut out = Self::copy(&keep, ctx)?;
-                f::set_anno_u32(&mut out, f::EXTRA_PACKETS_ANNO, 0);
-                self.waiting = Some(keep);
-                return Some(out);
-            }
+            return self.split_multipacket(p, ctx);
         }
         Some(p)
+    }
+
+    /// MULTIPACKET: a line whose count is N sends N packets. The length
+    /// (data plus extra length) is shared evenly, the last packet taking
+    /// what is left, and the timestamps step evenly from the first
+    /// timestamp annotation (if set) to the packet's timestamp.
+    fn split_multipacket(&mut self, mut p: Packet, ctx: &Ctx<'_>) -> Option<Packet> {
+        let extra_packets = f::anno_u32(&p, f::EXTRA_PACKETS_ANNO);
+        if extra_packets == 0 {
+            self.multipacket_state = None;
+            return Some(p);
+        }
+        let count = 1 + extra_packets;
+        let (each_len, delta, end_ts) = match self.multipacket_state {
+            Some(state) => state,
+            None => {
+                let len = p.len() as u32;
+                let mut each = (len + f::anno_u32(&p, f::EXTRA_LENGTH_ANNO)) / count;
+                if each < len {
+                    each = len;
+                    f::set_anno_u32(&mut p, f::EXTRA_LENGTH_ANNO, each * (count - 1));
+                }
+                let end = p.anno().timestamp_ns;
+                let first = f::first_timestamp(&p);
+                let delta = if first != 0 {
+                    p.anno_mut().timestamp_ns = first;
+                    (end - first) / i64::from(count - 1)
+                } else {
+                    0
+                };
+                set_lengths(&mut p, each);
+                let state = (each, delta, end);
+                self.multipacket_state = Some(state);
+                state
+            }
+        };
+        let mut out = Self::copy(&p, ctx)?;
+        f::set_anno_u32(&mut out, f::EXTRA_PACKETS_ANNO, 0);
+        let out_extra = each_len.saturating_sub(out.len() as u32);
+        f::set_anno_u32(&mut out, f::EXTRA_LENGTH_ANNO, out_extra);
+        // The rest of the line waits, one packet lighter.
+        f::set_anno_u32(&mut p, f::EXTRA_PACKETS_ANNO, count - 2);
+        let rest = f::anno_u32(&p, f::EXTRA_LENGTH_ANNO).saturating_sub(each_len);
+        f::set_anno_u32(&mut p, f::EXTRA_LENGTH_ANNO, rest);
+        if count == 2 {
+            p.anno_mut().timestamp_ns = end_ts;
+            let total = p.len() as u32 + rest;
+            set_lengths(&mut p, total);
+            self.multipacket_state = None;
+        } else {
+            p.anno_mut().timestamp_ns += delta;
+        }
+        self.waiting = Some(p);
+        Some(out)
     }
 
     fn at_end(&self) -> bool {
@@ -702,25 +768,61 @@ impl ToIPSummaryDump {
         r
     }
 
-    fn write_batch(&mut self, batch: &PacketBatch) {
+    fn write_batch(&mut self, batch: &mut PacketBatch) {
         let mut out = Vec::new();
-        for p in batch.iter() {
-            let lines = if self.multipacket {
-                1 + f::anno_u32(p, f::EXTRA_PACKETS_ANNO)
+        for p in batch.iter_mut() {
+            let extra_packets = f::anno_u32(p, f::EXTRA_PACKETS_ANNO);
+            if self.multipacket && extra_packets > 0 {
+                self.write_multipacket(p, extra_packets + 1, &mut out);
             } else {
-                1
-            };
-            let line = if self.binary {
-                self.record(p)
-            } else {
-                self.line(p).into_bytes()
-            };
-            for _ in 0..lines {
-                out.extend_from_slice(&line);
-                self.count += 1;
+                self.write_one(p, &mut out);
             }
         }
         self.sink.write(&out);
+    }
+
+    fn write_one(&mut self, p: &Packet, out: &mut Vec<u8>) {
+        if self.binary {
+            out.extend_from_slice(&self.record(p));
+        } else {
+            out.extend_from_slice(self.line(p).as_bytes());
+        }
+        self.count += 1;
+    }
+
+    /// MULTIPACKET: a packet standing for `count` packets writes `count`
+    /// lines, the length shared evenly (the extra length annotation of
+    /// each line says its share) and the timestamps stepping from the
+    /// first timestamp annotation, if set, to the packet's own.
+    fn write_multipacket(&mut self, p: &mut Packet, count: u32, out: &mut Vec<u8>) {
+        let len = p.len() as u32;
+        let mut total = len
+            + if self.extra_length {
+                f::anno_u32(p, f::EXTRA_LENGTH_ANNO)
+            } else {
+                0
+            };
+        total = total.max(count * len);
+        let end = p.anno().timestamp_ns;
+        let first = f::first_timestamp(p);
+        let delta = if first != 0 {
+            p.anno_mut().timestamp_ns = first;
+            (end - first) / i64::from(count - 1)
+        } else {
+            0
+        };
+        f::set_anno_u32(p, f::EXTRA_PACKETS_ANNO, 0);
+        for i in (1..=count).rev() {
+            let share = total / i;
+            f::set_anno_u32(p, f::EXTRA_LENGTH_ANNO, share - len);
+            total -= share;
+            self.write_one(p, out);
+            if i == 1 {
+                p.anno_mut().timestamp_ns = end;
+            } else {
+                p.anno_mut().timestamp_ns += delta;
+            }
+        }
     }
 }
 
@@ -808,15 +910,15 @@ impl Element for ToIPSummaryDump {
         }
         Ok(())
     }
-    fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
-        self.write_batch(&batch);
+    fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+        self.write_batch(&mut batch);
         if ctx.noutputs() > 0 {
             ctx.push(0, batch);
         }
     }
     fn pull(&mut self, _port: usize, max: usize, ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
-        let batch = ctx.pull(0, max)?;
-        self.write_batch(&batch);
+        let mut batch = ctx.pull(0, max)?;
+        self.write_batch(&mut batch);
         Some(batch)
     }
     fn has_task(&self) -> bool {
@@ -827,8 +929,8 @@ impl Element for ToIPSummaryDump {
             return false;
         }
         match ctx.pull(0, 32) {
-            Some(b) if !b.is_empty() => {
-                self.write_batch(&b);
+            Some(mut b) if !b.is_empty() => {
+                self.write_batch(&mut b);
                 true
             }
             _ => false,

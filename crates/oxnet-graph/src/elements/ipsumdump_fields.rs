@@ -339,6 +339,19 @@ pub fn anno_u32(p: &Packet, at: usize) -> u32 {
     u32::from_ne_bytes([a[at], a[at + 1], a[at + 2], a[at + 3]])
 }
 
+/// The first timestamp annotation, in nanoseconds (0: none).
+pub fn first_timestamp(p: &Packet) -> i64 {
+    let a = &p.anno().area;
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&a[FIRST_TIMESTAMP_ANNO..FIRST_TIMESTAMP_ANNO + 8]);
+    i64::from_ne_bytes(b)
+}
+
+/// Sets the first timestamp annotation.
+pub fn set_first_timestamp(p: &mut Packet, ns: i64) {
+    p.anno_mut().area[FIRST_TIMESTAMP_ANNO..FIRST_TIMESTAMP_ANNO + 8].copy_from_slice(&ns.to_ne_bytes());
+}
+
 /// Sets an annotation word of the area.
 pub fn set_anno_u32(p: &mut Packet, at: usize, v: u32) {
     p.anno_mut().area[at..at + 4].copy_from_slice(&v.to_ne_bytes());
