@@ -59,9 +59,12 @@ fn parse_field_list(text: &str) -> (Vec<Option<(Field, i32)>>, Vec<String>) {
 /// IP/TCP/UDP/ICMP checksums; else they may be shorter than their IP
 /// length (the extra length annotation says by how much). PROTO: the
 /// protocol when the dump gives none (default TCP). FIELDS: the fields
-/// when the dump has no `!data` line. DATA: the dump itself instead of a
-/// file. SAMPLE is accepted and must be 1; ZERO is accepted (packet data
-/// is always zero here). Each line's packet has version 4, TTL 100 and its
+/// when the dump has no `!data` line. FLOWID: default addresses and
+/// ports, as a `!flowid` line. MULTIPACKET true: a line whose `count` is
+/// N sends N packets sharing its length. DATA: the dump itself instead
+/// of a file. ALLOW_NONEXISTENT: a missing file is an empty dump. A
+/// binary dump (after a `!binary` line) is read too. SAMPLE is accepted
+/// and must be 1; ZERO is accepted (packet data is always zero here). Each line's packet has version 4, TTL 100 and its
 /// destination address annotation set. Handlers: `active` (rw), `encap`
 /// (r, `IP`), `stop` (w), `sampling_prob`, `filesize`, `filepos` (r),
 /// `count` (r: packets sent), `errors` (r: lines that could not be read).
