@@ -744,3 +744,36 @@ mod tests {
         assert!(encap_dlt("carrier-pigeon").is_none());
     }
 }
+
+#[cfg(test)]
+mod robustness_tests {
+    use super::*;
+
+    #[test]
+    fn corrupt_files_end_without_panic() {
+        let mut x: u64 = 7;
+        for round in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut text = pcap_file_header(round % 2 == 0, 65535, DLT_RAW).to_vec();
+            let extra = (x % 200) as usize;
+            let mut y = x;
+            for _ in 0..extra {
+                y = y.rotate_left(7) ^ 0x9e37_79b9;
+                text.push(y as u8);
+            }
+            let mut d = FromDump {
+                header: Some(parse_pcap_header(&text).unwrap()),
+                text,
+                ..FromDump::default()
+            };
+            let mut records = 0;
+            while d.next_record().is_some() {
+                records += 1;
+                assert!(records < 100, "no progress");
+            }
+            assert!(d.pos >= 24);
+        }
+    }
+}

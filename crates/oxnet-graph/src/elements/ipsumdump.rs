@@ -329,7 +329,13 @@ impl FromIPSummaryDump {
                 }
                 i += 1;
             }
-            out.push(&line[start..i.min(b.len())]);
+            // A backslash may have skipped into a multi-byte character.
+            let mut end = i.min(b.len());
+            while !line.is_char_boundary(end) {
+                end += 1;
+            }
+            i = end;
+            out.push(&line[start..end]);
         }
         out
     }
@@ -962,4 +968,68 @@ fn create(class: &str) -> Option<Box<dyn Element>> {
         "ToIPSummaryDump" => Box::<ToIPSummaryDump>::default(),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_keep_quoted_strings_whole() {
+        assert_eq!(
+            FromIPSummaryDump::words("1.0.0.1  \"a b\\\" c\" x"),
+            ["1.0.0.1", "\"a b\\\" c\"", "x"]
+        );
+        // A backslash before a multi-byte character, an open quote: no
+        // panic, every byte kept.
+        assert_eq!(FromIPSummaryDump::words("\"\\é\" z"), ["\"\\é\"", "z"]);
+        assert_eq!(FromIPSummaryDump::words("\"open"), ["\"open"]);
+        assert!(FromIPSummaryDump::words("   ").is_empty());
+    }
+
+    fn run(config: &str) -> crate::router::Router {
+        let mut r = crate::build("test", config, &[]).unwrap();
+        r.use_simulated_time();
+        r.run(&|| false);
+        r
+    }
+
+    fn read(r: &crate::router::Router, spec: &str) -> String {
+        let (e, h) = spec.split_once('.').unwrap();
+        r.read_handler(r.find(e).unwrap(), h).unwrap()
+    }
+
+    #[test]
+    fn lines_that_parse_become_packets_the_others_are_counted() {
+        let r = run(r#"
+            f :: FromIPSummaryDump(DATA "!data src dst\n1.0.0.1 2.0.0.2\nnot-an-address\n# comment\n\n3.0.0.3 -\n", STOP true)
+              -> c :: Counter -> Discard;
+        "#);
+        assert_eq!(read(&r, "c.count"), "2");
+        assert_eq!(read(&r, "f.count"), "2");
+        assert_eq!(read(&r, "f.errors"), "1");
+        // Two packets of 20 bytes: IP headers only (default protocol TCP,
+        // but no transport field given).
+        assert_eq!(read(&r, "c.byte_count"), "80");
+    }
+
+    #[test]
+    fn inactive_source_sends_nothing_and_a_missing_file_is_an_error() {
+        let r = run("f :: FromIPSummaryDump(DATA \"!data src\n1.0.0.1\n\", ACTIVE false) -> c :: Counter -> Discard;");
+        assert_eq!(read(&r, "c.count"), "0");
+        let err = crate::build("t", "FromIPSummaryDump(/nonexistent/dump) -> Discard;", &[])
+            .err()
+            .unwrap();
+        assert!(err.contains("/nonexistent/dump"), "{err}");
+        assert!(crate::build(
+            "t",
+            "FromIPSummaryDump(/nonexistent/dump, ALLOW_NONEXISTENT true) -> Discard;",
+            &[]
+        )
+        .is_ok());
+        let err = crate::build("t", "Idle -> ToIPSummaryDump(-, FIELDS src nonsense);", &[])
+            .err()
+            .unwrap();
+        assert!(err.contains("nonsense"), "{err}");
+    }
 }

@@ -476,7 +476,9 @@ impl<'a> Desc<'a> {
             Some(net) => {
                 let ip_len = usize::from(be16(net, 2));
                 let mut off = self.transport;
-                if is_first_frag(net) {
+                // A header cut before its protocol byte: no transport
+                // header is known.
+                if net.len() >= 10 && is_first_frag(net) {
                     match net[9] {
                         IP_PROTO_TCP => {
                             let t = self.transport_bytes();
@@ -490,7 +492,7 @@ impl<'a> Desc<'a> {
                         _ => {}
                     }
                 }
-                (off, ip_len.saturating_sub(off - self.ip.unwrap_or(0)))
+                (off, ip_len.saturating_sub(off.saturating_sub(self.ip.unwrap_or(0))))
             }
             None => (0, self.data.len()),
         }
@@ -2216,5 +2218,168 @@ mod binary_tests {
         let (v, n) = decode_binary(Field::IpOpt, &rec, 14).unwrap();
         assert_eq!((v, n), (Some(Value::Bytes(vec![7, 7])), 3));
         assert!(decode_binary(Field::IpSrc, &rec, 15).is_none(), "record too short");
+    }
+}
+
+#[cfg(test)]
+mod robustness_tests {
+    use super::*;
+    use oxnet_driver::{MemoryKind, Mempool};
+
+    /// A small deterministic generator (xorshift), so failures repeat.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    const ALL: &[Field] = &[
+        Field::Timestamp,
+        Field::NTimestamp,
+        Field::TsSec,
+        Field::TsUsec,
+        Field::TsUsec1,
+        Field::FirstTimestamp,
+        Field::FirstNTimestamp,
+        Field::Count,
+        Field::Link,
+        Field::Direction,
+        Field::Aggregate,
+        Field::WireLen,
+        Field::IpSrc,
+        Field::IpDst,
+        Field::IpTos,
+        Field::IpDscp,
+        Field::IpEcn,
+        Field::IpTtl,
+        Field::IpFrag,
+        Field::IpFragoff,
+        Field::IpId,
+        Field::IpSum,
+        Field::IpProto,
+        Field::IpHl,
+        Field::IpLen,
+        Field::IpCaptureLen,
+        Field::IpOpt,
+        Field::Sport,
+        Field::Dport,
+        Field::TcpSeq,
+        Field::TcpAck,
+        Field::TcpOff,
+        Field::TcpFlags,
+        Field::TcpWindow,
+        Field::TcpUrp,
+        Field::TcpOpt,
+        Field::TcpNtopt,
+        Field::TcpSack,
+        Field::UdpLen,
+        Field::IcmpType,
+        Field::IcmpCode,
+        Field::IcmpTypeName,
+        Field::IcmpCodeName,
+        Field::IcmpFlowid,
+        Field::IcmpSeq,
+        Field::IcmpNextmtu,
+        Field::PayloadLen,
+        Field::Payload,
+        Field::PayloadMd5,
+        Field::PayloadMd5Hex,
+        Field::EthSrc,
+        Field::EthDst,
+    ];
+
+    #[test]
+    fn any_packet_bytes_are_described_without_panic() {
+        let pool = Mempool::new("fuzz", 8, MemoryKind::Plain).unwrap();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for round in 0..3000 {
+            let mut p = pool.alloc().unwrap();
+            let len = rng.below(90);
+            p.set_len(len).unwrap();
+            for b in p.iter_mut() {
+                // Mostly plausible IPv4 headers, sometimes noise.
+                *b = rng.next() as u8;
+            }
+            let off = rng.below(20).min(len);
+            if len > off && round % 4 != 0 {
+                p[off] = 0x40 | (5 + rng.below(11)) as u8;
+            }
+            if round % 5 != 0 {
+                let hl = rng.below(70);
+                let _ = p.set_network_header(off, hl.min(len - off));
+            }
+            set_anno_u32(&mut p, EXTRA_LENGTH_ANNO, rng.next() as u32);
+            set_anno_u32(&mut p, EXTRA_PACKETS_ANNO, rng.below(4) as u32);
+            let d = Desc::new(&p);
+            for &f in ALL {
+                let _ = d.text(f);
+                let _ = d.binary(f);
+            }
+        }
+    }
+
+    #[test]
+    fn any_field_text_builds_a_packet_without_panic() {
+        let words = [
+            "-",
+            ".",
+            "0",
+            "1",
+            "255",
+            "256",
+            "65535",
+            "70000",
+            "4294967295",
+            "99999999999",
+            "1.2.3.4",
+            "T",
+            "U",
+            "I",
+            "SA",
+            "F",
+            "f",
+            "!",
+            "0+",
+            "8!",
+            "ce",
+            "echo",
+            "port",
+            "\"x\"",
+            "\"\"",
+            "\"\\377\"",
+            "ssrr{1.2.3.4^}",
+            "rr{}+63",
+            "ts{1,^2}+60++15",
+            "ts.preip{1.1.1.1=?}",
+            "ts.9{",
+            "nop;eol",
+            "mss1460;sackok",
+            "sack1-2,sack3",
+            "ts1:2",
+            "99=1:2",
+            "é",
+            ".5",
+            "1.5",
+            "-3",
+        ];
+        let mut rng = Rng(42);
+        for _ in 0..5000 {
+            let mut b = Builder::new(rng.below(256) as u8, None);
+            for _ in 0..rng.below(8) {
+                let f = ALL[rng.below(ALL.len())];
+                let w = words[rng.below(words.len())];
+                if let Some(v) = parse_value(f, w, b.icmp_type()) {
+                    b.inject(f, &v);
+                }
+            }
+            let _ = b.finish(rng.below(2) == 0);
+        }
     }
 }

@@ -446,3 +446,89 @@ fn create(class: &str) -> Option<Box<dyn Element>> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxnet_driver::{MemoryKind, Mempool};
+
+    #[test]
+    fn any_packet_bytes_print_without_panic() {
+        let pool = Mempool::new("print", 4, MemoryKind::Plain).unwrap();
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let printers = [
+            IpPrint::default(),
+            IpPrint {
+                contents: Contents::Hex,
+                payload: true,
+                id: true,
+                ttl: true,
+                tos: true,
+                length: true,
+                paint: true,
+                aggregate: true,
+                ..IpPrint::default()
+            },
+            IpPrint {
+                contents: Contents::Ascii,
+                max: -1,
+                swap: false,
+                ..IpPrint::default()
+            },
+        ];
+        for round in 0..3000u64 {
+            let mut p = pool.alloc().unwrap();
+            let len = (next() % 100) as usize;
+            p.set_len(len).unwrap();
+            for b in p.iter_mut() {
+                *b = next() as u8;
+            }
+            if len > 0 {
+                p[0] = 0x40 | (next() % 16) as u8;
+                if len > 9 {
+                    p[9] = [1, 6, 17, 99][(round % 4) as usize];
+                }
+            }
+            let _ = p.set_network_header(0, (next() % 64) as usize % (len + 1));
+            for printer in &printers {
+                let _ = printer.line(&p);
+            }
+        }
+    }
+
+    #[test]
+    fn icmp_unreachable_names_its_code_and_the_original_destination() {
+        let pool = Mempool::new("print", 2, MemoryKind::Plain).unwrap();
+        let mut p = pool.alloc().unwrap();
+        // IP (20) + ICMP port unreachable (8) + the original IP header
+        // (20) and UDP ports (4): RFC 792's layout.
+        let mut bytes = vec![0u8; 52];
+        bytes[0] = 0x45;
+        bytes[2..4].copy_from_slice(&52u16.to_be_bytes());
+        bytes[9] = 1;
+        bytes[12..16].copy_from_slice(&[9, 9, 9, 9]);
+        bytes[16..20].copy_from_slice(&[1, 0, 0, 1]);
+        bytes[20] = 3;
+        bytes[21] = 3;
+        bytes[28] = 0x45;
+        bytes[37] = 17;
+        bytes[44..48].copy_from_slice(&[5, 5, 5, 5]);
+        bytes[50..52].copy_from_slice(&53u16.to_be_bytes());
+        p.set_len(52).unwrap();
+        p.copy_from_slice(&bytes);
+        p.set_network_header(0, 20).unwrap();
+        let line = IpPrint {
+            timestamp: false,
+            ..IpPrint::default()
+        }
+        .line(&p)
+        .unwrap();
+        assert_eq!(line, "9.9.9.9 > 1.0.0.1: icmp 5.5.5.5 unreachable port udp/53");
+    }
+}
