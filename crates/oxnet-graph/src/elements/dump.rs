@@ -106,8 +106,9 @@ pub fn parse_pcap_header(b: &[u8]) -> Result<PcapHeader, String> {
 
 /// FromDump(FILENAME, STOP, TIMING, SAMPLE, FORCE_IP, START, START_AFTER,
 /// END, END_AFTER, INTERVAL, END_CALL, ACTIVE, FILEPOS, MMAP): sends the
-/// packets of a pcap file with their timestamps and, when the capture was
-/// cut, the missing bytes in the extra length annotation. STOP true:
+/// packets of a pcap file (gzip or bzip2 compressed too) with their
+/// timestamps and, when the capture was cut, the missing bytes in the
+/// extra length annotation. STOP true:
 /// asks the router to stop at the end (or END). TIMING: keeps the gaps
 /// between timestamps. FORCE_IP: only IPv4 packets, network header marked
 /// (others to output 1, or dropped and counted); without it, packets of
@@ -399,13 +400,7 @@ impl Element for FromDump {
         Ok(())
     }
     fn initialize(&mut self, _ports: &Ports) -> Result<(), String> {
-        self.text = if self.filename == "-" {
-            let mut v = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut v).map_err(|e| format!("-: {e}"))?;
-            v
-        } else {
-            std::fs::read(&self.filename).map_err(|e| format!("{}: {e}", self.filename))?
-        };
+        self.text = f::read_trace(&self.filename).map_err(|e| format!("{}: {e}", self.filename))?;
         self.header = Some(parse_pcap_header(&self.text).map_err(|e| format!("{}: {e}", self.filename))?);
         self.pos = self.filepos.unwrap_or(24).max(24);
         Ok(())

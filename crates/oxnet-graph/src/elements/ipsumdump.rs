@@ -51,7 +51,8 @@ fn parse_field_list(text: &str) -> (Vec<Option<(Field, i32)>>, Vec<String>) {
 
 /// FromIPSummaryDump(FILENAME, STOP, TIMING, ACTIVE, ZERO, CHECKSUM,
 /// PROTO, MULTIPACKET, SAMPLE, FIELDS, FLOWID, ALLOW_NONEXISTENT, DATA):
-/// reads IP packet descriptions from a dump and makes packets of them.
+/// reads IP packet descriptions from a dump (gzip or bzip2 compressed
+/// too) and makes packets of them.
 /// STOP true: asks the router to stop at the end of the file. TIMING
 /// true: keeps the gaps between the packets' timestamps (the first goes
 /// at once). ACTIVE false: sends nothing until `active` is written.
@@ -191,13 +192,7 @@ impl FromIPSummaryDump {
             return Ok(());
         }
         let name = self.filename.clone().unwrap_or_default();
-        let read = if name == "-" {
-            let mut v = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut v).map(|_| v)
-        } else {
-            std::fs::read(&name)
-        };
-        match read {
+        match f::read_trace(&name) {
             Ok(v) => {
                 self.text = v;
                 Ok(())

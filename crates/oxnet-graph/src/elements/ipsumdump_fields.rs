@@ -339,6 +339,33 @@ pub fn anno_u32(p: &Packet, at: usize) -> u32 {
     u32::from_ne_bytes([a[at], a[at + 1], a[at + 2], a[at + 3]])
 }
 
+/// Reads a trace file (`-`: standard input); a gzip or bzip2 file (by its
+/// magic bytes) is uncompressed through zcat(1) or bzcat(1), as Click's
+/// FromFile does.
+pub fn read_trace(name: &str) -> std::io::Result<Vec<u8>> {
+    if name == "-" {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut v)?;
+        return Ok(v);
+    }
+    let bytes = std::fs::read(name)?;
+    let tool = if bytes.starts_with(&[0x1f, 0x8b]) {
+        "zcat"
+    } else if bytes.starts_with(b"BZh") {
+        "bzcat"
+    } else {
+        return Ok(bytes);
+    };
+    let out = std::process::Command::new(tool).arg(name).output()?;
+    if !out.status.success() {
+        return Err(std::io::Error::other(format!(
+            "{tool} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(out.stdout)
+}
+
 /// The first timestamp annotation, in nanoseconds (0: none).
 pub fn first_timestamp(p: &Packet) -> i64 {
     let a = &p.anno().area;
