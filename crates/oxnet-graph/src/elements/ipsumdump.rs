@@ -709,8 +709,11 @@ impl Sink {
 /// writes binary records after a `!binary` line (toipsumdump.hh "BINARY
 /// FORMAT"; `payload` cannot be written so; a variable-length option
 /// field is one length byte and the options as they are in the packet).
-/// VERBOSE, BAD_PACKETS and CAREFUL_TRUNC are accepted and write no
-/// extra `!` lines. Handlers: `flush` (w), `count` (r: lines written).
+/// BAD_PACKETS true: a packet whose IP, TCP, UDP or ICMP header is wrong
+/// or cut short gets a `!bad MESSAGE` line before its own (`!bad
+/// truncated TCP header`, `!bad IP version 6`, ...); with CAREFUL_TRUNC
+/// (default true) so does one whose data plus extra length is short of
+/// its IP length (`!bad truncated IP missing N`). VERBOSE is accepted. Handlers: `flush` (w), `count` (r: lines written).
 pub struct ToIPSummaryDump {
     filename: String,
     fields: Vec<(String, Field)>,
@@ -719,6 +722,8 @@ pub struct ToIPSummaryDump {
     multipacket: bool,
     binary: bool,
     extra_length: bool,
+    bad_packets: bool,
+    careful_trunc: bool,
     sink: Sink,
     count: u64,
     pulling: bool,
@@ -734,6 +739,8 @@ impl Default for ToIPSummaryDump {
             multipacket: false,
             binary: false,
             extra_length: true,
+            bad_packets: false,
+            careful_trunc: true,
             sink: Sink::None,
             count: 0,
             pulling: false,
@@ -785,7 +792,30 @@ impl ToIPSummaryDump {
         self.sink.write(&out);
     }
 
+    /// BAD_PACKETS: the `!bad` line for a packet whose headers are wrong
+    /// or cut short, if any (the first problem found).
+    fn bad_line(&self, p: &Packet) -> Option<String> {
+        let d = Desc::new(p);
+        let msg = d.header_message(self.careful_trunc).or_else(|| {
+            self.fields
+                .iter()
+                .filter(|(_, f)| d.text(*f).is_none())
+                .find_map(|(_, f)| d.missing_message(*f))
+        })?;
+        Some(format!("!bad {msg}\n"))
+    }
+
     fn write_one(&mut self, p: &Packet, out: &mut Vec<u8>) {
+        if self.bad_packets {
+            if let Some(line) = self.bad_line(p) {
+                if self.binary {
+                    // A text line in a binary dump: a record with the top
+                    // bit of its length set.
+                    out.extend_from_slice(&((line.len() as u32 + 4) | 0x8000_0000).to_be_bytes());
+                }
+                out.extend_from_slice(line.as_bytes());
+            }
+        }
         if self.binary {
             out.extend_from_slice(&self.record(p));
         } else {
@@ -877,9 +907,13 @@ impl Element for ToIPSummaryDump {
         if let Some(v) = opt(a.keyword("EXTRA_LENGTH"), args::boolean, "EXTRA_LENGTH")? {
             self.extra_length = v;
         }
-        for key in ["VERBOSE", "BAD_PACKETS", "CAREFUL_TRUNC"] {
-            opt(a.keyword(key), args::boolean, key)?;
+        if let Some(v) = opt(a.keyword("BAD_PACKETS"), args::boolean, "BAD_PACKETS")? {
+            self.bad_packets = v;
         }
+        if let Some(v) = opt(a.keyword("CAREFUL_TRUNC"), args::boolean, "CAREFUL_TRUNC")? {
+            self.careful_trunc = v;
+        }
+        opt(a.keyword("VERBOSE"), args::boolean, "VERBOSE")?;
         Ok(())
     }
     fn initialize(&mut self, ports: &Ports) -> Result<(), String> {

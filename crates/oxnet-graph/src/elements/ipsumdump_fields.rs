@@ -428,6 +428,11 @@ pub struct Desc<'a> {
     /// Lengths include the extra length annotation (ToIPSummaryDump's
     /// EXTRA_LENGTH, default true).
     pub force_extra_length: bool,
+    /// What the header checks found wrong, for ToIPSummaryDump's `!bad`
+    /// lines: a header not used, bytes missing from the IP length.
+    header_problem: Option<String>,
+    ip_missing: Option<u32>,
+    tcp_problem: Option<String>,
 }
 
 impl<'a> Desc<'a> {
@@ -443,6 +448,9 @@ impl<'a> Desc<'a> {
             icmp: false,
             extra_length: anno_u32(p, EXTRA_LENGTH_ANNO),
             force_extra_length: true,
+            header_problem: None,
+            ip_missing: None,
+            tcp_problem: None,
         };
         let Some(off) = p.network_offset().and_then(|o| usize::try_from(o).ok()) else {
             return d;
@@ -451,16 +459,31 @@ impl<'a> Desc<'a> {
             return d;
         }
         let net = &data[off..];
+        d.header_problem = Some(String::from("no IP header"));
         if net.len() < 4 {
+            d.header_problem = Some("truncated IP header".into());
             return d;
         }
         let hl = usize::from(net[0] & 0xf) * 4;
-        if net.len() < 4 || net[0] >> 4 != 4 || hl < 20 || usize::from(be16(net, 2)) < hl {
+        let ip_len = usize::from(be16(net, 2));
+        let problem = if net[0] >> 4 != 4 {
+            Some(format!("IP version {}", net[0] >> 4))
+        } else if hl < 20 {
+            Some(format!("IP header length {}", net[0] & 0xf))
+        } else if ip_len < hl {
+            Some(format!("IP length {ip_len}"))
+        } else {
+            None
+        };
+        if problem.is_some() {
+            d.header_problem = problem;
             return d;
         }
-        let ip_len = usize::from(be16(net, 2));
+        d.header_problem = None;
         if net.len() > ip_len {
             d.data = &data[..off + ip_len];
+        } else if net.len() as u64 + u64::from(d.extra_length) < ip_len as u64 {
+            d.ip_missing = Some((ip_len - net.len()) as u32 - d.extra_length);
         }
         d.ip = Some(off);
         d.transport = p
@@ -473,6 +496,11 @@ impl<'a> Desc<'a> {
             d.udp = net[9] == IP_PROTO_UDP;
             d.icmp = net[9] == IP_PROTO_ICMP;
         }
+        let t = d.transport_bytes();
+        if d.tcp && t.len() > 12 && t[12] >> 4 < 5 {
+            d.tcp_problem = Some(format!("TCP header length {}", t[12] >> 4));
+            d.tcp = false;
+        }
         // Lengths come from the IP length field once there is a header.
         if d.extra_length > 0 {
             let full = net.len() as u32 + d.extra_length;
@@ -483,6 +511,97 @@ impl<'a> Desc<'a> {
             };
         }
         d
+    }
+
+    /// The `!bad` message of Click's header checks, if any (the first
+    /// one: a header not used, the IP length beyond the data when
+    /// `careful_trunc`, a TCP header length under 20).
+    pub fn header_message(&self, careful_trunc: bool) -> Option<String> {
+        let trunc = self
+            .ip_missing
+            .filter(|_| careful_trunc)
+            .map(|n| format!("truncated IP missing {n}"));
+        self.header_problem
+            .clone()
+            .filter(|_| self.p.network_offset().is_some())
+            .or(trunc)
+            .or_else(|| self.tcp_problem.clone())
+    }
+
+    /// Why `field` is `-` for this packet, as a `!bad` message (Click's
+    /// `field_missing`): None when the field simply does not apply (a
+    /// port of an ICMP packet, the identifier of an ICMP error).
+    pub fn missing_message(&self, field: Field) -> Option<String> {
+        use Field::*;
+        const IP: u8 = 0;
+        const TCP_OR_UDP: u8 = 255;
+        let tl = self.transport_len();
+        let (proto, need) = match field {
+            IpSrc => (IP, 16),
+            IpDst => (IP, 20),
+            IpTos | IpDscp | IpEcn => (IP, 2),
+            IpTtl => (IP, 9),
+            IpFrag | IpFragoff => (IP, 8),
+            IpId => (IP, 6),
+            IpSum => (IP, 12),
+            IpProto => (IP, 10),
+            IpHl => (IP, 1),
+            IpOpt => (IP, self.net().map_or(20, |n| usize::from(n[0] & 0xf) * 4)),
+            Sport => (TCP_OR_UDP, 2),
+            Dport => (TCP_OR_UDP, 4),
+            TcpSeq => (IP_PROTO_TCP, 8),
+            TcpAck => (IP_PROTO_TCP, 12),
+            TcpOff => (IP_PROTO_TCP, 13),
+            TcpFlags => (IP_PROTO_TCP, 14),
+            TcpWindow => (IP_PROTO_TCP, 16),
+            TcpUrp => (IP_PROTO_TCP, 20),
+            TcpOpt | TcpNtopt | TcpSack => (IP_PROTO_TCP, tl + 1),
+            UdpLen => (IP_PROTO_UDP, 6),
+            IcmpType | IcmpTypeName => (IP_PROTO_ICMP, 1),
+            IcmpCode | IcmpCodeName => (IP_PROTO_ICMP, 2),
+            IcmpFlowid | IcmpSeq | IcmpNextmtu => {
+                // Present but of a type without these: not applicable.
+                if self.icmp && tl >= 2 {
+                    let t = self.transport_bytes();
+                    let applies = match field {
+                        IcmpNextmtu => t[0] == 3 && t[1] == 4,
+                        _ => icmp_has_flow(t[0]),
+                    };
+                    if !applies {
+                        return None;
+                    }
+                }
+                (IP_PROTO_ICMP, if field == IcmpFlowid { 6 } else { 8 })
+            }
+            EthSrc | EthDst => return Some("Ethernet header".into()),
+            _ => return None,
+        };
+        let Some(net) = self.net() else {
+            return Some("no IP header".into());
+        };
+        if proto == IP {
+            return Some("truncated IP header capture".into());
+        }
+        let wrong = match proto {
+            TCP_OR_UDP => net.len() > 9 && net[9] != IP_PROTO_TCP && net[9] != IP_PROTO_UDP,
+            p => net.len() > 9 && net[9] != p,
+        };
+        if wrong {
+            return None;
+        }
+        let name = match proto {
+            IP_PROTO_TCP => "TCP",
+            IP_PROTO_UDP => "UDP",
+            IP_PROTO_ICMP => "ICMP",
+            _ => "TCP/UDP",
+        };
+        Some(if net.len() >= 8 && !is_first_frag(net) {
+            format!("fragmented {name} header")
+        } else if tl as u64 + u64::from(self.extra_length) >= need as u64 {
+            format!("truncated {name} header capture")
+        } else {
+            format!("truncated {name} header")
+        })
     }
 
     fn net(&self) -> Option<&'a [u8]> {
