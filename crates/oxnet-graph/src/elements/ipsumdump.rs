@@ -6,7 +6,7 @@
 //! | element | ports | processing | what |
 //! |---|---|---|---|
 //! | FromIPSummaryDump(FILENAME, ...) | 0/1 | agnostic | makes a packet from each line of a dump file (`-`: standard input), pushed from a task or pulled |
-//! | ToIPSummaryDump(FILENAME, FIELDS ...) | 1/0-1 | agnostic | writes one line per packet (`-`: standard output), then passes the packet on if output 0 is connected |
+//! | ToIPSummaryDump(FILENAME, FIELDS ...) | 1/0-1 | agnostic input, push output | writes one line per packet (`-`: standard output), then passes the packet on if output 0 is connected |
 //!
 //! A dump starts with `!` lines: `!IPSummaryDump 1.3`, `!data FIELD...`
 //! (which fields each line has; `!contents` is the old name), `!proto P`
@@ -954,21 +954,23 @@ impl Element for ToIPSummaryDump {
             ctx.push(0, batch);
         }
     }
-    fn pull(&mut self, _port: usize, max: usize, ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
-        let mut batch = ctx.pull(0, max)?;
-        self.write_batch(&mut batch);
-        Some(batch)
+    fn processing(&self) -> &'static str {
+        "a/h"
     }
     fn has_task(&self) -> bool {
         true
     }
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        if !self.pulling || ctx.noutputs() > 0 {
+        // A pull input: the task pulls, writes, and pushes on.
+        if !self.pulling {
             return false;
         }
         match ctx.pull(0, 32) {
             Some(mut b) if !b.is_empty() => {
                 self.write_batch(&mut b);
+                if ctx.noutputs() > 0 {
+                    ctx.push(0, b);
+                }
                 true
             }
             _ => false,

@@ -6,7 +6,7 @@
 //! |---|---|---|---|
 //! | Paint(COLOR, ANNO) | 1/1 | agnostic | sets the paint annotation (or the one-byte annotation at ANNO) to COLOR |
 //! | PaintSwitch(ANNO) | 1/- | push | packet to output K, K its paint (255: a copy to every output; no output K: dropped) |
-//! | CheckPaint(COLOR, ANNO) | 1/1-2 | push | packets painted COLOR to output 0, the others to output 1 (dropped if there is none) |
+//! | CheckPaint(COLOR, ANNO) | 1/1-2 | agnostic, output 1 push | packets painted COLOR to output 0, the others to output 1 (dropped if there is none) |
 //! | Hub | -/= | push | a copy of a packet from input N to every output but N |
 //! | StripToNetworkHeader | 1/1 | agnostic | removes the bytes before the network header (moves back to it if it lies before the data) |
 //! | Pad(LENGTH, ZERO) | 1/1 | agnostic | extends packets to LENGTH bytes, or by their extra length annotation without LENGTH |
@@ -171,14 +171,44 @@ impl Element for CheckPaint {
         "1/1-2"
     }
     fn processing(&self) -> &'static str {
-        PUSH
+        "a/ah"
     }
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
         self.color = color_arg(a)?;
         self.anno = anno_arg(a)?;
         Ok(())
     }
+    fn pull(&mut self, _port: usize, max: usize, ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
+        // Pulled on output 0: what is not painted COLOR goes out of
+        // output 1 (push) on the way.
+        let batch = ctx.pull(0, max)?;
+        let (good, bad) = self.split(batch);
+        self.reject(bad, ctx);
+        (!good.is_empty()).then_some(good)
+    }
     fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+        let (good, bad) = self.split(batch);
+        ctx.push(0, good);
+        self.reject(bad, ctx);
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("drops", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        (name == "drops").then(|| self.drops.to_string())
+    }
+}
+
+impl CheckPaint {
+    fn reject(&mut self, bad: PacketBatch, ctx: &mut Ctx<'_>) {
+        if ctx.noutputs() > 1 {
+            ctx.push(1, bad);
+        } else {
+            self.drops += bad.len() as u64;
+        }
+    }
+
+    fn split(&self, batch: PacketBatch) -> (PacketBatch, PacketBatch) {
         let mut good = PacketBatch::with_capacity(batch.len());
         let mut bad = PacketBatch::with_capacity(0);
         let mut batch = batch;
@@ -191,18 +221,7 @@ impl Element for CheckPaint {
                 bad.push(p);
             }
         });
-        ctx.push(0, good);
-        if ctx.noutputs() > 1 {
-            ctx.push(1, bad);
-        } else {
-            self.drops += bad.len() as u64;
-        }
-    }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
+        (good, bad)
     }
 }
 
