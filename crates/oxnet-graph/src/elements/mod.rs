@@ -12,6 +12,11 @@ pub mod classifier;
 pub mod ipfilter;
 pub mod ip;
 pub mod iplookup;
+pub mod dump;
+pub mod ipsumdump;
+pub mod ipsumdump_fields;
+pub mod paint;
+pub mod print;
 pub mod script;
 pub mod standard;
 
@@ -40,6 +45,10 @@ pub const MODULES: &[Module] = &[
     ipfilter::MODULE,
     ip::MODULE,
     iplookup::MODULE,
+    ipsumdump::MODULE,
+    print::MODULE,
+    paint::MODULE,
+    dump::MODULE,
 ];
 
 /// Every class this library has, sorted by name.
