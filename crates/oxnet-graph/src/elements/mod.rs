@@ -2,7 +2,10 @@
 //! (ports, arguments, handlers), after Click's documentation of the class
 //! of the same name.
 
+pub mod arp;
 pub mod basic;
+pub mod ether;
+pub mod icmp;
 pub mod script;
 pub mod standard;
 
@@ -18,7 +21,7 @@ pub struct Module {
 }
 
 /// Every module; a new module adds one line here.
-pub const MODULES: &[Module] = &[standard::MODULE, basic::MODULE, script::MODULE];
+pub const MODULES: &[Module] = &[standard::MODULE, basic::MODULE, script::MODULE, ether::MODULE, arp::MODULE, icmp::MODULE];
 
 /// Every class this library has, sorted by name.
 pub fn classes() -> Vec<&'static str> {

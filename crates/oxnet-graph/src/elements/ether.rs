@@ -1,0 +1,628 @@
+//! Ethernet framing and the information elements, after Click's
+//! documentation of the classes of the same names
+//! (elements/ethernet/*.hh, include/click/standard/addressinfo.hh and
+//! portinfo.hh in Click).
+//!
+//! | element | ports | processing | what |
+//! |---|---|---|---|
+//! | AddressInfo(NAME ADDR..., ...) | 0/0 | - | names IPv4 addresses, prefixes and Ethernet addresses for the other elements' arguments |
+//! | PortInfo(NAME PORT[/PROTO], ...) | 0/0 | - | names TCP and UDP ports |
+//! | EtherEncap(ETHERTYPE, SRC, DST) | 1/1 | agnostic | prepends a 14-byte Ethernet header |
+//! | EtherRewrite(SRC, DST) | 1/1 | agnostic | overwrites the source and destination Ethernet addresses |
+//! | EtherMirror | 1/1 | agnostic | swaps the source and destination Ethernet addresses |
+//! | HostEtherFilter(ETHER, DROP_OWN, DROP_OTHER, OFFSET) | 1/1-2 | agnostic, output 1 push | sets the packet type annotation as a NIC with address ETHER would, drops (or emits on output 1) frames for other hosts |
+//! | EnsureEther(ETHERTYPE, SRC, DST) | 1/1 | agnostic | gives IP packets an Ethernet header if they have none |
+//!
+//! The Ethernet header (IEEE 802.3 / RFC 894): destination address (6
+//! bytes), source address (6), EtherType (2, network order). A frame too
+//! short to hold the header the element edits is dropped and counted in
+//! `drops` (Click's elements assume well-formed input; ours never read
+//! past a packet).
+
+use crate::args::{self, AddressEntry, Args};
+use crate::element::*;
+use crate::router::Ctx;
+use oxnet_driver::{Packet, PacketBatch};
+
+/// Ethernet header length.
+pub const ETHER_LEN: usize = 14;
+/// EtherType of IPv4 (RFC 894).
+pub const ETHERTYPE_IP: u16 = 0x0800;
+/// EtherType of ARP (RFC 826).
+pub const ETHERTYPE_ARP: u16 = 0x0806;
+/// EtherType of IPv6.
+pub const ETHERTYPE_IP6: u16 = 0x86dd;
+/// The broadcast Ethernet address.
+pub const BROADCAST: [u8; 6] = [0xff; 6];
+
+/// An Ethernet address as Click prints it: `00-1B-21-0A-0B-FF`.
+pub fn ether_text(a: &[u8]) -> String {
+    a.iter().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join("-")
+}
+
+/// An IPv4 address in dotted decimal.
+pub fn ip_text(a: &[u8]) -> String {
+    a.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(".")
+}
+
+/// A prefix as Click's `unparse_with_mask`: `ADDR/LEN`, or `ADDR/MASK` if
+/// the mask is not contiguous.
+pub fn prefix_text(addr: [u8; 4], mask: [u8; 4]) -> String {
+    match args::mask_len(mask) {
+        Some(len) => format!("{}/{len}", ip_text(&addr)),
+        None => format!("{}/{}", ip_text(&addr), ip_text(&mask)),
+    }
+}
+
+/// Click's timestamp text: seconds and microseconds (`0.081000`).
+pub fn timestamp_text(ns: i64) -> String {
+    let us = ns.div_euclid(1000);
+    format!("{}.{:06}", us.div_euclid(1_000_000), us.rem_euclid(1_000_000))
+}
+
+pub(crate) fn parse_or<T>(value: Option<String>, key: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
+    value.map(|v| parse(&v).map_err(|e| format!("{key}: {e}"))).transpose()
+}
+
+fn required<T>(a: &mut Args, key: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<T, String> {
+    let v = a.required(key)?;
+    parse(&v).map_err(|e| format!("{key}: {e}"))
+}
+
+/// An EtherType: an integer 0-0xFFFF (Click writes them in hex, 0x0800).
+pub fn ethertype(text: &str) -> Result<u16, String> {
+    let v = args::unsigned(text)?;
+    u16::try_from(v).map_err(|_| format!("'{}' is not an EtherType (0-0xFFFF)", text.trim()))
+}
+
+/// What [`sort_out`] does with one packet.
+pub(crate) enum Verdict {
+    /// On to output 0.
+    Pass,
+    /// To output 1 if it is connected, else dropped and counted.
+    Reject,
+    /// Dropped and counted.
+    Drop,
+}
+
+/// Runs `f` on every packet of `batch`: returns the ones for output 0,
+/// pushes the rejected ones out of output 1 when there is one, and adds
+/// the packets dropped to `drops`. The agnostic elements with an optional
+/// second push output (Click's `checked_output_push(1, p)`) use it from
+/// `simple_action`, so it works on both their push and pull paths.
+pub(crate) fn sort_out(
+    mut batch: PacketBatch,
+    ctx: &mut Ctx<'_>,
+    drops: &mut u64,
+    mut f: impl FnMut(&mut Packet) -> Verdict,
+) -> PacketBatch {
+    let n = batch.len();
+    let mut pass = PacketBatch::with_capacity(n);
+    let mut reject = PacketBatch::with_capacity(0);
+    let second = ctx.noutputs() > 1;
+    batch.consume_front(n, |mut p| match f(&mut p) {
+        Verdict::Pass => pass.push(p),
+        Verdict::Reject if second => reject.push(p),
+        _ => *drops += 1,
+    });
+    ctx.push(1, reject);
+    pass
+}
+
+// ---- AddressInfo, PortInfo
+
+/// AddressInfo(NAME ADDRESS [ADDRESS...], ...): each argument gives NAME
+/// one or more of an IPv4 address (`10.0.0.1`), an IPv4 prefix
+/// (`10.0.0.0/8`; `10.0.0.1/8` defines both the address and the prefix,
+/// as Click does) and an Ethernet address. Other elements' arguments then
+/// take NAME, or NAME with a suffix that picks the kind: `NAME:ip`,
+/// `NAME:ipnet` (or `:net`), `NAME:bcast` (the prefix with every host bit
+/// set), `NAME:gw` (the network address with its lowest bit set),
+/// `NAME:eth`. The router configures AddressInfo elements before all
+/// others (Click's CONFIGURE_PHASE_FIRST). Names are global to the
+/// configuration (Click scopes them by compound element; ours are not).
+/// No ports, no handlers.
+#[derive(Default)]
+pub struct AddressInfo;
+
+impl Element for AddressInfo {
+    fn class_name(&self) -> &'static str {
+        "AddressInfo"
+    }
+    fn port_count(&self) -> &'static str {
+        "0/0"
+    }
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        for arg in a.rest_positional() {
+            let words = crate::lang::vars::split_words(&arg);
+            let Some((name, addrs)) = words.split_first() else {
+                continue;
+            };
+            if addrs.is_empty() {
+                return Err(format!("'{arg}': expected NAME ADDRESS..."));
+            }
+            let mut entry = AddressEntry::default();
+            for word in addrs {
+                // The kinds this word is (Click's AddressInfo::configure): an
+                // ambiguous word never replaces a kind that an earlier word
+                // of the same argument defined.
+                let ether = args::ether_address(word).ok();
+                let (ip, prefix) = if let Ok(ip) = args::ip_address(word) {
+                    (Some(ip), None)
+                } else if word.contains('/') {
+                    match args::ip_prefix(word) {
+                        Ok((addr, mask)) => {
+                            let len = args::mask_len(mask)
+                                .ok_or_else(|| format!("'{word}': the mask is not contiguous"))?;
+                            let host_bits = u32::from_be_bytes(addr) & !u32::from_be_bytes(mask) != 0;
+                            (host_bits.then_some(addr), Some((addr, len)))
+                        }
+                        Err(_) => (None, None),
+                    }
+                } else {
+                    (None, None)
+                };
+                let kinds = usize::from(ether.is_some()) + usize::from(ip.is_some()) + usize::from(prefix.is_some());
+                if kinds == 0 {
+                    return Err(format!("'{word}' is not a recognizable address"));
+                }
+                let one = kinds == 1;
+                if ether.is_some() && (one || entry.ether.is_none()) {
+                    entry.ether = ether;
+                }
+                if ip.is_some() && (one || entry.ip.is_none()) {
+                    entry.ip = ip;
+                }
+                if prefix.is_some() && (one || entry.prefix.is_none()) {
+                    entry.prefix = prefix;
+                }
+            }
+            args::define_address(name, entry);
+        }
+        Ok(())
+    }
+}
+
+/// PortInfo(NAME PORT[/PROTOCOL] [NAME...], ...): names TCP and UDP ports
+/// (PROTOCOL `tcp`, `udp` or a number; without it, both), read by
+/// [`args::ip_port`]. Further words after the port are more names for it
+/// and `#` starts a comment, so /etc/services lines work verbatim, as
+/// Click's PortInfo says. No ports, no handlers.
+#[derive(Default)]
+pub struct PortInfo;
+
+impl Element for PortInfo {
+    fn class_name(&self) -> &'static str {
+        "PortInfo"
+    }
+    fn port_count(&self) -> &'static str {
+        "0/0"
+    }
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        for arg in a.rest_positional() {
+            let words: Vec<String> = crate::lang::vars::split_words(&arg)
+                .into_iter()
+                .take_while(|w| !w.starts_with('#'))
+                .collect();
+            if words.is_empty() {
+                continue;
+            }
+            let bad = || format!("'{arg}': expected NAME PORT[/PROTOCOL]");
+            let spec = words.get(1).ok_or_else(bad)?;
+            let (port, proto) = match spec.split_once('/') {
+                Some((p, proto)) => (p, Some(proto)),
+                None => (spec.as_str(), None),
+            };
+            let port = u16::try_from(args::unsigned(port).map_err(|_| bad())?).map_err(|_| bad())?;
+            let proto = match proto {
+                None => None,
+                Some("tcp") => Some(6),
+                Some("udp") => Some(17),
+                Some(other) => Some(u8::try_from(args::unsigned(other).map_err(|_| bad())?).map_err(|_| bad())?),
+            };
+            for (i, name) in words.iter().enumerate() {
+                if i != 1 {
+                    args::define_port(name, proto, port);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---- Ethernet header edits
+
+/// EtherEncap(ETHERTYPE, SRC, DST): prepends an Ethernet header with
+/// these fields (ETHERTYPE in host order, e.g. 0x0800). A packet without
+/// 14 bytes of head room is dropped and counted. Handlers: `ethertype`,
+/// `src`, `dst` (read/write), `drops`.
+#[derive(Default)]
+pub struct EtherEncap {
+    header: [u8; ETHER_LEN],
+    drops: u64,
+}
+
+impl EtherEncap {
+    fn set_type(&mut self, t: u16) {
+        self.header[12..14].copy_from_slice(&t.to_be_bytes());
+    }
+}
+
+impl Element for EtherEncap {
+    fn class_name(&self) -> &'static str {
+        "EtherEncap"
+    }
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        let t = required(a, "ETHERTYPE", ethertype)?;
+        let src = required(a, "SRC", args::ether_address)?;
+        let dst = required(a, "DST", args::ether_address)?;
+        self.header[0..6].copy_from_slice(&dst);
+        self.header[6..12].copy_from_slice(&src);
+        self.set_type(t);
+        Ok(())
+    }
+    fn simple_action(&mut self, batch: PacketBatch, ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
+        let header = self.header;
+        Some(sort_out(batch, ctx, &mut self.drops, |p| match p.prepend(ETHER_LEN) {
+            Ok(h) => {
+                h.copy_from_slice(&header);
+                Verdict::Pass
+            }
+            Err(_) => Verdict::Drop,
+        }))
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("ethertype", true, true), ("src", true, true), ("dst", true, true), ("drops", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "ethertype" => format!("0x{:04x}", u16::from_be_bytes([self.header[12], self.header[13]])),
+            "src" => ether_text(&self.header[6..12]),
+            "dst" => ether_text(&self.header[0..6]),
+            "drops" => self.drops.to_string(),
+            _ => return None,
+        })
+    }
+    fn write_handler(&mut self, name: &str, value: &str, _ctx: &mut Ctx<'_>) -> Option<Result<(), String>> {
+        Some(match name {
+            "ethertype" => ethertype(value).map(|t| self.set_type(t)),
+            "src" => args::ether_address(value).map(|a| self.header[6..12].copy_from_slice(&a)),
+            "dst" => args::ether_address(value).map(|a| self.header[0..6].copy_from_slice(&a)),
+            _ => return None,
+        })
+    }
+}
+
+/// EtherRewrite(SRC, DST): overwrites the source and destination
+/// addresses of each frame, EtherType untouched. Frames shorter than 14
+/// bytes are dropped and counted. Handlers: `src`, `dst` (read/write),
+/// `drops`.
+#[derive(Default)]
+pub struct EtherRewrite {
+    src: [u8; 6],
+    dst: [u8; 6],
+    drops: u64,
+}
+
+impl Element for EtherRewrite {
+    fn class_name(&self) -> &'static str {
+        "EtherRewrite"
+    }
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        self.src = required(a, "SRC", args::ether_address)?;
+        self.dst = required(a, "DST", args::ether_address)?;
+        Ok(())
+    }
+    fn simple_action(&mut self, batch: PacketBatch, ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
+        let (src, dst) = (self.src, self.dst);
+        Some(sort_out(batch, ctx, &mut self.drops, |p| {
+            if p.len() < ETHER_LEN {
+                return Verdict::Drop;
+            }
+            p[0..6].copy_from_slice(&dst);
+            p[6..12].copy_from_slice(&src);
+            Verdict::Pass
+        }))
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("src", true, true), ("dst", true, true), ("drops", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "src" => ether_text(&self.src),
+            "dst" => ether_text(&self.dst),
+            "drops" => self.drops.to_string(),
+            _ => return None,
+        })
+    }
+    fn write_handler(&mut self, name: &str, value: &str, _ctx: &mut Ctx<'_>) -> Option<Result<(), String>> {
+        Some(match name {
+            "src" => args::ether_address(value).map(|a| self.src = a),
+            "dst" => args::ether_address(value).map(|a| self.dst = a),
+            _ => return None,
+        })
+    }
+}
+
+/// EtherMirror: swaps each frame's source and destination addresses.
+/// Frames shorter than 12 bytes are dropped and counted (`drops`).
+#[derive(Default)]
+pub struct EtherMirror {
+    drops: u64,
+}
+
+impl Element for EtherMirror {
+    fn class_name(&self) -> &'static str {
+        "EtherMirror"
+    }
+    fn simple_action(&mut self, batch: PacketBatch, ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
+        Some(sort_out(batch, ctx, &mut self.drops, |p| {
+            if p.len() < 12 {
+                return Verdict::Drop;
+            }
+            let (dst, src) = p[..12].split_at_mut(6);
+            dst.swap_with_slice(src);
+            Verdict::Pass
+        }))
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("drops", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        (name == "drops").then(|| self.drops.to_string())
+    }
+}
+
+/// Click's packet type annotation values (`Packet::PacketType`).
+pub mod packet_type {
+    pub const HOST: u8 = 0;
+    pub const BROADCAST: u8 = 1;
+    pub const MULTICAST: u8 = 2;
+    pub const OTHERHOST: u8 = 3;
+}
+
+/// HostEtherFilter(ETHER [, DROP_OWN, DROP_OTHER], OFFSET): acts as the
+/// receive filter of a NIC whose address is ETHER: sets the packet type
+/// annotation to HOST (destination ETHER), BROADCAST (FF-FF-FF-FF-FF-FF),
+/// MULTICAST (group bit set) or OTHERHOST. Frames from ETHER itself
+/// (DROP_OWN, default false) and frames for other hosts (DROP_OTHER,
+/// default true) go to output 1 if it is connected, else are dropped.
+/// The Ethernet header starts OFFSET bytes in (default 0); a frame too
+/// short for it is dropped and counted. Handler: `drops` (dropped, not
+/// counting those sent to output 1).
+pub struct HostEtherFilter {
+    addr: [u8; 6],
+    drop_own: bool,
+    drop_other: bool,
+    offset: usize,
+    drops: u64,
+}
+
+impl Default for HostEtherFilter {
+    fn default() -> HostEtherFilter {
+        HostEtherFilter {
+            addr: [0; 6],
+            drop_own: false,
+            drop_other: true,
+            offset: 0,
+            drops: 0,
+        }
+    }
+}
+
+impl Element for HostEtherFilter {
+    fn class_name(&self) -> &'static str {
+        "HostEtherFilter"
+    }
+    fn port_count(&self) -> &'static str {
+        "1/1-2"
+    }
+    fn processing(&self) -> &'static str {
+        "a/ah"
+    }
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        self.addr = required(a, "ETHER", args::ether_address)?;
+        if let Some(v) = parse_or(a.positional_or("DROP_OWN"), "DROP_OWN", args::boolean)? {
+            self.drop_own = v;
+        }
+        if let Some(v) = parse_or(a.positional_or("DROP_OTHER"), "DROP_OTHER", args::boolean)? {
+            self.drop_other = v;
+        }
+        if let Some(v) = parse_or(a.keyword("OFFSET"), "OFFSET", args::unsigned)? {
+            self.offset = v as usize;
+        }
+        Ok(())
+    }
+    fn simple_action(&mut self, batch: PacketBatch, ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
+        let (addr, own, other, off) = (self.addr, self.drop_own, self.drop_other, self.offset);
+        let mut drops = 0;
+        let kept = sort_out(batch, ctx, &mut drops, |p| {
+            let Some(h) = p.get(off..off + ETHER_LEN) else {
+                return Verdict::Drop;
+            };
+            let (dst, src) = (&h[0..6], &h[6..12]);
+            let (kind, verdict) = if own && src == addr {
+                return Verdict::Reject;
+            } else if dst == addr {
+                (packet_type::HOST, Verdict::Pass)
+            } else if dst == BROADCAST {
+                (packet_type::BROADCAST, Verdict::Pass)
+            } else if dst[0] & 1 != 0 {
+                (packet_type::MULTICAST, Verdict::Pass)
+            } else if other {
+                (packet_type::OTHERHOST, Verdict::Reject)
+            } else {
+                (packet_type::OTHERHOST, Verdict::Pass)
+            };
+            p.anno_mut().packet_type = kind;
+            verdict
+        });
+        self.drops += drops;
+        Some(kept)
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("drops", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        (name == "drops").then(|| self.drops.to_string())
+    }
+}
+
+/// EnsureEther([ETHERTYPE, SRC, DST]): makes sure IP packets carry an
+/// Ethernet header. A packet whose IP header is not marked passes
+/// unchanged; one whose IP header sits 14 bytes in behind an IPv4 or IPv6
+/// EtherType passes unchanged; one whose stripped Ethernet header is still
+/// in front of it in the head room gets it back; any other gets the header
+/// of the arguments (default EtherType 0x0800, addresses 00-00-00-00-00-00)
+/// in front of its IP header. A packet without the head room is dropped
+/// and counted (`drops`).
+pub struct EnsureEther {
+    header: [u8; ETHER_LEN],
+    drops: u64,
+}
+
+impl Default for EnsureEther {
+    fn default() -> EnsureEther {
+        let mut header = [0; ETHER_LEN];
+        header[12..14].copy_from_slice(&ETHERTYPE_IP.to_be_bytes());
+        EnsureEther { header, drops: 0 }
+    }
+}
+
+fn is_ip_type(t: &[u8]) -> bool {
+    let t = u16::from_be_bytes([t[0], t[1]]);
+    t == ETHERTYPE_IP || t == ETHERTYPE_IP6
+}
+
+impl Element for EnsureEther {
+    fn class_name(&self) -> &'static str {
+        "EnsureEther"
+    }
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        if let Some(t) = parse_or(a.positional_or("ETHERTYPE"), "ETHERTYPE", ethertype)? {
+            self.header[12..14].copy_from_slice(&t.to_be_bytes());
+        }
+        if let Some(s) = parse_or(a.positional_or("SRC"), "SRC", args::ether_address)? {
+            self.header[6..12].copy_from_slice(&s);
+        }
+        if let Some(d) = parse_or(a.positional_or("DST"), "DST", args::ether_address)? {
+            self.header[0..6].copy_from_slice(&d);
+        }
+        Ok(())
+    }
+    fn simple_action(&mut self, batch: PacketBatch, ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
+        let header = self.header;
+        Some(sort_out(batch, ctx, &mut self.drops, |p| {
+            let Some(ip) = p.network_offset() else {
+                return Verdict::Pass;
+            };
+            if ip < 0 {
+                return Verdict::Pass;
+            }
+            if ip == ETHER_LEN as isize && is_ip_type(&p[12..14]) {
+                return Verdict::Pass;
+            }
+            if ip == 0 {
+                if let Some(old) = p.head_room_mut(ETHER_LEN) {
+                    if is_ip_type(&old[12..14]) {
+                        let _ = p.prepend(ETHER_LEN);
+                        return Verdict::Pass;
+                    }
+                }
+            }
+            let _ = p.strip_front(ip as usize);
+            match p.prepend(ETHER_LEN) {
+                Ok(h) => {
+                    h.copy_from_slice(&header);
+                    Verdict::Pass
+                }
+                Err(_) => Verdict::Drop,
+            }
+        }))
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("drops", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        (name == "drops").then(|| self.drops.to_string())
+    }
+}
+
+/// The classes of this module (see [`super::MODULES`]).
+pub const MODULE: super::Module = super::Module {
+    classes: &[
+        "AddressInfo",
+        "EnsureEther",
+        "EtherEncap",
+        "EtherMirror",
+        "EtherRewrite",
+        "HostEtherFilter",
+        "PortInfo",
+    ],
+    create,
+};
+
+fn create(class: &str) -> Option<Box<dyn crate::element::Element>> {
+    Some(match class {
+        "AddressInfo" => Box::new(AddressInfo),
+        "PortInfo" => Box::new(PortInfo),
+        "EtherEncap" => Box::<EtherEncap>::default(),
+        "EtherRewrite" => Box::<EtherRewrite>::default(),
+        "EtherMirror" => Box::<EtherMirror>::default(),
+        "HostEtherFilter" => Box::<HostEtherFilter>::default(),
+        "EnsureEther" => Box::<EnsureEther>::default(),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_print_as_clicks() {
+        assert_eq!(ether_text(&[0, 1, 0xa, 0xb, 0xc, 0xff]), "00-01-0A-0B-0C-FF");
+        assert_eq!(ip_text(&[10, 0, 0, 1]), "10.0.0.1");
+        assert_eq!(prefix_text([1, 0, 0, 0], [255, 255, 255, 0]), "1.0.0.0/24");
+        assert_eq!(prefix_text([1, 0, 0, 0], [255, 0, 255, 0]), "1.0.0.0/255.0.255.0");
+        assert_eq!(timestamp_text(81_000_000), "0.081000");
+        assert_eq!(timestamp_text(0), "0.000000");
+        assert_eq!(timestamp_text(12_345_678_901), "12.345678");
+    }
+
+    #[test]
+    fn addressinfo_defines_address_prefix_and_ether_as_click() {
+        args::clear_addresses();
+        let mut e = AddressInfo;
+        let mut a = Args::new("a 1.0.0.2/24 00:01:02:03:04:05, net 10.0.0.0/8, h 10.1.1.1 10.1.1.2, b 00:01:02:03:04:06");
+        e.configure(&mut a).unwrap();
+        a.complete().unwrap();
+        assert_eq!(args::ip_address("a").unwrap(), [1, 0, 0, 2]);
+        assert_eq!(args::ip_prefix("a").unwrap(), ([1, 0, 0, 2], [255; 4]));
+        assert_eq!(args::ip_prefix("a:ipnet").unwrap(), ([1, 0, 0, 2], [255, 255, 255, 0]));
+        assert_eq!(args::ip_address("a:bcast").unwrap(), [1, 0, 0, 255]);
+        assert_eq!(args::ether_address("a").unwrap(), [0, 1, 2, 3, 4, 5]);
+        // A prefix without host bits defines no address.
+        assert!(args::ip_address("net").is_err());
+        assert_eq!(args::ip_prefix("net").unwrap(), ([10, 0, 0, 0], [255, 0, 0, 0]));
+        // Several addresses of one kind: the last (each is unambiguous).
+        assert_eq!(args::ip_address("h").unwrap(), [10, 1, 1, 2]);
+        assert!(args::ip_address("b").is_err());
+        assert!(AddressInfo.configure(&mut Args::new("x nonsense")).is_err());
+        args::clear_addresses();
+    }
+
+    #[test]
+    fn portinfo_reads_services_lines() {
+        args::clear_addresses();
+        let mut a = Args::new("ssh 22, domain 53/udp dns # name server, www 80/tcp http");
+        PortInfo.configure(&mut a).unwrap();
+        assert_eq!(args::ip_port("ssh", 6).unwrap(), 22);
+        assert_eq!(args::ip_port("ssh", 17).unwrap(), 22);
+        assert_eq!(args::ip_port("dns", 17).unwrap(), 53);
+        assert!(args::ip_port("dns", 6).is_err());
+        assert_eq!(args::ip_port("http", 6).unwrap(), 80);
+        assert!(args::ip_port("name", 17).is_err());
+        args::clear_addresses();
+    }
+}
