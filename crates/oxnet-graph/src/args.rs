@@ -347,7 +347,9 @@ fn lookup_address(name: &str) -> Option<(AddressEntry, &str)> {
         Some((b, s)) if SUFFIXES.contains(&s.to_ascii_lowercase().as_str()) => (b, s),
         _ => (name, ""),
     };
-    ADDRESS_INFO.with(|t| t.borrow().get(base).cloned()).map(|e| (e, suffix))
+    ADDRESS_INFO
+        .with(|t| t.borrow().get(base).cloned())
+        .map(|e| (e, suffix))
 }
 
 /// A name's IPv4 address (Click's `AddressInfo::query_ip`): the address,
@@ -511,7 +513,8 @@ pub fn ether_address(text: &str) -> Result<[u8; 6], String> {
             return Ok(out);
         }
     }
-    lookup_ether(t).ok_or_else(|| format!("'{t}' is not an Ethernet address (xx:xx:xx:xx:xx:xx or an AddressInfo name)"))
+    lookup_ether(t)
+        .ok_or_else(|| format!("'{t}' is not an Ethernet address (xx:xx:xx:xx:xx:xx or an AddressInfo name)"))
 }
 
 /// A bandwidth in bytes per second: a number with an optional unit,

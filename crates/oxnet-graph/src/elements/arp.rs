@@ -14,8 +14,7 @@
 //! addresses, target hardware and protocol addresses.
 
 use super::ether::{
-    ether_text, ip_text, parse_or, prefix_text, timestamp_text, BROADCAST, ETHERTYPE_ARP,
-    ETHERTYPE_IP, ETHER_LEN,
+    ether_text, ip_text, parse_or, prefix_text, timestamp_text, BROADCAST, ETHERTYPE_ARP, ETHERTYPE_IP, ETHER_LEN,
 };
 use crate::args::{self, Args};
 use crate::element::*;
@@ -214,7 +213,13 @@ impl ARPResponder {
     fn table(&self) -> String {
         self.entries
             .iter()
-            .map(|e| format!("{} {}\n", prefix_text(e.dst.to_be_bytes(), e.mask.to_be_bytes()), ether_text(&e.ether)))
+            .map(|e| {
+                format!(
+                    "{} {}\n",
+                    prefix_text(e.dst.to_be_bytes(), e.mask.to_be_bytes()),
+                    ether_text(&e.ether)
+                )
+            })
             .collect()
     }
 }
@@ -345,7 +350,11 @@ impl ArpEntry {
     /// most 10 queries a second"): 100 ms between polls, 2 s once 10
     /// polls went unanswered.
     fn allow_poll(&self, now: u64) -> bool {
-        let gap: i64 = if self.polls_since_reply >= 10 { 2_000_000 } else { 100_000 };
+        let gap: i64 = if self.polls_since_reply >= 10 {
+            2_000_000
+        } else {
+            100_000
+        };
         now as i64 >= self.polled_at + gap
     }
 
@@ -771,10 +780,18 @@ impl Element for ARPQuerier {
         if let Some(v) = parse_or(a.keyword("ENTRY_CAPACITY"), "ENTRY_CAPACITY", args::unsigned)? {
             t.entry_capacity = v as usize;
         }
-        if let Some(v) = parse_or(a.keyword("ENTRY_PACKET_CAPACITY"), "ENTRY_PACKET_CAPACITY", args::unsigned)? {
+        if let Some(v) = parse_or(
+            a.keyword("ENTRY_PACKET_CAPACITY"),
+            "ENTRY_PACKET_CAPACITY",
+            args::unsigned,
+        )? {
             t.entry_packet_capacity = v as usize;
         }
-        if let Some(v) = parse_or(a.keyword("CAPACITY_SLIM_FACTOR"), "CAPACITY_SLIM_FACTOR", args::unsigned)? {
+        if let Some(v) = parse_or(
+            a.keyword("CAPACITY_SLIM_FACTOR"),
+            "CAPACITY_SLIM_FACTOR",
+            args::unsigned,
+        )? {
             if v == 0 {
                 return Err("CAPACITY_SLIM_FACTOR cannot be zero".into());
             }

@@ -60,7 +60,11 @@ pub fn timestamp_text(ns: i64) -> String {
     format!("{}.{:06}", us.div_euclid(1_000_000), us.rem_euclid(1_000_000))
 }
 
-pub(crate) fn parse_or<T>(value: Option<String>, key: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
+pub(crate) fn parse_or<T>(
+    value: Option<String>,
+    key: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, String> {
     value.map(|v| parse(&v).map_err(|e| format!("{key}: {e}"))).transpose()
 }
 
@@ -152,8 +156,8 @@ impl Element for AddressInfo {
                 } else if word.contains('/') {
                     match args::ip_prefix(word) {
                         Ok((addr, mask)) => {
-                            let len = args::mask_len(mask)
-                                .ok_or_else(|| format!("'{word}': the mask is not contiguous"))?;
+                            let len =
+                                args::mask_len(mask).ok_or_else(|| format!("'{word}': the mask is not contiguous"))?;
                             let host_bits = u32::from_be_bytes(addr) & !u32::from_be_bytes(mask) != 0;
                             (host_bits.then_some(addr), Some((addr, len)))
                         }
@@ -272,7 +276,12 @@ impl Element for EtherEncap {
         }))
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("ethertype", true, true), ("src", true, true), ("dst", true, true), ("drops", true, false)]
+        &[
+            ("ethertype", true, true),
+            ("src", true, true),
+            ("dst", true, true),
+            ("drops", true, false),
+        ]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
         Some(match name {
@@ -594,7 +603,8 @@ mod tests {
     fn addressinfo_defines_address_prefix_and_ether_as_click() {
         args::clear_addresses();
         let mut e = AddressInfo;
-        let mut a = Args::new("a 1.0.0.2/24 00:01:02:03:04:05, net 10.0.0.0/8, h 10.1.1.1 10.1.1.2, b 00:01:02:03:04:06");
+        let mut a =
+            Args::new("a 1.0.0.2/24 00:01:02:03:04:05, net 10.0.0.0/8, h 10.1.1.1 10.1.1.2, b 00:01:02:03:04:06");
         e.configure(&mut a).unwrap();
         a.complete().unwrap();
         assert_eq!(args::ip_address("a").unwrap(), [1, 0, 0, 2]);

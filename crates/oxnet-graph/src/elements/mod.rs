@@ -21,7 +21,14 @@ pub struct Module {
 }
 
 /// Every module; a new module adds one line here.
-pub const MODULES: &[Module] = &[standard::MODULE, basic::MODULE, script::MODULE, ether::MODULE, arp::MODULE, icmp::MODULE];
+pub const MODULES: &[Module] = &[
+    standard::MODULE,
+    basic::MODULE,
+    script::MODULE,
+    ether::MODULE,
+    arp::MODULE,
+    icmp::MODULE,
+];
 
 /// Every class this library has, sorted by name.
 pub fn classes() -> Vec<&'static str> {
