@@ -290,17 +290,25 @@ pub fn seconds(text: &str) -> Result<f64, String> {
 // IPPrefixArg, EtherAddressArg), with AddressInfo names.
 
 /// One AddressInfo name's addresses (Click's AddressInfo element): any of
-/// an IPv4 address, an IPv4 prefix and an Ethernet address. `10.0.0.1/24`
-/// defines both the address and the prefix; `10.0.0.0/24` only the prefix
-/// (no host bits); `10.0.0.1` only the address.
+/// an IPv4 address with its prefix, an Ethernet address. `10.0.0.1/24`
+/// (host bits set) defines both the address 10.0.0.1 and the prefix
+/// 10.0.0.0/24, `10.0.0.0/24` (no host bits) only the prefix, `10.0.0.1`
+/// (/32) only the address, as Click's AddressInfo reads them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AddressEntry {
-    /// IPv4 address.
-    pub ip: Option<[u8; 4]>,
-    /// IPv4 prefix: address (host bits kept, as given) and length.
-    pub prefix: Option<([u8; 4], u8)>,
+    /// IPv4 address and prefix length (32 for a bare address).
+    pub ip: Option<([u8; 4], u8)>,
     /// Ethernet address.
     pub ether: Option<[u8; 6]>,
+}
+
+impl AddressEntry {
+    /// The IPv4 address, if the entry defines one.
+    fn address(&self) -> Option<[u8; 4]> {
+        let (a, len) = self.ip?;
+        let host_bits = u32::from_be_bytes(a) & !u32::from_be_bytes(prefix_mask(len)) != 0;
+        (len == 32 || host_bits).then_some(a)
+    }
 }
 
 thread_local! {
@@ -320,9 +328,6 @@ pub fn define_address(name: &str, entry: AddressEntry) {
         let e = t.entry(name.to_string()).or_default();
         if entry.ip.is_some() {
             e.ip = entry.ip;
-        }
-        if entry.prefix.is_some() {
-            e.prefix = entry.prefix;
         }
         if entry.ether.is_some() {
             e.ether = entry.ether;
@@ -358,13 +363,13 @@ fn lookup_address(name: &str) -> Option<(AddressEntry, &str)> {
 fn lookup_ip(name: &str) -> Option<[u8; 4]> {
     let (entry, suffix) = lookup_address(name)?;
     let with_mask = |f: fn(u32, u32) -> u32| {
-        entry.prefix.map(|(a, len)| {
+        entry.ip.map(|(a, len)| {
             let mask = u32::from_be_bytes(prefix_mask(len));
             f(u32::from_be_bytes(a), mask).to_be_bytes()
         })
     };
     match suffix.to_ascii_lowercase().as_str() {
-        "" | "ip" | "ip4" => entry.ip,
+        "" | "ip" | "ip4" => entry.address(),
         "bcast" => with_mask(|a, m| a | !m),
         "gw" => with_mask(|a, m| (a & m) | 1),
         _ => None,
@@ -376,7 +381,7 @@ fn lookup_ip(name: &str) -> Option<[u8; 4]> {
 fn lookup_prefix(name: &str) -> Option<([u8; 4], u8)> {
     let (entry, suffix) = lookup_address(name)?;
     match suffix.to_ascii_lowercase().as_str() {
-        "" | "net" | "ipnet" | "ip4net" => entry.prefix,
+        "" | "net" | "ipnet" | "ip4net" => entry.ip,
         _ => None,
     }
 }
@@ -461,11 +466,12 @@ pub fn mask_len(mask: [u8; 4]) -> Option<u8> {
 
 /// An IPv4 prefix: `ADDR/LEN`, `ADDR/MASK`, `ADDR MASK`, a partial
 /// address with a length (`10/8`), a bare address (/32), or an
-/// AddressInfo name: its address as /32 if it has one (Click prefers the
-/// address), else its prefix; `NAME:ipnet` is always the prefix. Returns
-/// address and mask; the address keeps its host bits (Click's
-/// IPPrefixArg with bare addresses allowed; callers that want the network
-/// AND it with the mask).
+/// AddressInfo name: its prefix (`NAME`, `NAME:ipnet`), `NAME:ip` or
+/// `NAME:bcast` as /32. Returns address and mask; the address keeps its
+/// host bits (Click's IPPrefixArg; callers that want the network AND it
+/// with the mask). Click prefers a name's address over its prefix where
+/// an argument takes either (ARPResponder, a route): such callers try
+/// [`ip_address`] first.
 pub fn ip_prefix(text: &str) -> Result<([u8; 4], [u8; 4]), String> {
     let t = text.trim();
     let bad = || format!("'{t}' is not an IP prefix (a.b.c.d/len, a.b.c.d/mask or an AddressInfo name)");
@@ -474,13 +480,13 @@ pub fn ip_prefix(text: &str) -> Result<([u8; 4], [u8; 4]), String> {
         None => (t, None),
     };
     let Some(mask) = mask else {
-        if let Some(a) = parse_dotted(addr, false).or_else(|| lookup_ip(addr)) {
+        if let Some(a) = parse_dotted(addr, false) {
             return Ok((a, [255; 4]));
         }
-        return match lookup_prefix(addr) {
-            Some((ip, len)) => Ok((ip, prefix_mask(len))),
-            None => Err(bad()),
-        };
+        if let Some((ip, len)) = lookup_prefix(addr) {
+            return Ok((ip, prefix_mask(len)));
+        }
+        return lookup_ip(addr).map(|a| (a, [255; 4])).ok_or_else(bad);
     };
     let base = parse_dotted(addr, true).or_else(|| lookup_ip(addr)).ok_or_else(bad)?;
     let mask = if mask.bytes().all(|b| b.is_ascii_digit()) && !mask.is_empty() {
@@ -618,15 +624,14 @@ mod tests {
         define_address(
             "eth0",
             AddressEntry {
-                ip: Some([192, 168, 1, 1]),
-                prefix: Some(([192, 168, 1, 1], 20)),
+                ip: Some(([192, 168, 1, 1], 20)),
                 ether: Some([2, 0, 0, 0, 0, 1]),
             },
         );
         assert_eq!(ip_address("eth0").unwrap(), [192, 168, 1, 1]);
-        // The address wins over the prefix unless NAME:ipnet says otherwise.
-        assert_eq!(ip_prefix("eth0").unwrap(), ([192, 168, 1, 1], [255; 4]));
+        assert_eq!(ip_prefix("eth0").unwrap(), ([192, 168, 1, 1], [255, 255, 240, 0]));
         assert_eq!(ip_prefix("eth0:ipnet").unwrap(), ([192, 168, 1, 1], [255, 255, 240, 0]));
+        assert_eq!(ip_prefix("eth0:ip").unwrap(), ([192, 168, 1, 1], [255; 4]));
         assert_eq!(ip_address("eth0:bcast").unwrap(), [192, 168, 15, 255]);
         assert_eq!(ip_address("eth0:gw").unwrap(), [192, 168, 0, 1]);
         assert_eq!(ip_address("eth0:ip").unwrap(), [192, 168, 1, 1]);
@@ -638,8 +643,8 @@ mod tests {
         define_address(
             "lan",
             AddressEntry {
-                prefix: Some(([10, 0, 0, 0], 8)),
-                ..AddressEntry::default()
+                ip: Some(([10, 0, 0, 0], 8)),
+                ether: None,
             },
         );
         assert_eq!(ip_prefix("lan").unwrap(), ([10, 0, 0, 0], [255, 0, 0, 0]));
