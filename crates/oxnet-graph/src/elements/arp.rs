@@ -139,7 +139,12 @@ impl ARPResponder {
         let mut prefixes = Vec::new();
         let mut ether = None;
         for w in &words {
-            if let Ok((addr, mask)) = args::ip_prefix(w) {
+            // A name's address is preferred over its prefix (Click's
+            // ARPResponder notes; NAME:ipnet asks for the prefix).
+            if let Ok((addr, mask)) = args::ip_address(w)
+                .map(|a| (a, [255; 4]))
+                .or_else(|_| args::ip_prefix(w))
+            {
                 let (a, m) = (u32::from_be_bytes(addr), u32::from_be_bytes(mask));
                 prefixes.push((a & m, m));
             } else if let Ok(e) = args::ether_address(w) {
@@ -302,7 +307,10 @@ impl Element for ARPResponder {
                     self.entries = v;
                 })
             }
-            "remove" => match args::ip_prefix(&value) {
+            "remove" => match args::ip_address(&value)
+                .map(|a| (a, [255; 4]))
+                .or_else(|_| args::ip_prefix(&value))
+            {
                 Ok((addr, mask)) => {
                     let (m, a) = (u32::from_be_bytes(mask), u32::from_be_bytes(addr));
                     match self.entries.iter().position(|e| e.dst == a & m && e.mask == m) {
@@ -814,7 +822,13 @@ impl Element for ARPQuerier {
         // One argument: a name for both the address and the Ethernet
         // address (Click's ARPQuerier(NAME)).
         let eth = a.positional_or("ETH").unwrap_or_else(|| ip.clone());
-        let (addr, mask) = args::ip_prefix(&ip).map_err(|e| format!("IP: {e}"))?;
+        // An address, or an address with its prefix (the prefix gives the
+        // default BROADCAST); a name's address is preferred, as Click's
+        // IPPrefixArg(true) does.
+        let (addr, mask) = args::ip_address(&ip)
+            .map(|a| (a, [255; 4]))
+            .or_else(|_| args::ip_prefix(&ip))
+            .map_err(|e| format!("IP: {e}"))?;
         self.ip = addr;
         self.ether = args::ether_address(&eth).map_err(|e| format!("ETH: {e}"))?;
         self.bcast = match bcast {

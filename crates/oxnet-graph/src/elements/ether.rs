@@ -147,38 +147,50 @@ impl Element for AddressInfo {
             }
             let mut entry = AddressEntry::default();
             for word in addrs {
-                // The kinds this word is (Click's AddressInfo::configure): an
-                // ambiguous word never replaces a kind that an earlier word
-                // of the same argument defined.
+                // A word may be an Ethernet address, an IPv4 address or an
+                // IPv4 prefix (Click's AddressInfo::configure); an address
+                // and a prefix given apart are kept together when the
+                // address lies in the prefix, else the later one wins.
                 let ether = args::ether_address(word).ok();
-                let (ip, prefix) = if let Ok(ip) = args::ip_address(word) {
-                    (Some(ip), None)
+                let ip = if let Ok(ip) = args::ip_address(word) {
+                    Some((ip, 32))
                 } else if word.contains('/') {
                     match args::ip_prefix(word) {
-                        Ok((addr, mask)) => {
-                            let len =
-                                args::mask_len(mask).ok_or_else(|| format!("'{word}': the mask is not contiguous"))?;
-                            let host_bits = u32::from_be_bytes(addr) & !u32::from_be_bytes(mask) != 0;
-                            (host_bits.then_some(addr), Some((addr, len)))
-                        }
-                        Err(_) => (None, None),
+                        Ok((addr, mask)) => Some((
+                            addr,
+                            args::mask_len(mask).ok_or_else(|| format!("'{word}': the mask is not contiguous"))?,
+                        )),
+                        Err(_) => None,
                     }
                 } else {
-                    (None, None)
+                    None
                 };
-                let kinds = usize::from(ether.is_some()) + usize::from(ip.is_some()) + usize::from(prefix.is_some());
-                if kinds == 0 {
+                if ether.is_none() && ip.is_none() {
                     return Err(format!("'{word}' is not a recognizable address"));
                 }
-                let one = kinds == 1;
-                if ether.is_some() && (one || entry.ether.is_none()) {
+                if ether.is_some() && (ip.is_none() || entry.ether.is_none()) {
                     entry.ether = ether;
                 }
-                if ip.is_some() && (one || entry.ip.is_none()) {
-                    entry.ip = ip;
-                }
-                if prefix.is_some() && (one || entry.prefix.is_none()) {
-                    entry.prefix = prefix;
+                if let Some((addr, len)) = ip {
+                    let mask = u32::from_be_bytes(args::prefix_mask(len));
+                    entry.ip = Some(match entry.ip {
+                        // An address, then its network.
+                        Some((old, 32))
+                            if len < 32 && u32::from_be_bytes(old) & mask == u32::from_be_bytes(addr) & mask =>
+                        {
+                            (old, len)
+                        }
+                        // A network, then an address in it.
+                        Some((net, l))
+                            if len == 32 && l < 32 && {
+                                let m = u32::from_be_bytes(args::prefix_mask(l));
+                                u32::from_be_bytes(net) & m == u32::from_be_bytes(addr) & m
+                            } =>
+                        {
+                            (addr, l)
+                        }
+                        _ => (addr, len),
+                    });
                 }
             }
             args::define_address(name, entry);
@@ -603,12 +615,15 @@ mod tests {
     fn addressinfo_defines_address_prefix_and_ether_as_click() {
         args::clear_addresses();
         let mut e = AddressInfo;
-        let mut a =
-            Args::new("a 1.0.0.2/24 00:01:02:03:04:05, net 10.0.0.0/8, h 10.1.1.1 10.1.1.2, b 00:01:02:03:04:06");
+        let mut a = Args::new(
+            "a 1.0.0.2/24 00:01:02:03:04:05, net 10.0.0.0/8, h 10.1.1.1 10.1.1.2, b 00:01:02:03:04:06, \
+             c 192.168.1.7 192.168.1.0/24",
+        );
         e.configure(&mut a).unwrap();
         a.complete().unwrap();
         assert_eq!(args::ip_address("a").unwrap(), [1, 0, 0, 2]);
-        assert_eq!(args::ip_prefix("a").unwrap(), ([1, 0, 0, 2], [255; 4]));
+        assert_eq!(args::ip_prefix("a").unwrap(), ([1, 0, 0, 2], [255, 255, 255, 0]));
+        assert_eq!(args::ip_prefix("a:ip").unwrap(), ([1, 0, 0, 2], [255; 4]));
         assert_eq!(args::ip_prefix("a:ipnet").unwrap(), ([1, 0, 0, 2], [255, 255, 255, 0]));
         assert_eq!(args::ip_address("a:bcast").unwrap(), [1, 0, 0, 255]);
         assert_eq!(args::ether_address("a").unwrap(), [0, 1, 2, 3, 4, 5]);
@@ -618,6 +633,9 @@ mod tests {
         // Several addresses of one kind: the last (each is unambiguous).
         assert_eq!(args::ip_address("h").unwrap(), [10, 1, 1, 2]);
         assert!(args::ip_address("b").is_err());
+        // An address and its network given apart make one entry.
+        assert_eq!(args::ip_address("c").unwrap(), [192, 168, 1, 7]);
+        assert_eq!(args::ip_address("c:bcast").unwrap(), [192, 168, 1, 255]);
         assert!(AddressInfo.configure(&mut Args::new("x nonsense")).is_err());
         args::clear_addresses();
     }
