@@ -1087,3 +1087,264 @@ fn create(class: &str) -> Option<Box<dyn crate::element::Element>> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::ether::testkit::{hex, of, read, run};
+    use super::*;
+
+    const ME: [u8; 6] = [2, 0, 0, 0, 0, 1];
+    const PEER: [u8; 6] = [2, 0, 0, 0, 0, 0x0a];
+
+    /// An Ethernet/ARP frame as RFC 826 lays it out, padded to Ethernet's
+    /// 60-byte minimum as Linux sends requests.
+    fn arp(eth_dst: [u8; 6], op: u16, sha: [u8; 6], spa: [u8; 4], tha: [u8; 6], tpa: [u8; 4], pad: bool) -> Vec<u8> {
+        let mut f = eth_dst.to_vec();
+        f.extend(sha);
+        f.extend([0x08, 0x06, 0, 1, 0x08, 0x00, 6, 4]);
+        f.extend(op.to_be_bytes());
+        f.extend(sha);
+        f.extend(spa);
+        f.extend(tha);
+        f.extend(tpa);
+        if pad {
+            f.resize(60, 0);
+        }
+        f
+    }
+
+    /// An IPv4 header (no checksum: ARPQuerier does not look) and 4 bytes.
+    fn ip_packet(dst: [u8; 4]) -> Vec<u8> {
+        let mut p = vec![0x45, 0, 0, 24, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1];
+        p.extend(dst);
+        p.extend([1, 2, 3, 4]);
+        p
+    }
+
+    #[test]
+    fn responder_answers_as_rfc_826_says_and_passes_the_rest_on() {
+        let request = arp(BROADCAST, OP_REQUEST, PEER, [10, 0, 0, 10], [0; 6], [10, 0, 0, 1], true);
+        let other = arp(
+            BROADCAST,
+            OP_REQUEST,
+            PEER,
+            [10, 0, 0, 10],
+            [0; 6],
+            [10, 0, 0, 99],
+            true,
+        );
+        let (r, seen) = run(&format!(
+            "InfiniteSource({}, LIMIT 1) -> a :: ARPResponder(10.0.0.1 2:0:0:0:0:1, 10.0.1.0/24 2:0:0:0:0:2) -> Capture(reply);
+             InfiniteSource({}, LIMIT 1, STOP true) -> a;
+             a[1] -> Capture(other)",
+            hex(&request),
+            hex(&other)
+        ));
+        // Swapped sender and target, our address as sender, REPLY, sent to
+        // the requester's hardware address; 42 bytes.
+        let reply = arp(PEER, OP_REPLY, ME, [10, 0, 0, 1], PEER, [10, 0, 0, 10], false);
+        let mut expected = reply.clone();
+        expected[6..12].copy_from_slice(&ME);
+        assert_eq!(of(&seen, "reply"), vec![expected]);
+        assert_eq!(of(&seen, "other"), vec![other]);
+        assert_eq!(
+            read(&r, "a", "table"),
+            "10.0.0.1/32 02-00-00-00-00-01\n10.0.1.0/24 02-00-00-00-00-02\n"
+        );
+    }
+
+    #[test]
+    fn responder_table_is_most_specific_first_and_keeps_the_later_duplicate() {
+        let mut v = Vec::new();
+        ARPResponder::add(&mut v, "0/0 1:1:1:1:1:1").unwrap();
+        ARPResponder::add(&mut v, "10.0.0.0/8 10.1.2.3 2:2:2:2:2:2").unwrap();
+        ARPResponder::add(&mut v, "10.1.2.3/32 3:3:3:3:3:3").unwrap();
+        let dups = ARPResponder::normalize(&mut v);
+        assert_eq!(dups.len(), 1);
+        let r = ARPResponder {
+            entries: v,
+            ..ARPResponder::default()
+        };
+        assert_eq!(
+            r.table(),
+            "10.1.2.3/32 03-03-03-03-03-03\n10.0.0.0/8 02-02-02-02-02-02\n0.0.0.0/0 01-01-01-01-01-01\n"
+        );
+        assert_eq!(r.lookup([10, 1, 2, 3]), Some([3; 6]));
+        assert_eq!(r.lookup([10, 9, 9, 9]), Some([2; 6]));
+        assert_eq!(r.lookup([11, 0, 0, 0]), Some([1; 6]));
+        assert!(ARPResponder::add(&mut Vec::new(), "10.0.0.1")
+            .unwrap_err()
+            .contains("ETH"));
+        assert!(ARPResponder::add(&mut Vec::new(), "1:1:1:1:1:1")
+            .unwrap_err()
+            .contains("IP/MASK"));
+        assert!(ARPResponder::add(&mut Vec::new(), "10.0.0.1 1:1:1:1:1:1 2:2:2:2:2:2").is_err());
+    }
+
+    #[test]
+    fn querier_queries_holds_then_sends_on_the_reply() {
+        let reply = arp(ME, OP_REPLY, PEER, [10, 0, 0, 2], ME, [10, 0, 0, 1], true);
+        let (r, seen) = run(&format!(
+            "InfiniteSource({}, LIMIT 2, BURST 2) -> MarkIP(0) -> q :: ARPQuerier(10.0.0.1, 2:0:0:0:0:1) -> Capture(ip);
+             InfiniteSource({}, LIMIT 1, STOP true) -> [1]q;
+             q[1] -> Capture(arp)",
+            hex(&ip_packet([10, 0, 0, 2])),
+            hex(&reply)
+        ));
+        // One query (RFC 826: target hardware address zero), broadcast.
+        let query = arp(BROADCAST, OP_REQUEST, ME, [10, 0, 0, 1], [0; 6], [10, 0, 0, 2], false);
+        assert_eq!(of(&seen, "arp"), vec![query]);
+        // Both packets left after the reply, in order, framed for PEER.
+        let mut frame = PEER.to_vec();
+        frame.extend(ME);
+        frame.extend([0x08, 0x00]);
+        frame.extend(ip_packet([10, 0, 0, 2]));
+        assert_eq!(of(&seen, "ip"), vec![frame.clone(), frame]);
+        assert_eq!(read(&r, "q", "queries"), "1");
+        assert_eq!(read(&r, "q", "responses"), "1");
+        assert_eq!(read(&r, "q", "count"), "1");
+        assert_eq!(read(&r, "q", "length"), "0");
+        assert_eq!(read(&r, "q", "table"), "10.0.0.2 1 02-00-00-00-00-0A 0.000000\n");
+        assert_eq!(read(&r, "q", "stats"), "0 packets killed\n1 ARP queries sent\n");
+    }
+
+    #[test]
+    fn querier_special_destinations_need_no_query() {
+        let (r, seen) = run(&format!(
+            "InfiniteSource({}, LIMIT 1) -> MarkIP(0) -> q :: ARPQuerier(10.0.0.1/24, 2:0:0:0:0:1) -> Capture(ip);
+             InfiniteSource({}, LIMIT 1) -> MarkIP(0) -> q;
+             InfiniteSource({}, LIMIT 1) -> MarkIP(0) -> q;
+             InfiniteSource({}, LIMIT 1, STOP true) -> MarkIP(0) -> q;
+             q[1] -> Capture(arp)",
+            hex(&ip_packet([255, 255, 255, 255])),
+            hex(&ip_packet([10, 0, 0, 255])),
+            hex(&ip_packet([239, 129, 2, 3])),
+            hex(&ip_packet([0, 0, 0, 0])),
+        ));
+        let dsts: Vec<Vec<u8>> = of(&seen, "ip").iter().map(|f| f[..6].to_vec()).collect();
+        assert_eq!(
+            dsts,
+            [
+                BROADCAST.to_vec(),
+                BROADCAST.to_vec(),
+                // RFC 1112 §6.4: the low 23 bits of 239.129.2.3.
+                vec![0x01, 0x00, 0x5e, 0x01, 0x02, 0x03],
+            ]
+        );
+        assert!(of(&seen, "arp").is_empty());
+        assert_eq!(read(&r, "q", "broadcast"), "10.0.0.255");
+        assert_eq!(read(&r, "q", "drops"), "1", "0.0.0.0 is dropped");
+    }
+
+    #[test]
+    fn querier_bounds_waiting_packets_and_limits_queries() {
+        // 5 packets at once for one address: one query (10 a second at
+        // most), 2 kept (ENTRY_PACKET_CAPACITY), 3 dropped.
+        let (r, seen) = run(&format!(
+            "InfiniteSource({}, LIMIT 5, BURST 5, STOP true) -> MarkIP(0)
+               -> q :: ARPQuerier(10.0.0.1, 2:0:0:0:0:1, ENTRY_PACKET_CAPACITY 2) -> Capture(ip);
+             q[1] -> Capture(arp)",
+            hex(&ip_packet([10, 0, 0, 7]))
+        ));
+        assert_eq!(of(&seen, "arp").len(), 1);
+        assert!(of(&seen, "ip").is_empty());
+        assert_eq!(read(&r, "q", "length"), "2");
+        assert_eq!(read(&r, "q", "stats"), "3 packets killed\n1 ARP queries sent\n");
+        // CAPACITY 4 over 6 addresses: past 4 the oldest go, down to 2.
+        let mut sources =
+            String::from("q :: ARPQuerier(10.0.0.1, 2:0:0:0:0:1, CAPACITY 4) -> Discard; q[1] -> Discard;\n");
+        for i in 0..6u8 {
+            sources += &format!(
+                "InfiniteSource({}, LIMIT 1{}) -> MarkIP(0) -> q;\n",
+                hex(&ip_packet([10, 0, 0, 10 + i])),
+                if i == 5 { ", STOP true" } else { "" }
+            );
+        }
+        let (r, _) = run(&sources);
+        // The 5th packet makes 5 > 4: the count is slimmed to 4 - 4/2 = 2,
+        // the 5th included (3 of the 4 waiting dropped, as Click's
+        // ARPTable counts); the 6th makes 3.
+        assert_eq!(read(&r, "q", "length"), "3");
+        assert_eq!(read(&r, "q", "stats"), "3 packets killed\n6 ARP queries sent\n");
+        assert_eq!(read(&r, "q", "count"), "6");
+        assert_eq!(read(&r, "q", "queries"), "6");
+    }
+
+    #[test]
+    fn querier_table_expires_and_renews() {
+        let mut t = ArpTable::new();
+        t.timeout = 1_000_000;
+        assert!(t.insert([10, 0, 0, 2], PEER, 0).is_empty());
+        assert_eq!(t.lookup([10, 0, 0, 2], 500_000, 0), Some((PEER, false)));
+        // POLL_TIMEOUT 0.4 s passed: a renewal poll is due, once per 100 ms.
+        assert_eq!(t.lookup([10, 0, 0, 2], 500_000, 400_000), Some((PEER, true)));
+        assert_eq!(t.lookup([10, 0, 0, 2], 550_000, 400_000), Some((PEER, false)));
+        assert_eq!(t.lookup([10, 0, 0, 2], 600_000, 400_000), Some((PEER, true)));
+        // Past TIMEOUT the entry is unknown again.
+        assert_eq!(t.lookup([10, 0, 0, 2], 1_000_001, 0), None);
+        assert_eq!(t.text(1_000_001), "10.0.0.2 0 02-00-00-00-00-0A 1.000001\n");
+        // ENTRY_CAPACITY: a new entry pushes the oldest out.
+        t.entry_capacity = 1;
+        t.ensure([10, 0, 0, 3], 1_000_002);
+        assert_eq!(t.entries.len(), 1);
+        assert!(t.entries.contains_key(&[10, 0, 0, 3]));
+    }
+
+    #[test]
+    fn querier_handlers_insert_delete_clear() {
+        let (r, seen) = run(&format!(
+            "InfiniteSource({}, LIMIT 1, STOP true) -> MarkIP(0) -> q :: ARPQuerier(10.0.0.1, 2:0:0:0:0:1) -> Capture(ip);
+             q[1] -> Capture(arp)",
+            hex(&ip_packet([10, 0, 0, 2]))
+        ));
+        assert_eq!(of(&seen, "arp").len(), 1);
+        let mut r = r;
+        let q = r.find("q").unwrap();
+        r.write_handler(q, "insert", "10.0.0.2 2:0:0:0:0:a").unwrap();
+        // The waiting packet left on the insert.
+        assert_eq!(super::super::ether::testkit::take().len(), 1);
+        assert!(read(&r, "q", "table").starts_with("10.0.0.2 1 02-00-00-00-00-0A"));
+        r.write_handler(q, "delete", "10.0.0.2").unwrap();
+        assert!(read(&r, "q", "table").starts_with("10.0.0.2 0 FF-FF-FF-FF-FF-FF"));
+        r.write_handler(q, "clear", "").unwrap();
+        assert_eq!(read(&r, "q", "table"), "");
+        assert_eq!(read(&r, "q", "queries"), "0");
+        assert!(r.write_handler(q, "insert", "10.0.0.2").is_err());
+    }
+
+    #[test]
+    fn arpprint_prints_as_tcpdump() {
+        let print = ARPPrint {
+            label: "x".into(),
+            ether: true,
+            ..ARPPrint::default()
+        };
+        let pool = oxnet_driver::Mempool::new("arpprint", 4, oxnet_driver::MemoryKind::Plain).unwrap();
+        let frame = |bytes: &[u8]| {
+            let mut p = pool.alloc().unwrap();
+            p.set_len(bytes.len()).unwrap();
+            p.copy_from_slice(bytes);
+            p
+        };
+        let req = frame(&arp(
+            BROADCAST,
+            OP_REQUEST,
+            PEER,
+            [10, 0, 0, 10],
+            [0; 6],
+            [10, 0, 0, 1],
+            false,
+        ));
+        assert_eq!(
+            print.line(&req),
+            "x: 0.000000: 02-00-00-00-00-0A > FF-FF-FF-FF-FF-FF: arp who-has 10.0.0.1 tell 10.0.0.10"
+        );
+        let rep = frame(&arp(PEER, OP_REPLY, ME, [10, 0, 0, 1], PEER, [10, 0, 0, 10], false));
+        let quiet = ARPPrint {
+            timestamp: false,
+            ..ARPPrint::default()
+        };
+        assert_eq!(quiet.line(&rep), "arp reply 10.0.0.1 is-at 02-00-00-00-00-01");
+        assert_eq!(quiet.line(&frame(&[0; 20])), "truncated-arp (6)");
+    }
+}

@@ -600,6 +600,112 @@ fn create(class: &str) -> Option<Box<dyn crate::element::Element>> {
 mod tests {
     use super::*;
 
+    use testkit::{hex, of, read, run};
+
+    #[test]
+    fn ether_encap_prepends_dst_src_type() {
+        let (r, seen) = run(&format!(
+            "InfiniteSource({}, LIMIT 2, STOP true) -> e :: EtherEncap(0x0806, 1:2:3:4:5:6, a:b:c:d:e:f) -> Capture(out)",
+            hex(&[0xaa, 0xbb])
+        ));
+        let frame = [0xa, 0xb, 0xc, 0xd, 0xe, 0xf, 1, 2, 3, 4, 5, 6, 0x08, 0x06, 0xaa, 0xbb];
+        assert_eq!(of(&seen, "out"), vec![frame.to_vec(), frame.to_vec()]);
+        assert_eq!(read(&r, "e", "ethertype"), "0x0806");
+        assert_eq!(read(&r, "e", "src"), "01-02-03-04-05-06");
+        assert_eq!(read(&r, "e", "dst"), "0A-0B-0C-0D-0E-0F");
+    }
+
+    #[test]
+    fn ether_rewrite_and_mirror_edit_addresses_only() {
+        let frame: Vec<u8> = (0..20).collect();
+        let (_, seen) = run(&format!(
+            "s :: InfiniteSource({}, LIMIT 1, STOP true) -> EtherRewrite(1:1:1:1:1:1, 2:2:2:2:2:2) -> Capture(rw);
+             InfiniteSource({}, LIMIT 1) -> EtherMirror -> Capture(m);
+             InfiniteSource({}, LIMIT 1) -> m2 :: EtherMirror -> Capture(short)",
+            hex(&frame),
+            hex(&frame),
+            hex(&[1, 2, 3])
+        ));
+        let mut rw = vec![2; 6];
+        rw.extend([1; 6]);
+        rw.extend(12..20);
+        assert_eq!(of(&seen, "rw"), vec![rw]);
+        let mut m: Vec<u8> = (6..12).collect();
+        m.extend(0..6);
+        m.extend(12..20);
+        assert_eq!(of(&seen, "m"), vec![m]);
+        assert!(of(&seen, "short").is_empty(), "a 3-byte frame has no addresses to swap");
+    }
+
+    #[test]
+    fn host_ether_filter_sets_packet_types_and_filters() {
+        let me = [2, 0, 0, 0, 0, 1];
+        let frame = |dst: [u8; 6], src: [u8; 6]| {
+            let mut f = dst.to_vec();
+            f.extend(src);
+            f.extend([0x08, 0x00]);
+            hex(&f)
+        };
+        let other = [2, 0, 0, 0, 0, 9];
+        let config = format!(
+            "InfiniteSource({}, LIMIT 1) -> f :: HostEtherFilter(2:0:0:0:0:1, DROP_OWN true) -> Capture(in);
+             InfiniteSource({}, LIMIT 1) -> f;
+             InfiniteSource({}, LIMIT 1) -> f;
+             InfiniteSource({}, LIMIT 1) -> f;
+             InfiniteSource({}, LIMIT 1, STOP true) -> f;
+             f[1] -> Capture(out)",
+            frame(me, other),
+            frame(BROADCAST, other),
+            frame([0x01, 0, 0x5e, 0, 0, 1], other),
+            frame(other, me),
+            frame(other, [2, 0, 0, 0, 0, 7]),
+        );
+        let (_, seen) = run(&config);
+        let types: Vec<(String, u8)> = seen.iter().map(|s| (s.label.clone(), s.packet_type)).collect();
+        use packet_type as pt;
+        assert_eq!(
+            types,
+            [
+                ("in".to_string(), pt::HOST),
+                ("in".to_string(), pt::BROADCAST),
+                ("in".to_string(), pt::MULTICAST),
+                // Our own frame (DROP_OWN), then one for another host.
+                ("out".to_string(), 0),
+                ("out".to_string(), pt::OTHERHOST),
+            ]
+        );
+        // One output: the filtered frames are dropped and counted.
+        let (r, seen) = run(&format!(
+            "InfiniteSource({}, LIMIT 3, STOP true) -> f :: HostEtherFilter(2:0:0:0:0:1) -> Capture(in)",
+            frame(other, other)
+        ));
+        assert!(seen.is_empty());
+        assert_eq!(read(&r, "f", "drops"), "3");
+    }
+
+    #[test]
+    fn ensure_ether_keeps_restores_or_adds_a_header() {
+        let mut ip = vec![0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2];
+        let mut framed = vec![9; 12];
+        framed.extend([0x08, 0x00]);
+        framed.append(&mut ip.clone());
+        let (_, seen) = run(&format!(
+            "InfiniteSource({}, LIMIT 1) -> MarkIP(14) -> EnsureEther(0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2) -> Capture(kept);
+             InfiniteSource({}, LIMIT 1) -> MarkIP(14) -> Strip(14) -> EnsureEther(0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2) -> Capture(back);
+             InfiniteSource({}, LIMIT 1, STOP true) -> MarkIP(0) -> EnsureEther(0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2) -> Capture(new)",
+            hex(&framed),
+            hex(&framed),
+            hex(&ip)
+        ));
+        assert_eq!(of(&seen, "kept"), vec![framed.clone()]);
+        assert_eq!(of(&seen, "back"), vec![framed]);
+        let mut new = vec![2; 6];
+        new.extend([1; 6]);
+        new.extend([0x08, 0x00]);
+        new.append(&mut ip);
+        assert_eq!(of(&seen, "new"), vec![new]);
+    }
+
     #[test]
     fn addresses_print_as_clicks() {
         assert_eq!(ether_text(&[0, 1, 0xa, 0xb, 0xc, 0xff]), "00-01-0A-0B-0C-FF");
@@ -652,5 +758,132 @@ mod tests {
         assert_eq!(args::ip_port("http", 6).unwrap(), 80);
         assert!(args::ip_port("name", 17).is_err());
         args::clear_addresses();
+    }
+}
+
+/// Test helpers for this family: a router with two test classes beside
+/// the library, `Capture(LABEL)` (keeps every packet it gets, with its
+/// destination IP and packet type annotations, in [`testkit::take`]) and
+/// `MarkIP(OFFSET)` (marks the IPv4 header at OFFSET, as Click's
+/// MarkIPHeader, and sets the destination IP annotation from it).
+#[cfg(test)]
+pub(crate) mod testkit {
+    use super::*;
+    use crate::router::{Registry, Router};
+    use std::cell::RefCell;
+
+    /// One captured packet.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Seen {
+        pub label: String,
+        pub data: Vec<u8>,
+        pub dst_ip: [u8; 4],
+        pub packet_type: u8,
+        pub timestamp_ns: i64,
+    }
+
+    thread_local! {
+        static SEEN: RefCell<Vec<Seen>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Every packet captured since the last call, in arrival order.
+    pub fn take() -> Vec<Seen> {
+        SEEN.with(|s| std::mem::take(&mut *s.borrow_mut()))
+    }
+
+    /// The data of the packets `label` captured.
+    pub fn of(seen: &[Seen], label: &str) -> Vec<Vec<u8>> {
+        seen.iter()
+            .filter(|s| s.label == label)
+            .map(|s| s.data.clone())
+            .collect()
+    }
+
+    #[derive(Default)]
+    struct Capture(String);
+
+    impl Element for Capture {
+        fn class_name(&self) -> &'static str {
+            "Capture"
+        }
+        fn port_count(&self) -> &'static str {
+            PORTS_1_0
+        }
+        fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+            self.0 = a.positional_or("LABEL").unwrap_or_default();
+            Ok(())
+        }
+        fn push(&mut self, _port: usize, batch: PacketBatch, _ctx: &mut Ctx<'_>) {
+            SEEN.with(|s| {
+                for p in batch.iter() {
+                    s.borrow_mut().push(Seen {
+                        label: self.0.clone(),
+                        data: p.to_vec(),
+                        dst_ip: p.anno().dst_ip(),
+                        packet_type: p.anno().packet_type,
+                        timestamp_ns: p.anno().timestamp_ns,
+                    });
+                }
+            });
+        }
+    }
+
+    #[derive(Default)]
+    struct MarkIP(usize);
+
+    impl Element for MarkIP {
+        fn class_name(&self) -> &'static str {
+            "MarkIP"
+        }
+        fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+            if let Some(v) = a.positional_or("OFFSET") {
+                self.0 = args::unsigned(&v)? as usize;
+            }
+            Ok(())
+        }
+        fn simple_action(&mut self, mut batch: PacketBatch, _ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
+            for p in batch.iter_mut() {
+                let hl = usize::from(p[self.0] & 0xf) * 4;
+                let dst = [p[self.0 + 16], p[self.0 + 17], p[self.0 + 18], p[self.0 + 19]];
+                p.set_network_header(self.0, hl).unwrap();
+                p.anno_mut().set_dst_ip(dst);
+            }
+            Some(batch)
+        }
+    }
+
+    struct Reg;
+
+    impl Registry for Reg {
+        fn create(&self, class: &str) -> Option<Box<dyn Element>> {
+            match class {
+                "Capture" => Some(Box::<Capture>::default()),
+                "MarkIP" => Some(Box::<MarkIP>::default()),
+                _ => crate::elements::Standard.create(class),
+            }
+        }
+    }
+
+    /// Builds `config`, runs it in simulated time until it stops, and
+    /// returns it with what was captured.
+    pub fn run(config: &str) -> (Router, Vec<Seen>) {
+        take();
+        let flat = crate::lang::compile("t.click", config, &[], &|c: &str| Reg.is_class(c))
+            .unwrap_or_else(|e| panic!("{config}\n{e}"));
+        let mut router = Router::build(&flat, &Reg).unwrap_or_else(|e| panic!("{config}\n{e}"));
+        router.use_simulated_time();
+        router.run(&|| false);
+        (router, take())
+    }
+
+    /// A read handler of element `name`.
+    pub fn read(router: &Router, name: &str, handler: &str) -> String {
+        router.read_handler(router.find(name).expect(name), handler).unwrap()
+    }
+
+    /// `data` as Click's `\<hex>` for InfiniteSource's DATA.
+    pub fn hex(data: &[u8]) -> String {
+        let h: String = data.iter().map(|b| format!("{b:02x}")).collect();
+        format!("\"\\<{h}>\"")
     }
 }
