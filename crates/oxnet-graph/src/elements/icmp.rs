@@ -778,7 +778,150 @@ fn create(class: &str) -> Option<Box<dyn crate::element::Element>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::ether::testkit::{hex, of, read, run};
     use super::*;
+
+    fn sum_ok(data: &[u8]) -> bool {
+        fold(ones_sum(data, 0)) == 0xffff
+    }
+
+    /// A UDP-like IPv4 packet of `len` bytes from `src` to `dst`, with a
+    /// valid header checksum and fragment field `frag`.
+    fn ip_packet(src: [u8; 4], dst: [u8; 4], proto: u8, len: usize, frag: u16) -> Vec<u8> {
+        let mut p = vec![0u8; len];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        p[6..8].copy_from_slice(&frag.to_be_bytes());
+        p[8] = 64;
+        p[9] = proto;
+        p[12..16].copy_from_slice(&src);
+        p[16..20].copy_from_slice(&dst);
+        set_ipv4_checksum(&mut p[..20]);
+        for (i, b) in p[20..].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        p
+    }
+
+    #[test]
+    fn icmpipencap_builds_headers_and_counts_sequences() {
+        let (r, seen) = run(&format!(
+            "InfiniteSource({}, LIMIT 2, STOP true) -> e :: ICMPIPEncap(1.0.0.1, 2.0.0.2, echo, IDENTIFIER 0x1234) -> Capture(out)",
+            hex(b"data")
+        ));
+        let out = of(&seen, "out");
+        assert_eq!(out.len(), 2);
+        for (i, p) in out.iter().enumerate() {
+            let seq = i as u8 + 1;
+            assert_eq!(
+                p[..20],
+                [0x45, 0, 0, 32, 0, seq, 0, 0, 255, 1, p[10], p[11], 1, 0, 0, 1, 2, 0, 0, 2]
+            );
+            assert!(sum_ok(&p[..20]));
+            assert_eq!(p[20..28], [8, 0, p[22], p[23], 0x12, 0x34, 0, seq]);
+            assert!(sum_ok(&p[20..]));
+            assert_eq!(&p[28..], b"data");
+        }
+        assert_eq!(seen[0].dst_ip, [2, 0, 0, 2]);
+        assert_eq!(read(&r, "e", "dst"), "2.0.0.2");
+    }
+
+    #[test]
+    fn ping_responder_answers_echo_requests_only() {
+        let (r, seen) = run(&format!(
+            "InfiniteSource({}, LIMIT 1) -> ICMPIPEncap(10.0.0.2, 10.0.0.1, echo, IDENTIFIER 7) -> p :: ICMPPingResponder -> Capture(reply);
+             InfiniteSource({}, LIMIT 1, STOP true) -> ICMPIPEncap(10.0.0.2, 10.0.0.1, timestamp) -> p;
+             p[1] -> Capture(other)",
+            hex(b"ping payload"),
+            hex(&[0; 12])
+        ));
+        let reply = &of(&seen, "reply")[0];
+        // Addresses swapped, TTL 255, type 0, the rest as sent (RFC 792).
+        assert_eq!(reply[8], 255);
+        assert_eq!(reply[12..20], [10, 0, 0, 1, 10, 0, 0, 2]);
+        assert_eq!(reply[20], types::ECHO_REPLY);
+        assert_eq!(reply[24..28], [0, 7, 0, 1]);
+        assert_eq!(&reply[28..], b"ping payload");
+        assert!(sum_ok(&reply[..20]), "IP checksum");
+        assert!(sum_ok(&reply[20..]), "ICMP checksum");
+        assert_eq!(seen.iter().find(|s| s.label == "reply").unwrap().dst_ip, [10, 0, 0, 2]);
+        assert_eq!(of(&seen, "other").len(), 1);
+        assert_eq!(read(&r, "p", "drops"), "0");
+    }
+
+    #[test]
+    fn icmp_error_quotes_the_packet_within_the_mtu() {
+        let bad = ip_packet([10, 0, 0, 9], [10, 0, 0, 1], 17, 100, 0);
+        let (_, seen) = run(&format!(
+            "InfiniteSource({0}, LIMIT 1) -> MarkIP(0) -> ICMPError(10.0.0.1, unreachable, port) -> Capture(e);
+             InfiniteSource({0}, LIMIT 1) -> MarkIP(0) -> ICMPError(10.0.0.1, unreachable, needfrag, PMTU 1400, MTU 64) -> Capture(small);
+             InfiniteSource({0}, LIMIT 1, STOP true) -> MarkIP(0) -> ICMPError(10.0.0.1, timeexceeded) -> CheckICMPHeader -> Capture(checked)",
+            hex(&bad)
+        ));
+        let e = &of(&seen, "e")[0];
+        assert_eq!(e.len(), 20 + 8 + 100);
+        assert_eq!(e[2..4], 128u16.to_be_bytes());
+        assert_eq!(e[9], IPPROTO_ICMP);
+        assert_eq!(e[12..20], [10, 0, 0, 1, 10, 0, 0, 9]);
+        assert_eq!(e[20..22], [3, 3]);
+        assert_eq!(e[24..28], [0; 4]);
+        assert_eq!(&e[28..], &bad[..]);
+        assert!(sum_ok(&e[..20]) && sum_ok(&e[20..]));
+        let small = &of(&seen, "small")[0];
+        assert_eq!(small.len(), 64);
+        assert_eq!(small[20..22], [3, 4]);
+        assert_eq!(small[26..28], 1400u16.to_be_bytes(), "next-hop MTU (RFC 1191)");
+        assert_eq!(&small[28..], &bad[..36]);
+        assert!(sum_ok(&small[20..]));
+        assert_eq!(of(&seen, "checked").len(), 1);
+        assert_eq!(seen.iter().find(|s| s.label == "e").unwrap().dst_ip, [10, 0, 0, 9]);
+    }
+
+    #[test]
+    fn icmp_error_stays_silent_where_rfc_1812_says_so() {
+        let mut error_msg = ip_packet([10, 0, 0, 9], [10, 0, 0, 1], IPPROTO_ICMP, 56, 0);
+        error_msg[20] = types::UNREACHABLE;
+        let cases = [
+            error_msg,
+            ip_packet([10, 0, 0, 9], [255, 255, 255, 255], 17, 40, 0),
+            ip_packet([10, 0, 0, 9], [224, 0, 0, 1], 17, 40, 0),
+            ip_packet([127, 0, 0, 1], [10, 0, 0, 1], 17, 40, 0),
+            ip_packet([0, 1, 2, 3], [10, 0, 0, 1], 17, 40, 0),
+            ip_packet([10, 0, 0, 9], [10, 0, 0, 1], 17, 40, 0x0010),
+            ip_packet([10, 0, 0, 9], [10, 0, 0, 66], 17, 40, 0),
+            // An echo request is answered (not an error message); a first
+            // fragment too (MF set, offset 0).
+            ip_packet([10, 0, 0, 9], [10, 0, 0, 1], IPPROTO_ICMP, 40, 0),
+            ip_packet([10, 0, 0, 9], [10, 0, 0, 1], 17, 40, 0x2000),
+        ];
+        let mut config = String::from("e :: ICMPError(10.0.0.1, unreachable, host, 10.0.0.66) -> Capture(e);\n");
+        for (i, c) in cases.iter().enumerate() {
+            let stop = if i + 1 == cases.len() { ", STOP true" } else { "" };
+            config += &format!("InfiniteSource({}, LIMIT 1{stop}) -> MarkIP(0) -> e;\n", hex(c));
+        }
+        let (r, seen) = run(&config);
+        let answered: Vec<[u8; 4]> = of(&seen, "e").iter().map(|p| [p[16], p[17], p[18], p[19]]).collect();
+        assert_eq!(answered, [[10, 0, 0, 9], [10, 0, 0, 9]]);
+        assert_eq!(read(&r, "e", "drops"), "7");
+    }
+
+    #[test]
+    fn check_icmp_header_sorts_out_bad_checksums_and_lengths() {
+        let (r, seen) = run(&format!(
+            "InfiniteSource({0}, LIMIT 1) -> ICMPIPEncap(1.0.0.1, 2.0.0.2, echo) -> c :: CheckICMPHeader(DETAILS true) -> Capture(good);
+             InfiniteSource({0}, LIMIT 1) -> ICMPIPEncap(1.0.0.1, 2.0.0.2, echo) -> Unstrip(0) -> Truncate(30) -> c;
+             InfiniteSource({0}, LIMIT 1, STOP true) -> ICMPIPEncap(1.0.0.1, 2.0.0.2, unreachable) -> c;
+             c[1] -> Capture(bad)",
+            hex(b"abcdef")
+        ));
+        assert_eq!(of(&seen, "good").len(), 1);
+        assert_eq!(of(&seen, "bad").len(), 2);
+        assert_eq!(read(&r, "c", "drops"), "2");
+        assert_eq!(
+            read(&r, "c", "drop_details"),
+            "0\tnot ICMP\n1\tbad packet length\n1\tbad ICMP checksum\n"
+        );
+    }
 
     #[test]
     fn names_of_types_and_codes_are_clicks() {
