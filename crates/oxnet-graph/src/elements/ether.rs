@@ -250,8 +250,8 @@ impl Element for PortInfo {
 
 /// EtherEncap(ETHERTYPE, SRC, DST): prepends an Ethernet header with
 /// these fields (ETHERTYPE in host order, e.g. 0x0800). A packet without
-/// 14 bytes of head room is dropped and counted. Handlers: `ethertype`,
-/// `src`, `dst` (read/write), `drops`.
+/// 14 bytes of head room is dropped and counted. Handlers: `ethertype`
+/// (read in decimal, as Click), `src`, `dst` (read/write), `drops`.
 #[derive(Default)]
 pub struct EtherEncap {
     header: [u8; ETHER_LEN],
@@ -297,7 +297,8 @@ impl Element for EtherEncap {
     }
     fn read_handler(&self, name: &str) -> Option<String> {
         Some(match name {
-            "ethertype" => format!("0x{:04x}", u16::from_be_bytes([self.header[12], self.header[13]])),
+            // Decimal, as Click's data handler prints it.
+            "ethertype" => u16::from_be_bytes([self.header[12], self.header[13]]).to_string(),
             "src" => ether_text(&self.header[6..12]),
             "dst" => ether_text(&self.header[0..6]),
             "drops" => self.drops.to_string(),
@@ -610,7 +611,7 @@ mod tests {
         ));
         let frame = [0xa, 0xb, 0xc, 0xd, 0xe, 0xf, 1, 2, 3, 4, 5, 6, 0x08, 0x06, 0xaa, 0xbb];
         assert_eq!(of(&seen, "out"), vec![frame.to_vec(), frame.to_vec()]);
-        assert_eq!(read(&r, "e", "ethertype"), "0x0806");
+        assert_eq!(read(&r, "e", "ethertype"), "2054");
         assert_eq!(read(&r, "e", "src"), "01-02-03-04-05-06");
         assert_eq!(read(&r, "e", "dst"), "0A-0B-0C-0D-0E-0F");
     }
