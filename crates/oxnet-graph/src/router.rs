@@ -417,11 +417,13 @@ impl Router {
             };
             created.push(Some(element));
         }
-        // Configure in Click's phases: AddressInfo first (its names are
-        // arguments of the others), then the rest in order.
+        // Configure in Click's phases: AddressInfo and PortInfo first
+        // (their names are arguments of the others), then the rest in
+        // order.
         crate::args::clear_addresses();
-        let first: Vec<usize> = (0..n).filter(|&i| flat.elements[i].class == "AddressInfo").collect();
-        let rest = (0..n).filter(|&i| flat.elements[i].class != "AddressInfo");
+        let named = |i: usize| matches!(flat.elements[i].class.as_str(), "AddressInfo" | "PortInfo");
+        let first: Vec<usize> = (0..n).filter(|&i| named(i)).collect();
+        let rest = (0..n).filter(|&i| !named(i));
         for i in first.iter().copied().chain(rest) {
             let e = &flat.elements[i];
             let element = created[i].as_mut().expect("created above");
