@@ -541,6 +541,10 @@ impl Element for EnsureEther {
             if ip < 0 {
                 return Verdict::Pass;
             }
+            if ip as usize > p.len() {
+                // The mark lies past the data (cut short): nothing to frame.
+                return Verdict::Drop;
+            }
             if ip == ETHER_LEN as isize && is_ip_type(&p[12..14]) {
                 return Verdict::Pass;
             }
