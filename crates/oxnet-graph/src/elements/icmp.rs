@@ -191,7 +191,13 @@ fn echo_reply(p: &mut Packet, now_ns: i64) -> bool {
     let old = be16(icmp, 0);
     icmp[0] = types::ECHO_REPLY;
     icmp[1] = 0;
-    let sum = update_checksum(be16(icmp, 2), old, be16(icmp, 0));
+    let mut sum = update_checksum(be16(icmp, 2), old, be16(icmp, 0));
+    // The incremental update never gives 0xFFFF, but an all-zero reply
+    // (identifier, sequence and data 0) needs exactly that (RFC 1624 §3:
+    // +0 and -0).
+    if sum == 0 && icmp[..2].iter().chain(&icmp[4..]).all(|&b| b == 0) {
+        sum = 0xffff;
+    }
     icmp[2..4].copy_from_slice(&sum.to_be_bytes());
     let a = p.anno_mut();
     a.set_dst_ip(dst);
@@ -847,6 +853,24 @@ mod tests {
         assert_eq!(seen.iter().find(|s| s.label == "reply").unwrap().dst_ip, [10, 0, 0, 2]);
         assert_eq!(of(&seen, "other").len(), 1);
         assert_eq!(read(&r, "p", "drops"), "0");
+    }
+
+    #[test]
+    fn an_all_zero_echo_reply_gets_the_checksum_0xffff() {
+        // Identifier, sequence and data 0: the reply's ICMP words are all
+        // 0 but the checksum, which must then be 0xFFFF to verify.
+        let mut echo = ip_packet([10, 0, 0, 9], [10, 0, 0, 1], IPPROTO_ICMP, 32, 0);
+        echo[20..].fill(0);
+        echo[20] = types::ECHO;
+        let ck = checksum(&echo[20..]);
+        echo[22..24].copy_from_slice(&ck.to_be_bytes());
+        let (_, seen) = run(&format!(
+            "InfiniteSource({}, LIMIT 1, STOP true) -> MarkIP(0) -> ICMPPingResponder -> c :: CheckICMPHeader -> Capture(ok)",
+            hex(&echo)
+        ));
+        let ok = of(&seen, "ok");
+        assert_eq!(ok.len(), 1);
+        assert_eq!(ok[0][22..24], [0xff, 0xff]);
     }
 
     #[test]
