@@ -316,6 +316,40 @@ thread_local! {
         std::cell::RefCell::new(std::collections::HashMap::new());
     static PORT_INFO: std::cell::RefCell<std::collections::HashMap<(String, Option<u8>), u16>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
+    /// The compound element path of the element being configured (`c/`,
+    /// `c/d/`, or empty at the top): AddressInfo and PortInfo names are
+    /// local to the compound that defines them (Click's addressinfo.hh).
+    static SCOPE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Sets the scope for the names defined and looked up next: that of the
+/// element `element_name` (a flattened name such as `c/d/x`), which the
+/// router calls before configuring each element.
+pub fn set_scope(element_name: &str) {
+    let scope = element_name.rfind('/').map_or("", |i| &element_name[..=i]);
+    SCOPE.with(|s| *s.borrow_mut() = scope.to_string());
+}
+
+/// `name` as defined in the current scope (its table key).
+fn scoped(name: &str) -> String {
+    SCOPE.with(|s| format!("{}{name}", s.borrow()))
+}
+
+/// The keys `name` may have from the current scope: its own compound's,
+/// then each enclosing one's, then the top's.
+fn visible(name: &str) -> Vec<String> {
+    SCOPE.with(|s| {
+        let s = s.borrow();
+        let mut keys = Vec::new();
+        let mut scope = s.as_str();
+        loop {
+            keys.push(format!("{scope}{name}"));
+            if scope.is_empty() {
+                return keys;
+            }
+            scope = scope[..scope.len() - 1].rfind('/').map_or("", |i| &scope[..=i]);
+        }
+    })
 }
 
 /// Defines an AddressInfo name for the configuration being built on this
@@ -325,7 +359,7 @@ thread_local! {
 pub fn define_address(name: &str, entry: AddressEntry) {
     ADDRESS_INFO.with(|t| {
         let mut t = t.borrow_mut();
-        let e = t.entry(name.to_string()).or_default();
+        let e = t.entry(scoped(name)).or_default();
         if entry.ip.is_some() {
             e.ip = entry.ip;
         }
@@ -352,8 +386,12 @@ fn lookup_address(name: &str) -> Option<(AddressEntry, &str)> {
         Some((b, s)) if SUFFIXES.contains(&s.to_ascii_lowercase().as_str()) => (b, s),
         _ => (name, ""),
     };
+    let keys = visible(base);
     ADDRESS_INFO
-        .with(|t| t.borrow().get(base).cloned())
+        .with(|t| {
+            let t = t.borrow();
+            keys.iter().find_map(|k| t.get(k).cloned())
+        })
         .map(|e| (e, suffix))
 }
 
@@ -397,28 +435,114 @@ fn lookup_ether(name: &str) -> Option<[u8; 6]> {
 }
 
 /// Defines a PortInfo name: `port` for `protocol` (6 TCP, 17 UDP; None:
-/// both), as Click's PortInfo element does.
+/// both), as Click's PortInfo element does, in the current scope.
 pub fn define_port(name: &str, protocol: Option<u8>, port: u16) {
     PORT_INFO.with(|t| {
-        t.borrow_mut().insert((name.to_string(), protocol), port);
+        t.borrow_mut().insert((scoped(name), protocol), port);
     });
 }
 
-/// A TCP or UDP port: a number 0-65535 or a PortInfo name (one defined
-/// for `protocol`, else one defined for both).
+/// Well-known ports Click knows without /etc/services (its IPNameInfo
+/// table; numbers as IANA assigns them), for TCP and UDP alike.
+const KNOWN_PORTS: &[(&str, u16)] = &[
+    ("auth", 113),
+    ("bootpc", 68),
+    ("bootps", 67),
+    ("chargen", 19),
+    ("daytime", 13),
+    ("discard", 9),
+    ("dns", 53),
+    ("domain", 53),
+    ("echo", 7),
+    ("finger", 79),
+    ("ftp", 21),
+    ("ftp-data", 20),
+    ("http", 80),
+    ("https", 443),
+    ("imap3", 220),
+    ("imaps", 993),
+    ("irc", 194),
+    ("netbios-dgm", 138),
+    ("netbios-ns", 137),
+    ("netbios-ssn", 139),
+    ("nntp", 119),
+    ("ntp", 123),
+    ("pop3", 110),
+    ("pop3s", 995),
+    ("pptp", 1723),
+    ("rip", 520),
+    ("route", 520),
+    ("smtp", 25),
+    ("snmp", 161),
+    ("snmp-trap", 162),
+    ("ssh", 22),
+    ("sunrpc", 111),
+    ("telnet", 23),
+    ("tftp", 69),
+    ("www", 80),
+];
+
+/// /etc/services (services(5): `name port/protocol aliases... # comment`)
+/// as (name or alias, port, protocol), read once.
+fn services() -> &'static [(String, u16, String)] {
+    static SERVICES: std::sync::OnceLock<Vec<(String, u16, String)>> = std::sync::OnceLock::new();
+    SERVICES.get_or_init(|| {
+        let text = std::fs::read_to_string("/etc/services").unwrap_or_default();
+        let mut out = Vec::new();
+        for line in text.lines() {
+            let line = line.split('#').next().unwrap_or("");
+            let mut words = line.split_whitespace();
+            let (Some(name), Some(spec)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let Some((port, proto)) = spec.split_once('/') else {
+                continue;
+            };
+            let Ok(port) = port.parse::<u16>() else {
+                continue;
+            };
+            for n in std::iter::once(name).chain(words) {
+                out.push((n.to_string(), port, proto.to_string()));
+            }
+        }
+        out
+    })
+}
+
+/// A TCP or UDP port (Click's IPPortArg): a number 0-65535, a PortInfo
+/// name visible here (one defined for `protocol`, else for both), a
+/// service of /etc/services for `protocol` (6 `tcp`, 17 `udp`), or one of
+/// the well-known ports Click knows without it.
 pub fn ip_port(text: &str, protocol: u8) -> Result<u16, String> {
     let t = text.trim();
     if let Ok(v) = integer(t) {
         return u16::try_from(v).map_err(|_| format!("'{t}' is not a port (0-65535)"));
     }
-    PORT_INFO
-        .with(|m| {
-            let m = m.borrow();
-            m.get(&(t.to_string(), Some(protocol)))
-                .or_else(|| m.get(&(t.to_string(), None)))
+    let keys = visible(t);
+    let named = PORT_INFO.with(|m| {
+        let m = m.borrow();
+        keys.iter().find_map(|k| {
+            m.get(&(k.clone(), Some(protocol)))
+                .or_else(|| m.get(&(k.clone(), None)))
                 .copied()
         })
-        .ok_or_else(|| format!("'{t}' is not a port (a number or a PortInfo name)"))
+    });
+    if let Some(p) = named {
+        return Ok(p);
+    }
+    let proto = match protocol {
+        6 => "tcp",
+        17 => "udp",
+        132 => "sctp",
+        33 => "dccp",
+        _ => "",
+    };
+    services()
+        .iter()
+        .find(|(n, _, p)| n == t && p == proto)
+        .map(|&(_, port, _)| port)
+        .or_else(|| KNOWN_PORTS.iter().find(|(n, _)| *n == t).map(|&(_, p)| p))
+        .ok_or_else(|| format!("'{t}' is not a port (a number, a PortInfo name or a service)"))
 }
 
 /// An IPv4 address: dotted quad (`10.0.0.1`; Click also accepts fewer
@@ -649,15 +773,48 @@ mod tests {
         );
         assert_eq!(ip_prefix("lan").unwrap(), ([10, 0, 0, 0], [255, 0, 0, 0]));
         assert!(ip_address("lan").is_err());
-        define_port("http", None, 80);
-        define_port("dns", Some(17), 53);
-        assert_eq!(ip_port("http", 6).unwrap(), 80);
-        assert_eq!(ip_port("dns", 17).unwrap(), 53);
-        assert!(ip_port("dns", 6).is_err());
+        define_port("web", None, 8080);
+        define_port("resolver", Some(17), 53);
+        assert_eq!(ip_port("web", 6).unwrap(), 8080);
+        assert_eq!(ip_port("resolver", 17).unwrap(), 53);
+        assert!(ip_port("resolver", 6).is_err());
+        // Without a PortInfo name: services, then Click's known ports.
+        assert_eq!(ip_port("ssh", 17).unwrap(), 22);
+        assert_eq!(ip_port("https", 6).unwrap(), 443);
+        assert!(ip_port("no-such-service", 6).is_err());
         assert_eq!(ip_port("22", 6).unwrap(), 22);
         assert!(ip_port("70000", 6).is_err());
         let err = ip_address("eth1").unwrap_err();
         assert!(err.contains("AddressInfo"), "{err}");
+        clear_addresses();
+    }
+
+    #[test]
+    fn names_are_local_to_their_compound() {
+        clear_addresses();
+        set_scope("x");
+        define_port("foo", Some(17), 79);
+        define_address(
+            "a",
+            AddressEntry {
+                ip: Some(([1, 1, 1, 1], 32)),
+                ether: None,
+            },
+        );
+        set_scope("c/PortInfo@2");
+        define_port("foo", Some(17), 80);
+        set_scope("c/d/UDPIPEncap@1");
+        assert_eq!(ip_port("foo", 17).unwrap(), 80, "the compound's own name");
+        assert_eq!(ip_address("a").unwrap(), [1, 1, 1, 1], "the top's, seen from inside");
+        set_scope("UDPIPEncap@3");
+        assert_eq!(
+            ip_port("foo", 17).unwrap(),
+            79,
+            "the compound's name is not seen outside"
+        );
+        set_scope("e/x");
+        assert_eq!(ip_port("foo", 17).unwrap(), 79);
+        set_scope("");
         clear_addresses();
     }
 

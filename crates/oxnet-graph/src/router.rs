@@ -427,6 +427,8 @@ impl Router {
         for i in first.iter().copied().chain(rest) {
             let e = &flat.elements[i];
             let element = created[i].as_mut().expect("created above");
+            // AddressInfo and PortInfo names are local to compounds.
+            crate::args::set_scope(&e.name);
             let mut args = Args::new(&e.config);
             if let Err(msg) = element.configure(&mut args).and_then(|()| args.complete()) {
                 errors.push(format!(
@@ -435,6 +437,8 @@ impl Router {
                 ));
             }
         }
+        // Names used at run time (handler writes) are looked up from the top.
+        crate::args::set_scope("");
         let mut elements: Vec<Box<dyn Element>> = created.into_iter().map(|e| e.expect("created above")).collect();
         // Ports used: one more than the highest connected.
         let mut ninputs = vec![0usize; n];
