@@ -754,14 +754,14 @@ mod tests {
     #[test]
     fn portinfo_reads_services_lines() {
         args::clear_addresses();
-        let mut a = Args::new("ssh 22, domain 53/udp dns # name server, www 80/tcp http");
+        let mut a = Args::new("myssh 2222, mydomain 5353/udp mydns # myname server, , mywww 8080/tcp myhttp");
         PortInfo.configure(&mut a).unwrap();
-        assert_eq!(args::ip_port("ssh", 6).unwrap(), 22);
-        assert_eq!(args::ip_port("ssh", 17).unwrap(), 22);
-        assert_eq!(args::ip_port("dns", 17).unwrap(), 53);
-        assert!(args::ip_port("dns", 6).is_err());
-        assert_eq!(args::ip_port("http", 6).unwrap(), 80);
-        assert!(args::ip_port("name", 17).is_err());
+        assert_eq!(args::ip_port("myssh", 6).unwrap(), 2222);
+        assert_eq!(args::ip_port("myssh", 17).unwrap(), 2222);
+        assert_eq!(args::ip_port("mydns", 17).unwrap(), 5353);
+        assert!(args::ip_port("mydns", 6).is_err());
+        assert_eq!(args::ip_port("myhttp", 6).unwrap(), 8080);
+        assert!(args::ip_port("myname", 17).is_err(), "after # is a comment");
         args::clear_addresses();
     }
 }
