@@ -460,12 +460,30 @@ impl ArpTable {
         }
     }
 
+    /// Removes the expired entries at the old end of the age order.
+    fn expire(&mut self, now: u64) {
+        while let Some((&key, &ip)) = self.age.iter().next() {
+            if !self.entries[&ip].expired(now, self.timeout) {
+                break;
+            }
+            self.age.remove(&key);
+            if let Some(e) = self.entries.remove(&ip) {
+                self.packets -= e.waiting.len();
+                self.drops += e.waiting.len() as u64;
+            }
+        }
+    }
+
     /// The entry for `ip`, made (unknown, live now) if there is none.
     fn ensure(&mut self, ip: [u8; 4], now: u64) {
         if self.entries.contains_key(&ip) {
             return;
         }
-        // Room first: the new entry counts against ENTRY_CAPACITY.
+        // Expired entries go first (Click's ARPTable drops them from a
+        // timer every TIMEOUT; here a new entry does it, so the table
+        // never grows by entries that are dead). Then room: the new entry
+        // counts against ENTRY_CAPACITY.
+        self.expire(now);
         if self.entry_capacity != 0 && self.entries.len() + 1 > self.entry_capacity {
             let cap = self.entry_capacity;
             self.entry_capacity = cap - 1;
@@ -1283,6 +1301,10 @@ mod tests {
         // Past TIMEOUT the entry is unknown again.
         assert_eq!(t.lookup([10, 0, 0, 2], 1_000_001, 0), None);
         assert_eq!(t.text(1_000_001), "10.0.0.2 0 02-00-00-00-00-0A 1.000001\n");
+        // A new entry clears the expired ones out.
+        t.ensure([10, 0, 0, 4], 1_000_001);
+        assert_eq!(t.entries.len(), 1);
+        assert!(t.entries.contains_key(&[10, 0, 0, 4]));
         // ENTRY_CAPACITY: a new entry pushes the oldest out.
         t.entry_capacity = 1;
         t.ensure([10, 0, 0, 3], 1_000_002);
