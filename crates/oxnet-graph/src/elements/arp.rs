@@ -432,17 +432,9 @@ impl ArpTable {
     /// past CAPACITY, the oldest waiting packets (down to CAPACITY less
     /// 1/CAPACITY_SLIM_FACTOR of it), as Click's ARPTable::slim does.
     fn slim(&mut self, now: u64) {
-        while let Some((&key, &ip)) = self.age.iter().next() {
-            let e = &self.entries[&ip];
-            let over = self.entry_capacity != 0 && self.entries.len() > self.entry_capacity;
-            if !(e.expired(now, self.timeout) || over) {
-                break;
-            }
-            self.age.remove(&key);
-            if let Some(e) = self.entries.remove(&ip) {
-                self.packets -= e.waiting.len();
-                self.drops += e.waiting.len() as u64;
-            }
+        self.expire(now);
+        while self.entry_capacity != 0 && self.entries.len() > self.entry_capacity {
+            self.remove_oldest();
         }
         if self.capacity != 0 && self.packets > self.capacity {
             let keep = (self.capacity - self.capacity / self.slim_factor).max(1);
@@ -460,17 +452,23 @@ impl ArpTable {
         }
     }
 
-    /// Removes the expired entries at the old end of the age order.
-    fn expire(&mut self, now: u64) {
-        while let Some((&key, &ip)) = self.age.iter().next() {
-            if !self.entries[&ip].expired(now, self.timeout) {
-                break;
-            }
-            self.age.remove(&key);
+    /// Removes the oldest entry, its waiting packets counted as drops.
+    fn remove_oldest(&mut self) {
+        if let Some((_, ip)) = self.age.pop_first() {
             if let Some(e) = self.entries.remove(&ip) {
                 self.packets -= e.waiting.len();
                 self.drops += e.waiting.len() as u64;
             }
+        }
+    }
+
+    /// Removes the expired entries at the old end of the age order.
+    fn expire(&mut self, now: u64) {
+        while let Some(ip) = self.age.values().next() {
+            if !self.entries[ip].expired(now, self.timeout) {
+                break;
+            }
+            self.remove_oldest();
         }
     }
 
@@ -484,11 +482,8 @@ impl ArpTable {
         // never grows by entries that are dead). Then room: the new entry
         // counts against ENTRY_CAPACITY.
         self.expire(now);
-        if self.entry_capacity != 0 && self.entries.len() + 1 > self.entry_capacity {
-            let cap = self.entry_capacity;
-            self.entry_capacity = cap - 1;
-            self.slim(now);
-            self.entry_capacity = cap;
+        while self.entry_capacity != 0 && !self.entries.is_empty() && self.entries.len() + 1 > self.entry_capacity {
+            self.remove_oldest();
         }
         let seq = self.next_seq;
         self.next_seq += 1;
