@@ -308,7 +308,10 @@ pub fn seconds(text: &str) -> Result<f64, String> {
 // IPPrefixArg, EtherAddressArg), with AddressInfo names.
 
 /// One AddressInfo name's addresses (Click's AddressInfo element): any of
-/// an IPv4 address with its prefix, an Ethernet address.
+/// an IPv4 address with its prefix, an Ethernet address. `10.0.0.1/24`
+/// (host bits set) defines both the address 10.0.0.1 and the prefix
+/// 10.0.0.0/24, `10.0.0.0/24` (no host bits) only the prefix, `10.0.0.1`
+/// (/32) only the address, as Click's AddressInfo reads them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AddressEntry {
     /// IPv4 address and prefix length (32 for a bare address).
@@ -317,18 +320,64 @@ pub struct AddressEntry {
     pub ether: Option<[u8; 6]>,
 }
 
+impl AddressEntry {
+    /// The IPv4 address, if the entry defines one.
+    fn address(&self) -> Option<[u8; 4]> {
+        let (a, len) = self.ip?;
+        let host_bits = u32::from_be_bytes(a) & !u32::from_be_bytes(prefix_mask(len)) != 0;
+        (len == 32 || host_bits).then_some(a)
+    }
+}
+
 thread_local! {
     static ADDRESS_INFO: std::cell::RefCell<std::collections::HashMap<String, AddressEntry>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
+    static PORT_INFO: std::cell::RefCell<std::collections::HashMap<(String, Option<u8>), u16>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+    /// The compound element path of the element being configured (`c/`,
+    /// `c/d/`, or empty at the top): AddressInfo and PortInfo names are
+    /// local to the compound that defines them (Click's addressinfo.hh).
+    static SCOPE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Sets the scope for the names defined and looked up next: that of the
+/// element `element_name` (a flattened name such as `c/d/x`), which the
+/// router calls before configuring each element.
+pub fn set_scope(element_name: &str) {
+    let scope = element_name.rfind('/').map_or("", |i| &element_name[..=i]);
+    SCOPE.with(|s| *s.borrow_mut() = scope.to_string());
+}
+
+/// `name` as defined in the current scope (its table key).
+fn scoped(name: &str) -> String {
+    SCOPE.with(|s| format!("{}{name}", s.borrow()))
+}
+
+/// The keys `name` may have from the current scope: its own compound's,
+/// then each enclosing one's, then the top's.
+fn visible(name: &str) -> Vec<String> {
+    SCOPE.with(|s| {
+        let s = s.borrow();
+        let mut keys = Vec::new();
+        let mut scope = s.as_str();
+        loop {
+            keys.push(format!("{scope}{name}"));
+            if scope.is_empty() {
+                return keys;
+            }
+            scope = scope[..scope.len() - 1].rfind('/').map_or("", |i| &scope[..=i]);
+        }
+    })
 }
 
 /// Defines an AddressInfo name for the configuration being built on this
 /// thread (the router configures AddressInfo elements before the others,
-/// as Click does with its configure phases).
+/// as Click does with its configure phases). A kind already defined for
+/// the name is replaced.
 pub fn define_address(name: &str, entry: AddressEntry) {
     ADDRESS_INFO.with(|t| {
         let mut t = t.borrow_mut();
-        let e = t.entry(name.to_string()).or_default();
+        let e = t.entry(scoped(name)).or_default();
         if entry.ip.is_some() {
             e.ip = entry.ip;
         }
@@ -338,26 +387,191 @@ pub fn define_address(name: &str, entry: AddressEntry) {
     });
 }
 
-/// Forgets every AddressInfo name (a new configuration starts).
+/// Forgets every AddressInfo and PortInfo name (a new configuration
+/// starts).
 pub fn clear_addresses() {
     ADDRESS_INFO.with(|t| t.borrow_mut().clear());
+    PORT_INFO.with(|t| t.borrow_mut().clear());
 }
 
-fn lookup_address(name: &str) -> Option<AddressEntry> {
-    ADDRESS_INFO.with(|t| t.borrow().get(name).cloned())
+/// A name's entry, and the suffix after its last `:` if that is one of
+/// AddressInfo's (`NAME:ip`, `NAME:ipnet`, `NAME:bcast`, `NAME:eth`...).
+fn lookup_address(name: &str) -> Option<(AddressEntry, &str)> {
+    const SUFFIXES: [&str; 10] = [
+        "ip", "ip4", "bcast", "gw", "net", "ipnet", "ip4net", "eth", "ether", "ethernet",
+    ];
+    let (base, suffix) = match name.rsplit_once(':') {
+        Some((b, s)) if SUFFIXES.contains(&s.to_ascii_lowercase().as_str()) => (b, s),
+        _ => (name, ""),
+    };
+    let keys = visible(base);
+    ADDRESS_INFO
+        .with(|t| {
+            let t = t.borrow();
+            keys.iter().find_map(|k| t.get(k).cloned())
+        })
+        .map(|e| (e, suffix))
+}
+
+/// A name's IPv4 address (Click's `AddressInfo::query_ip`): the address,
+/// or with `:bcast` its prefix's broadcast address (host bits all 1),
+/// with `:gw` the prefix's network address with the lowest bit set.
+fn lookup_ip(name: &str) -> Option<[u8; 4]> {
+    let (entry, suffix) = lookup_address(name)?;
+    let with_mask = |f: fn(u32, u32) -> u32| {
+        entry.ip.map(|(a, len)| {
+            let mask = u32::from_be_bytes(prefix_mask(len));
+            f(u32::from_be_bytes(a), mask).to_be_bytes()
+        })
+    };
+    match suffix.to_ascii_lowercase().as_str() {
+        "" | "ip" | "ip4" => entry.address(),
+        "bcast" => with_mask(|a, m| a | !m),
+        "gw" => with_mask(|a, m| (a & m) | 1),
+        _ => None,
+    }
+}
+
+/// A name's IPv4 prefix (Click's `AddressInfo::query_ip_prefix`): plain or
+/// with `:net`, `:ipnet`, `:ip4net`.
+fn lookup_prefix(name: &str) -> Option<([u8; 4], u8)> {
+    let (entry, suffix) = lookup_address(name)?;
+    match suffix.to_ascii_lowercase().as_str() {
+        "" | "net" | "ipnet" | "ip4net" => entry.ip,
+        _ => None,
+    }
+}
+
+/// A name's Ethernet address: plain or with `:eth`, `:ether`,
+/// `:ethernet`.
+fn lookup_ether(name: &str) -> Option<[u8; 6]> {
+    let (entry, suffix) = lookup_address(name)?;
+    match suffix.to_ascii_lowercase().as_str() {
+        "" | "eth" | "ether" | "ethernet" => entry.ether,
+        _ => None,
+    }
+}
+
+/// Defines a PortInfo name: `port` for `protocol` (6 TCP, 17 UDP; None:
+/// both), as Click's PortInfo element does, in the current scope.
+pub fn define_port(name: &str, protocol: Option<u8>, port: u16) {
+    PORT_INFO.with(|t| {
+        t.borrow_mut().insert((scoped(name), protocol), port);
+    });
+}
+
+/// Well-known ports Click knows without /etc/services (its IPNameInfo
+/// table; numbers as IANA assigns them), for TCP and UDP alike.
+const KNOWN_PORTS: &[(&str, u16)] = &[
+    ("auth", 113),
+    ("bootpc", 68),
+    ("bootps", 67),
+    ("chargen", 19),
+    ("daytime", 13),
+    ("discard", 9),
+    ("dns", 53),
+    ("domain", 53),
+    ("echo", 7),
+    ("finger", 79),
+    ("ftp", 21),
+    ("ftp-data", 20),
+    ("http", 80),
+    ("https", 443),
+    ("imap3", 220),
+    ("imaps", 993),
+    ("irc", 194),
+    ("netbios-dgm", 138),
+    ("netbios-ns", 137),
+    ("netbios-ssn", 139),
+    ("nntp", 119),
+    ("ntp", 123),
+    ("pop3", 110),
+    ("pop3s", 995),
+    ("pptp", 1723),
+    ("rip", 520),
+    ("route", 520),
+    ("smtp", 25),
+    ("snmp", 161),
+    ("snmp-trap", 162),
+    ("ssh", 22),
+    ("sunrpc", 111),
+    ("telnet", 23),
+    ("tftp", 69),
+    ("www", 80),
+];
+
+/// /etc/services (services(5): `name port/protocol aliases... # comment`)
+/// as (name or alias, port, protocol), read once.
+fn services() -> &'static [(String, u16, String)] {
+    static SERVICES: std::sync::OnceLock<Vec<(String, u16, String)>> = std::sync::OnceLock::new();
+    SERVICES.get_or_init(|| {
+        let text = std::fs::read_to_string("/etc/services").unwrap_or_default();
+        let mut out = Vec::new();
+        for line in text.lines() {
+            let line = line.split('#').next().unwrap_or("");
+            let mut words = line.split_whitespace();
+            let (Some(name), Some(spec)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let Some((port, proto)) = spec.split_once('/') else {
+                continue;
+            };
+            let Ok(port) = port.parse::<u16>() else {
+                continue;
+            };
+            for n in std::iter::once(name).chain(words) {
+                out.push((n.to_string(), port, proto.to_string()));
+            }
+        }
+        out
+    })
+}
+
+/// A TCP or UDP port (Click's IPPortArg): a number 0-65535, a PortInfo
+/// name visible here (one defined for `protocol`, else for both), a
+/// service of /etc/services for `protocol` (6 `tcp`, 17 `udp`), or one of
+/// the well-known ports Click knows without it.
+pub fn ip_port(text: &str, protocol: u8) -> Result<u16, String> {
+    let t = text.trim();
+    if let Ok(v) = integer(t) {
+        return u16::try_from(v).map_err(|_| format!("'{t}' is not a port (0-65535)"));
+    }
+    let keys = visible(t);
+    let named = PORT_INFO.with(|m| {
+        let m = m.borrow();
+        keys.iter().find_map(|k| {
+            m.get(&(k.clone(), Some(protocol)))
+                .or_else(|| m.get(&(k.clone(), None)))
+                .copied()
+        })
+    });
+    if let Some(p) = named {
+        return Ok(p);
+    }
+    let proto = match protocol {
+        6 => "tcp",
+        17 => "udp",
+        132 => "sctp",
+        33 => "dccp",
+        _ => "",
+    };
+    services()
+        .iter()
+        .find(|(n, _, p)| n == t && p == proto)
+        .map(|&(_, port, _)| port)
+        .or_else(|| KNOWN_PORTS.iter().find(|(n, _)| *n == t).map(|&(_, p)| p))
+        .ok_or_else(|| format!("'{t}' is not a port (a number, a PortInfo name or a service)"))
 }
 
 /// An IPv4 address: dotted quad (`10.0.0.1`; Click also accepts fewer
-/// than four parts only in prefixes) or an AddressInfo name.
+/// than four parts only in prefixes) or an AddressInfo name (`NAME`,
+/// `NAME:ip`, `NAME:bcast`, `NAME:gw`).
 pub fn ip_address(text: &str) -> Result<[u8; 4], String> {
     let t = text.trim();
     if let Some(a) = parse_dotted(t, false) {
         return Ok(a);
     }
-    match lookup_address(t).and_then(|e| e.ip) {
-        Some((ip, _)) => Ok(ip),
-        None => Err(format!("'{t}' is not an IP address (a.b.c.d or an AddressInfo name)")),
-    }
+    lookup_ip(t).ok_or_else(|| format!("'{t}' is not an IP address (a.b.c.d or an AddressInfo name)"))
 }
 
 fn parse_dotted(t: &str, partial: bool) -> Option<[u8; 4]> {
@@ -394,9 +608,12 @@ pub fn mask_len(mask: [u8; 4]) -> Option<u8> {
 
 /// An IPv4 prefix: `ADDR/LEN`, `ADDR/MASK`, `ADDR MASK`, a partial
 /// address with a length (`10/8`), a bare address (/32), or an
-/// AddressInfo name (its prefix). Returns address and mask; the address
-/// keeps its host bits (Click's IPPrefixArg; callers that want the
-/// network AND it with the mask).
+/// AddressInfo name: its prefix (`NAME`, `NAME:ipnet`), `NAME:ip` or
+/// `NAME:bcast` as /32. Returns address and mask; the address keeps its
+/// host bits (Click's IPPrefixArg; callers that want the network AND it
+/// with the mask). Click prefers a name's address over its prefix where
+/// an argument takes either (ARPResponder, a route): such callers try
+/// [`ip_address`] first.
 pub fn ip_prefix(text: &str) -> Result<([u8; 4], [u8; 4]), String> {
     let t = text.trim();
     let bad = || format!("'{t}' is not an IP prefix (a.b.c.d/len, a.b.c.d/mask or an AddressInfo name)");
@@ -408,14 +625,12 @@ pub fn ip_prefix(text: &str) -> Result<([u8; 4], [u8; 4]), String> {
         if let Some(a) = parse_dotted(addr, false) {
             return Ok((a, [255; 4]));
         }
-        return match lookup_address(addr).and_then(|e| e.ip) {
-            Some((ip, len)) => Ok((ip, prefix_mask(len))),
-            None => Err(bad()),
-        };
+        if let Some((ip, len)) = lookup_prefix(addr) {
+            return Ok((ip, prefix_mask(len)));
+        }
+        return lookup_ip(addr).map(|a| (a, [255; 4])).ok_or_else(bad);
     };
-    let base = parse_dotted(addr, true)
-        .or_else(|| lookup_address(addr).and_then(|e| e.ip).map(|(ip, _)| ip))
-        .ok_or_else(bad)?;
+    let base = parse_dotted(addr, true).or_else(|| lookup_ip(addr)).ok_or_else(bad)?;
     let mask = if mask.bytes().all(|b| b.is_ascii_digit()) && !mask.is_empty() {
         let len: u8 = mask.parse().map_err(|_| bad())?;
         if len > 32 {
@@ -429,7 +644,7 @@ pub fn ip_prefix(text: &str) -> Result<([u8; 4], [u8; 4]), String> {
 }
 
 /// An Ethernet address: six hex bytes separated by `:` or `-`, or an
-/// AddressInfo name.
+/// AddressInfo name (`NAME`, `NAME:eth`).
 pub fn ether_address(text: &str) -> Result<[u8; 6], String> {
     let t = text.trim();
     let parts: Vec<&str> = t.split([':', '-']).collect();
@@ -446,8 +661,7 @@ pub fn ether_address(text: &str) -> Result<[u8; 6], String> {
             return Ok(out);
         }
     }
-    lookup_address(t)
-        .and_then(|e| e.ether)
+    lookup_ether(t)
         .ok_or_else(|| format!("'{t}' is not an Ethernet address (xx:xx:xx:xx:xx:xx or an AddressInfo name)"))
 }
 
@@ -555,15 +769,73 @@ mod tests {
         define_address(
             "eth0",
             AddressEntry {
-                ip: Some(([192, 168, 1, 1], 24)),
+                ip: Some(([192, 168, 1, 1], 20)),
                 ether: Some([2, 0, 0, 0, 0, 1]),
             },
         );
         assert_eq!(ip_address("eth0").unwrap(), [192, 168, 1, 1]);
-        assert_eq!(ip_prefix("eth0").unwrap(), ([192, 168, 1, 1], [255, 255, 255, 0]));
+        assert_eq!(ip_prefix("eth0").unwrap(), ([192, 168, 1, 1], [255, 255, 240, 0]));
+        assert_eq!(ip_prefix("eth0:ipnet").unwrap(), ([192, 168, 1, 1], [255, 255, 240, 0]));
+        assert_eq!(ip_prefix("eth0:ip").unwrap(), ([192, 168, 1, 1], [255; 4]));
+        assert_eq!(ip_address("eth0:bcast").unwrap(), [192, 168, 15, 255]);
+        assert_eq!(ip_address("eth0:gw").unwrap(), [192, 168, 0, 1]);
+        assert_eq!(ip_address("eth0:ip").unwrap(), [192, 168, 1, 1]);
+        assert!(ip_address("eth0:eth").is_err());
+        assert!(ip_prefix("eth0:eth").is_err());
         assert_eq!(ether_address("eth0").unwrap(), [2, 0, 0, 0, 0, 1]);
+        assert_eq!(ether_address("eth0:eth").unwrap(), [2, 0, 0, 0, 0, 1]);
+        assert!(ether_address("eth0:ip").is_err());
+        define_address(
+            "lan",
+            AddressEntry {
+                ip: Some(([10, 0, 0, 0], 8)),
+                ether: None,
+            },
+        );
+        assert_eq!(ip_prefix("lan").unwrap(), ([10, 0, 0, 0], [255, 0, 0, 0]));
+        assert!(ip_address("lan").is_err());
+        define_port("web", None, 8080);
+        define_port("resolver", Some(17), 53);
+        assert_eq!(ip_port("web", 6).unwrap(), 8080);
+        assert_eq!(ip_port("resolver", 17).unwrap(), 53);
+        assert!(ip_port("resolver", 6).is_err());
+        // Without a PortInfo name: services, then Click's known ports.
+        assert_eq!(ip_port("ssh", 17).unwrap(), 22);
+        assert_eq!(ip_port("https", 6).unwrap(), 443);
+        assert!(ip_port("no-such-service", 6).is_err());
+        assert_eq!(ip_port("22", 6).unwrap(), 22);
+        assert!(ip_port("70000", 6).is_err());
         let err = ip_address("eth1").unwrap_err();
         assert!(err.contains("AddressInfo"), "{err}");
+        clear_addresses();
+    }
+
+    #[test]
+    fn names_are_local_to_their_compound() {
+        clear_addresses();
+        set_scope("x");
+        define_port("foo", Some(17), 79);
+        define_address(
+            "a",
+            AddressEntry {
+                ip: Some(([1, 1, 1, 1], 32)),
+                ether: None,
+            },
+        );
+        set_scope("c/PortInfo@2");
+        define_port("foo", Some(17), 80);
+        set_scope("c/d/UDPIPEncap@1");
+        assert_eq!(ip_port("foo", 17).unwrap(), 80, "the compound's own name");
+        assert_eq!(ip_address("a").unwrap(), [1, 1, 1, 1], "the top's, seen from inside");
+        set_scope("UDPIPEncap@3");
+        assert_eq!(
+            ip_port("foo", 17).unwrap(),
+            79,
+            "the compound's name is not seen outside"
+        );
+        set_scope("e/x");
+        assert_eq!(ip_port("foo", 17).unwrap(), 79);
+        set_scope("");
         clear_addresses();
     }
 

@@ -6,8 +6,11 @@
 //! `outputs[me][p]` directly, depth first, as Click does; a pull follows
 //! `inputs[me][p]`. Each element sits in a `RefCell`, so that an element
 //! can call its neighbours while it runs; a packet that would re-enter an
-//! element already on the call stack (a push cycle) is dropped and
-//! counted instead of panicking.
+//! element already on the call stack (a push cycle, such as ARPQuerier's
+//! query coming back through an ARPResponder as a reply) waits in a
+//! queue and is delivered as soon as that element returns, as if Click
+//! had called it recursively after its current work; beyond a bound (an
+//! endless cycle) such packets are dropped and counted.
 
 use crate::args::Args;
 use crate::element::{port_flow, Element, Flow, PortCount};
@@ -68,6 +71,11 @@ pub struct Shared {
     room_target: Vec<Cell<u64>>,
     /// Packets dropped because they would have re-entered an element.
     reentry_drops: Cell<u64>,
+    /// Pushes that found their element busy, waiting for it to return.
+    reentrant: RefCell<std::collections::VecDeque<(Link, PacketBatch)>>,
+    /// Re-entrant pushes delivered since the router's current step began
+    /// (bounded by [`MAX_REENTRANT`]).
+    reentrant_delivered: Cell<u64>,
     pool: Mempool,
 }
 
@@ -114,6 +122,51 @@ impl Shared {
         }
     }
 }
+
+impl Shared {
+    /// A push whose element is busy: kept until that element returns, up
+    /// to [`MAX_REENTRANT`] per step, then dropped and counted.
+    fn defer_push(&self, link: Link, batch: PacketBatch) {
+        if self.reentrant_delivered.get() >= MAX_REENTRANT {
+            self.reentry_drops.set(self.reentry_drops.get() + batch.len() as u64);
+            return;
+        }
+        self.reentrant.borrow_mut().push_back((link, batch));
+    }
+
+    /// Delivers the waiting re-entrant pushes whose element is free now,
+    /// in the order they were made.
+    fn deliver_reentrant(&self) {
+        loop {
+            let next = {
+                let mut waiting = self.reentrant.borrow_mut();
+                let Some(i) = waiting
+                    .iter()
+                    .position(|(link, _)| self.elements[link.element].try_borrow_mut().is_ok())
+                else {
+                    return;
+                };
+                waiting.remove(i)
+            };
+            let Some((link, batch)) = next else {
+                return;
+            };
+            let Ok(mut element) = self.elements[link.element].try_borrow_mut() else {
+                return;
+            };
+            self.reentrant_delivered.set(self.reentrant_delivered.get() + 1);
+            let mut ctx = Ctx {
+                shared: self,
+                me: link.element,
+            };
+            element.push(link.port, batch, &mut ctx);
+        }
+    }
+}
+
+/// Re-entrant pushes delivered per router step before the rest are
+/// dropped (a push cycle without a queue would otherwise never end).
+const MAX_REENTRANT: u64 = 1 << 16;
 
 /// [`Shared::room_target`]: no queue on the path.
 const NO_ROOM: u64 = u64::MAX;
@@ -180,11 +233,10 @@ impl Ctx<'_> {
                     me: link.element,
                 };
                 element.push(link.port, batch, &mut ctx);
+                drop(element);
+                self.shared.deliver_reentrant();
             }
-            Err(_) => self
-                .shared
-                .reentry_drops
-                .set(self.shared.reentry_drops.get() + batch.len() as u64),
+            Err(_) => self.shared.defer_push(link, batch),
         }
     }
 
@@ -402,14 +454,17 @@ impl Router {
             created.push(Some(element));
         }
         // Configure in Click's phases: AddressInfo and PortInfo first
-        // (their names are arguments of the others), then the rest in order.
+        // (their names are arguments of the others), then the rest in
+        // order.
         crate::args::clear_addresses();
-        let is_info = |i: &usize| matches!(flat.elements[*i].class.as_str(), "AddressInfo" | "PortInfo");
-        let first: Vec<usize> = (0..n).filter(is_info).collect();
-        let rest = (0..n).filter(|i| !is_info(i));
+        let named = |i: usize| matches!(flat.elements[i].class.as_str(), "AddressInfo" | "PortInfo");
+        let first: Vec<usize> = (0..n).filter(|&i| named(i)).collect();
+        let rest = (0..n).filter(|&i| !named(i));
         for i in first.iter().copied().chain(rest) {
             let e = &flat.elements[i];
             let element = created[i].as_mut().expect("created above");
+            // AddressInfo and PortInfo names are local to compounds.
+            crate::args::set_scope(&e.name);
             let mut args = Args::new(&e.config);
             if let Err(msg) = element.configure(&mut args).and_then(|()| args.complete()) {
                 errors.push(format!(
@@ -418,6 +473,8 @@ impl Router {
                 ));
             }
         }
+        // Names used at run time (handler writes) are looked up from the top.
+        crate::args::set_scope("");
         let mut elements: Vec<Box<dyn Element>> = created.into_iter().map(|e| e.expect("created above")).collect();
         // Ports used: one more than the highest connected.
         let mut ninputs = vec![0usize; n];
@@ -613,6 +670,8 @@ impl Router {
                 deferred: RefCell::new(Vec::new()),
                 room_target: (0..n).map(|_| Cell::new(0)).collect(),
                 reentry_drops: Cell::new(0),
+                reentrant: RefCell::new(std::collections::VecDeque::new()),
+                reentrant_delivered: Cell::new(0),
                 pool,
             },
             tasks,
@@ -626,6 +685,7 @@ impl Router {
     }
 
     fn call(&self, index: usize, f: &mut dyn FnMut(&mut dyn Element, &mut Ctx<'_>)) {
+        self.shared.reentrant_delivered.set(0);
         if let Ok(mut element) = self.shared.elements[index].try_borrow_mut() {
             let mut ctx = Ctx {
                 shared: &self.shared,
@@ -633,6 +693,7 @@ impl Router {
             };
             f(&mut **element, &mut ctx);
         }
+        self.shared.deliver_reentrant();
         self.run_deferred();
     }
 
@@ -848,5 +909,27 @@ fn count_text(lo: usize, hi: usize) -> String {
         format!("{lo}")
     } else {
         format!("{lo} to {hi}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    fn run(config: &str) -> super::Router {
+        let mut r = crate::build("t.click", config, &[]).unwrap();
+        r.use_simulated_time();
+        r.run(&|| false);
+        r
+    }
+
+    #[test]
+    fn a_push_back_into_a_busy_element_is_delivered_once_it_returns() {
+        // Tee's copy goes round through Null into the Tee again: each
+        // round trip is delivered after the Tee returns, until the
+        // per-step bound drops the rest; the router does not hang.
+        let r = run("InfiniteSource(LIMIT 1, STOP true) -> t :: Tee; t[0] -> Null -> t; t[1] -> d :: Discard");
+        let d = r.read_handler(r.find("d").unwrap(), "count").unwrap();
+        let delivered: u64 = d.parse().unwrap();
+        assert_eq!(delivered, super::MAX_REENTRANT + 1);
+        assert_eq!(r.reentry_drops(), 1);
     }
 }

@@ -19,6 +19,9 @@ pub struct ClickOptions {
     pub vars: Vec<(String, String)>,
     pub handlers: Vec<String>,
     pub quiet: bool,
+    /// Click's `-q`/`--quit`: build the router, do not run it (with `-h`,
+    /// print handlers of the configured router).
+    pub quit: bool,
     pub time: bool,
     pub simtime: bool,
     /// `-p PORT`: a ControlSocket on TCP port PORT of 127.0.0.1.
@@ -37,7 +40,8 @@ const USAGE: &str = "usage: oxnet run [OPTION]... [PARAM=VALUE]... [ROUTERFILE]
   -p, --port PORT        a control socket on TCP port PORT of 127.0.0.1
   -u, --unix-socket FILE a control socket on the Unix socket FILE
   -j, --threads N        N graph threads, one per core; thread i owns queue i of each device
-  -q, --quiet            do not print warnings
+  -q, --quit             build the router but do not run it (useful with -h)
+  -w, --no-warnings      do not print warnings
   -t, --time             print the time the router ran
       --simtime          simulated time: timers fire at once when nothing else runs
       --help             this text";
@@ -86,7 +90,8 @@ pub fn parse(args: &[String]) -> Result<ClickOptions, String> {
                     _ => return Err(format!("'{j}' is not a thread count (1..64)\n{USAGE}")),
                 };
             }
-            "-q" | "--quiet" => o.quiet = true,
+            "-q" | "--quit" => o.quit = true,
+            "-w" | "--no-warnings" => o.quiet = true,
             "-t" | "--time" => o.time = true,
             "--simtime" => o.simtime = true,
             "--help" => return Err(USAGE.to_string()),
@@ -282,7 +287,9 @@ pub fn main(args: &[String]) -> u8 {
         router.use_simulated_time();
     }
     let start = std::time::Instant::now();
-    router.run(&crate::signal::stop_requested);
+    if !options.quit {
+        router.run(&crate::signal::stop_requested);
+    }
     if options.time {
         eprintln!("{:.6} real", start.elapsed().as_secs_f64());
     }
@@ -321,7 +328,7 @@ fn run_threads(options: &ClickOptions, name: &str, text: &str, control: &str) ->
         };
         let (name, vars, handlers) = (name.to_string(), options.vars.clone(), options.handlers.clone());
         let (built, go, failed, stop) = (built.clone(), go.clone(), failed.clone(), stop.clone());
-        let simtime = options.simtime;
+        let (simtime, quit) = (options.simtime, options.quit);
         let spawned = std::thread::Builder::new().name(format!("graph{t}")).spawn(move || {
             let _ = crate::apps::multiqueue::pin_to_core(t % cores);
             let place = oxnet_graph::elements::device::ThreadPlace {
@@ -347,6 +354,9 @@ fn run_threads(options: &ClickOptions, name: &str, text: &str, control: &str) ->
             }
             if simtime {
                 router.use_simulated_time();
+            }
+            if quit {
+                return Some(read_handler_values(&router, &handlers));
             }
             router.run(&|| {
                 crate::signal::stop_requested() || stop.load(Ordering::Relaxed) || STOP_ALL.load(Ordering::Relaxed)
@@ -423,7 +433,8 @@ mod tests {
         assert_eq!(o.file.as_deref(), Some("conf.click"));
         assert_eq!(o.vars, vec![("A".into(), "1".into())]);
         assert_eq!(o.handlers, ["c.count", "d.count"]);
-        assert!(o.quiet);
+        assert!(o.quit && !o.quiet);
+        assert!(parse(&strings(&["-w", "x.click"])).unwrap().quiet);
         let o = parse(&strings(&["-e", "Idle -> Discard"])).unwrap();
         assert_eq!(o.expr.as_deref(), Some("Idle -> Discard"));
         assert!(parse(&strings(&["-z"])).unwrap_err().contains("unknown option '-z'"));

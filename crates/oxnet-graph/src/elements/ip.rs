@@ -209,50 +209,10 @@ pub fn ip_protocol(text: &str) -> Result<u8, String> {
     byte(t).map_err(|_| format!("'{t}' is not an IP protocol (a number or tcp, udp, icmp, ...)"))
 }
 
-/// A TCP or UDP port: a number, or a service name (IANA's well-known
-/// ports for the common services, as /etc/services lists them).
+/// A UDP port: a number, a PortInfo name, or a service name
+/// ([`args::ip_port`]).
 pub fn ip_port(text: &str) -> Result<u16, String> {
-    const NAMES: &[(&str, u16)] = &[
-        ("echo", 7),
-        ("discard", 9),
-        ("daytime", 13),
-        ("ftp-data", 20),
-        ("ftp", 21),
-        ("ssh", 22),
-        ("telnet", 23),
-        ("smtp", 25),
-        ("time", 37),
-        ("domain", 53),
-        ("dns", 53),
-        ("bootps", 67),
-        ("bootpc", 68),
-        ("tftp", 69),
-        ("finger", 79),
-        ("http", 80),
-        ("www", 80),
-        ("pop3", 110),
-        ("sunrpc", 111),
-        ("auth", 113),
-        ("nntp", 119),
-        ("ntp", 123),
-        ("netbios-ns", 137),
-        ("imap", 143),
-        ("snmp", 161),
-        ("bgp", 179),
-        ("ldap", 389),
-        ("https", 443),
-        ("syslog", 514),
-        ("rip", 520),
-        ("submission", 587),
-        ("imaps", 993),
-        ("pop3s", 995),
-    ];
-    let t = text.trim();
-    if let Some(&(_, n)) = NAMES.iter().find(|(name, _)| *name == t) {
-        return Ok(n);
-    }
-    let v = args::unsigned(t).map_err(|_| format!("'{t}' is not a port (a number or a service name)"))?;
-    u16::try_from(v).map_err(|_| format!("port '{t}' is larger than 65535"))
+    args::ip_port(text, 17)
 }
 
 fn dotted(a: [u8; 4]) -> String {

@@ -2,21 +2,24 @@
 //! (ports, arguments, handlers), after Click's documentation of the class
 //! of the same name.
 
+pub mod arp;
 pub mod basic;
+pub mod classifier;
 pub mod control;
 pub mod device;
-pub mod flows;
-pub mod queues;
-pub mod rates;
-pub mod classifier;
-pub mod ipfilter;
-pub mod ip;
-pub mod iplookup;
 pub mod dump;
+pub mod ether;
+pub mod flows;
+pub mod icmp;
+pub mod ip;
+pub mod ipfilter;
+pub mod iplookup;
 pub mod ipsumdump;
 pub mod ipsumdump_fields;
 pub mod paint;
 pub mod print;
+pub mod queues;
+pub mod rates;
 pub mod script;
 pub mod standard;
 
@@ -49,6 +52,9 @@ pub const MODULES: &[Module] = &[
     print::MODULE,
     paint::MODULE,
     dump::MODULE,
+    ether::MODULE,
+    arp::MODULE,
+    icmp::MODULE,
 ];
 
 /// Every class this library has, sorted by name.

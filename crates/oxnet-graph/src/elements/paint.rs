@@ -317,13 +317,7 @@ impl Element for Pad {
 
 /// The classes of this module (see [`super::MODULES`]).
 pub const MODULE: super::Module = super::Module {
-    classes: &[
-        "CheckPaint",
-        "Pad",
-        "Paint",
-        "PaintSwitch",
-        "StripToNetworkHeader",
-    ],
+    classes: &["CheckPaint", "Pad", "Paint", "PaintSwitch", "StripToNetworkHeader"],
     create,
 };
 
