@@ -3,6 +3,7 @@
 //! of the same name.
 
 pub mod basic;
+pub mod rewriter;
 pub mod script;
 pub mod standard;
 
@@ -18,7 +19,7 @@ pub struct Module {
 }
 
 /// Every module; a new module adds one line here.
-pub const MODULES: &[Module] = &[standard::MODULE, basic::MODULE, script::MODULE];
+pub const MODULES: &[Module] = &[standard::MODULE, basic::MODULE, script::MODULE, rewriter::MODULE];
 
 /// Every class this library has, sorted by name.
 pub fn classes() -> Vec<&'static str> {
