@@ -4,6 +4,11 @@
 
 pub mod basic;
 pub mod rewriter;
+pub mod dump;
+pub mod ipsumdump;
+pub mod ipsumdump_fields;
+pub mod paint;
+pub mod print;
 pub mod script;
 pub mod standard;
 
@@ -19,7 +24,16 @@ pub struct Module {
 }
 
 /// Every module; a new module adds one line here.
-pub const MODULES: &[Module] = &[standard::MODULE, basic::MODULE, script::MODULE, rewriter::MODULE];
+pub const MODULES: &[Module] = &[
+    standard::MODULE,
+    basic::MODULE,
+    script::MODULE,
+    ipsumdump::MODULE,
+    print::MODULE,
+    paint::MODULE,
+    dump::MODULE,
+    rewriter::MODULE,
+];
 
 /// Every class this library has, sorted by name.
 pub fn classes() -> Vec<&'static str> {

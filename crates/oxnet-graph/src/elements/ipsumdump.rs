@@ -1,0 +1,724 @@
+//! IP summary dumps: Click's text trace format, one packet per line
+//! (Click's `elements/analysis/fromipsumdump.hh` and `toipsumdump.hh`
+//! documentation is the specification; the fields are in
+//! [`super::ipsumdump_fields`]).
+//!
+//! | element | ports | processing | what |
+//! |---|---|---|---|
+//! | FromIPSummaryDump(FILENAME, ...) | 0/1 | agnostic | makes a packet from each line of a dump file (`-`: standard input), pushed from a task or pulled |
+//! | ToIPSummaryDump(FILENAME, FIELDS ...) | 1/0-1 | agnostic | writes one line per packet (`-`: standard output), then passes the packet on if output 0 is connected |
+//!
+//! A dump starts with `!` lines: `!IPSummaryDump 1.3`, `!data FIELD...`
+//! (which fields each line has; `!contents` is the old name), `!proto P`
+//! (the protocol of packets whose line has none), `!flowid SRC SPORT DST
+//! DPORT [PROTO]` (default addresses and ports). Lines starting with `#`
+//! are comments; a field `-` is absent; extra words at the end of a line
+//! are ignored.
+
+use super::ipsumdump_fields::{self as f, Builder, Desc, Field, FlowId};
+use crate::args::{self, Args};
+use crate::element::*;
+use crate::router::Ctx;
+use crate::timer::TimerId;
+use oxnet_driver::{Packet, PacketBatch};
+use std::io::Write;
+
+fn opt<T>(value: Option<String>, parse: impl Fn(&str) -> Result<T, String>, key: &str) -> Result<Option<T>, String> {
+    value.map(|v| parse(&v).map_err(|e| format!("{key}: {e}"))).transpose()
+}
+
+/// The fields of a `!data` line or FIELDS argument: (field, order), in
+/// the line's order; unknown names are kept as absent fields so that the
+/// columns still line up (Click warns and ignores them).
+fn parse_field_list(text: &str) -> (Vec<Option<(Field, i32)>>, Vec<String>) {
+    let mut fields = Vec::new();
+    let mut unknown = Vec::new();
+    for (i, word) in crate::lang::vars::split_words(text).into_iter().enumerate() {
+        let word = args::string(&word).unwrap_or(word);
+        if i == 0 && (word == "!data" || word == "!contents") {
+            continue;
+        }
+        match f::find(&word) {
+            Some((_, field, Some(order))) => fields.push(Some((field, order))),
+            _ => {
+                unknown.push(word);
+                fields.push(None);
+            }
+        }
+    }
+    (fields, unknown)
+}
+
+/// FromIPSummaryDump(FILENAME, STOP, TIMING, ACTIVE, ZERO, CHECKSUM,
+/// PROTO, MULTIPACKET, SAMPLE, FIELDS, FLOWID, ALLOW_NONEXISTENT, DATA):
+/// reads IP packet descriptions from a dump and makes packets of them.
+/// STOP true: asks the router to stop at the end of the file. TIMING
+/// true: keeps the gaps between the packets' timestamps (the first goes
+/// at once). ACTIVE false: sends nothing until `active` is written.
+/// CHECKSUM true: packets carry data up to their IP length and correct
+/// IP/TCP/UDP/ICMP checksums; else they may be shorter than their IP
+/// length (the extra length annotation says by how much). PROTO: the
+/// protocol when the dump gives none (default TCP). FIELDS: the fields
+/// when the dump has no `!data` line. DATA: the dump itself instead of a
+/// file. SAMPLE is accepted and must be 1; ZERO is accepted (packet data
+/// is always zero here). Each line's packet has version 4, TTL 100 and its
+/// destination address annotation set. Handlers: `active` (rw), `encap`
+/// (r, `IP`), `stop` (w), `sampling_prob`, `filesize`, `filepos` (r),
+/// `count` (r: packets sent), `errors` (r: lines that could not be read).
+pub struct FromIPSummaryDump {
+    filename: Option<String>,
+    data: Option<Vec<u8>>,
+    stop: bool,
+    active: bool,
+    timing: bool,
+    checksum: bool,
+    multipacket: bool,
+    default_proto: u8,
+    fields: Vec<Option<(Field, i32)>>,
+    flowid: Option<FlowId>,
+    allow_nonexistent: bool,
+    /// The file's bytes and how far we read.
+    text: Vec<u8>,
+    pos: usize,
+    loaded: bool,
+    /// A packet waiting for its time (TIMING) or the rest of a
+    /// MULTIPACKET line.
+    waiting: Option<Packet>,
+    timing_offset: Option<i64>,
+    timer: Option<TimerId>,
+    stopped: bool,
+    count: u64,
+    errors: u64,
+    complained: bool,
+}
+
+impl Default for FromIPSummaryDump {
+    fn default() -> FromIPSummaryDump {
+        FromIPSummaryDump {
+            filename: None,
+            data: None,
+            stop: false,
+            active: true,
+            timing: false,
+            checksum: false,
+            multipacket: false,
+            default_proto: f::IP_PROTO_TCP,
+            fields: Vec::new(),
+            flowid: None,
+            allow_nonexistent: false,
+            text: Vec::new(),
+            pos: 0,
+            loaded: false,
+            waiting: None,
+            timing_offset: None,
+            timer: None,
+            stopped: false,
+            count: 0,
+            errors: 0,
+            complained: false,
+        }
+    }
+}
+
+/// `SRC SPORT DST DPORT [PROTO]`, `-` for any part left out.
+fn parse_flowid(words: &[String]) -> Option<(FlowId, Option<u8>)> {
+    if words.len() < 4 {
+        return None;
+    }
+    let addr = |s: &str| {
+        if s == "-" {
+            Some([0; 4])
+        } else {
+            args::ip_address(s).ok()
+        }
+    };
+    let port = |s: &str| {
+        if s == "-" {
+            Some(0)
+        } else {
+            args::unsigned(s).ok().and_then(|v| u16::try_from(v).ok())
+        }
+    };
+    let flow = FlowId {
+        src: addr(&words[0])?,
+        sport: port(&words[1])?,
+        dst: addr(&words[2])?,
+        dport: port(&words[3])?,
+    };
+    let proto = match words.get(4) {
+        Some(p) => Some(f::parse_ip_proto(p)?),
+        None => None,
+    };
+    Some((flow, proto))
+}
+
+impl FromIPSummaryDump {
+    fn load(&mut self) -> Result<(), String> {
+        if self.loaded {
+            return Ok(());
+        }
+        self.loaded = true;
+        if let Some(d) = self.data.take() {
+            self.text = d;
+            return Ok(());
+        }
+        let name = self.filename.clone().unwrap_or_default();
+        let read = if name == "-" {
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut v).map(|_| v)
+        } else {
+            std::fs::read(&name)
+        };
+        match read {
+            Ok(v) => {
+                self.text = v;
+                Ok(())
+            }
+            Err(e) if self.allow_nonexistent && e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(format!("{name}: {e}")),
+        }
+    }
+
+    fn next_line(&mut self) -> Option<String> {
+        if self.pos >= self.text.len() {
+            return None;
+        }
+        let rest = &self.text[self.pos..];
+        let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+        let line = String::from_utf8_lossy(&rest[..end]).trim_end_matches('\r').to_string();
+        self.pos += (end + 1).min(rest.len());
+        Some(line)
+    }
+
+    /// A `!` line of the dump.
+    fn bang(&mut self, line: &str) {
+        let words = crate::lang::vars::split_words(line);
+        match words.first().map(String::as_str) {
+            Some("!data") | Some("!contents") => {
+                let (fields, unknown) = parse_field_list(line);
+                for u in unknown {
+                    eprintln!("FromIPSummaryDump: unknown content type '{u}' ignored");
+                }
+                self.fields = fields;
+            }
+            Some("!proto") => match words.get(1).and_then(|p| f::parse_ip_proto(p)) {
+                Some(p) if words.len() == 2 => self.default_proto = p,
+                _ => eprintln!("FromIPSummaryDump: bad !proto line '{line}'"),
+            },
+            Some("!flowid") => match parse_flowid(&words[1..]) {
+                Some((flow, proto)) => {
+                    self.flowid = Some(flow);
+                    if let Some(p) = proto {
+                        self.default_proto = p;
+                    }
+                }
+                None => eprintln!("FromIPSummaryDump: bad !flowid line '{line}'"),
+            },
+            Some("!binary") => {
+                // The binary format is not read: stop at its records.
+                eprintln!("FromIPSummaryDump: binary dumps are not supported");
+                self.pos = self.text.len();
+            }
+            _ => {}
+        }
+    }
+
+    /// The next packet of the dump (None at its end).
+    fn read_packet(&mut self, ctx: &Ctx<'_>) -> Option<Packet> {
+        loop {
+            let line = self.next_line()?;
+            let trimmed = line.trim_start();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            if trimmed.starts_with('!') {
+                self.bang(trimmed);
+                continue;
+            }
+            if let Some(p) = self.packet_of(&line, ctx) {
+                return Some(p);
+            }
+        }
+    }
+
+    /// The words of a line, a double-quoted string counting as one.
+    fn words(line: &str) -> Vec<&str> {
+        let b = line.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            while i < b.len() && b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            if i >= b.len() {
+                break;
+            }
+            let start = i;
+            while i < b.len() && !b[i].is_ascii_whitespace() {
+                if b[i] == b'"' {
+                    i += 1;
+                    while i < b.len() && b[i] != b'"' {
+                        if b[i] == b'\\' {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                }
+                i += 1;
+            }
+            out.push(&line[start..i.min(b.len())]);
+        }
+        out
+    }
+
+    fn packet_of(&mut self, line: &str, ctx: &Ctx<'_>) -> Option<Packet> {
+        let words = Self::words(line);
+        let mut order: Vec<usize> = (0..self.fields.len()).collect();
+        order.sort_by_key(|&i| self.fields[i].map_or(0, |(_, o)| o));
+        let mut b = Builder::new(self.default_proto, self.flowid);
+        let mut applied = 0;
+        for i in order {
+            let Some((field, _)) = self.fields[i] else { continue };
+            let Some(&word) = words.get(i) else { continue };
+            if word == "-" {
+                continue;
+            }
+            if let Some(v) = f::parse_value(field, word, b.icmp_type()) {
+                b.inject(field, &v);
+                applied += 1;
+            }
+        }
+        if applied == 0 {
+            self.errors += 1;
+            if !self.complained {
+                self.complained = true;
+                if self.fields.is_empty() {
+                    eprintln!("{}: no '!data' provided", ctx.name());
+                } else {
+                    eprintln!("{}: packet parse error: '{line}'", ctx.name());
+                }
+            }
+            return None;
+        }
+        let extra = b.finish(self.checksum);
+        let mut p = ctx.pool().alloc().ok()?;
+        let len = b.data.len().min(p.capacity());
+        p.set_len(len).ok()?;
+        p.copy_from_slice(&b.data[..len]);
+        if b.ip && b.transport <= len {
+            let _ = p.set_network_header(0, b.transport);
+            let mut dst = [0u8; 4];
+            dst.copy_from_slice(&b.data[16..20]);
+            p.anno_mut().set_dst_ip(dst);
+        }
+        let a = p.anno_mut();
+        a.timestamp_ns = b.timestamp_ns;
+        a.set_paint(b.paint);
+        a.area[f::FIRST_TIMESTAMP_ANNO..f::FIRST_TIMESTAMP_ANNO + 8]
+            .copy_from_slice(&b.first_timestamp_ns.to_ne_bytes());
+        f::set_anno_u32(&mut p, f::AGGREGATE_ANNO, b.aggregate);
+        f::set_anno_u32(&mut p, f::EXTRA_PACKETS_ANNO, b.extra_packets);
+        f::set_anno_u32(&mut p, f::EXTRA_LENGTH_ANNO, extra);
+        Some(p)
+    }
+
+    /// A copy of `p` for MULTIPACKET (data and annotations).
+    fn copy(p: &Packet, ctx: &Ctx<'_>) -> Option<Packet> {
+        let mut q = ctx.pool().alloc().ok()?;
+        q.set_len(p.len()).ok()?;
+        q.copy_from_slice(p);
+        q.copy_meta_from(p);
+        Some(q)
+    }
+
+    /// The next packet to send, if its time has come (TIMING).
+    fn next_packet(&mut self, ctx: &mut Ctx<'_>) -> Option<Packet> {
+        let p = match self.waiting.take() {
+            Some(p) => p,
+            None => self.read_packet(ctx)?,
+        };
+        if self.timing {
+            let now = ctx.now_us() as i64 * 1000;
+            let ts = p.anno().timestamp_ns;
+            let offset = *self.timing_offset.get_or_insert(now - ts);
+            let due = ts + offset;
+            if now < due {
+                if self.timer.is_none() {
+                    let wait = ((due - now) as u64).div_ceil(1000);
+                    self.timer = Some(ctx.schedule_after_us(wait));
+                }
+                self.waiting = Some(p);
+                return None;
+            }
+        }
+        if self.multipacket {
+            let extra = f::anno_u32(&p, f::EXTRA_PACKETS_ANNO);
+            if extra > 0 {
+                // One line, `count` packets: send copies, one count less
+                // each time.
+                let mut keep = p;
+                f::set_anno_u32(&mut keep, f::EXTRA_PACKETS_ANNO, extra - 1);
+                let mut out = Self::copy(&keep, ctx)?;
+                f::set_anno_u32(&mut out, f::EXTRA_PACKETS_ANNO, 0);
+                self.waiting = Some(keep);
+                return Some(out);
+            }
+        }
+        Some(p)
+    }
+
+    fn at_end(&self) -> bool {
+        self.waiting.is_none() && self.pos >= self.text.len()
+    }
+
+    fn check_stop(&mut self, ctx: &mut Ctx<'_>) {
+        if self.stop && !self.stopped && self.at_end() {
+            self.stopped = true;
+            ctx.stop();
+        }
+    }
+}
+
+impl Element for FromIPSummaryDump {
+    fn class_name(&self) -> &'static str {
+        "FromIPSummaryDump"
+    }
+    fn port_count(&self) -> &'static str {
+        PORTS_0_1
+    }
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        if let Some(name) = a.positional_or("FILENAME") {
+            self.filename = Some(args::string(&name)?);
+        }
+        for (key, slot) in [
+            ("STOP", &mut self.stop),
+            ("ACTIVE", &mut self.active),
+            ("TIMING", &mut self.timing),
+            ("CHECKSUM", &mut self.checksum),
+            ("MULTIPACKET", &mut self.multipacket),
+            ("ALLOW_NONEXISTENT", &mut self.allow_nonexistent),
+        ] {
+            if let Some(v) = opt(a.keyword(key), args::boolean, key)? {
+                *slot = v;
+            }
+        }
+        opt(a.keyword("ZERO"), args::boolean, "ZERO")?;
+        if let Some(s) = a.keyword("SAMPLE") {
+            let v: f64 = s.trim().parse().map_err(|_| format!("SAMPLE: '{s}' is not a number"))?;
+            if v < 1.0 {
+                return Err("SAMPLE: only 1 (every packet) is supported".into());
+            }
+        }
+        if let Some(p) = a.keyword("PROTO") {
+            self.default_proto =
+                f::parse_ip_proto(p.trim()).ok_or_else(|| format!("PROTO: '{p}' is not an IP protocol"))?;
+        }
+        for key in ["DEFAULT_CONTENTS", "DEFAULT_FIELDS", "CONTENTS", "FIELDS"] {
+            if let Some(v) = a.keyword(key) {
+                let (fields, unknown) = parse_field_list(&v);
+                if let Some(u) = unknown.first() {
+                    return Err(format!("{key}: unknown field '{u}'"));
+                }
+                self.fields = fields;
+            }
+        }
+        for key in ["DEFAULT_FLOWID", "FLOWID"] {
+            if let Some(v) = a.keyword(key) {
+                let words = crate::lang::vars::split_words(&v);
+                let (flow, proto) =
+                    parse_flowid(&words).ok_or_else(|| format!("{key}: expected SRC SPORT DST DPORT [PROTO]"))?;
+                self.flowid = Some(flow);
+                if let Some(p) = proto {
+                    self.default_proto = p;
+                }
+            }
+        }
+        if let Some(d) = a.keyword("DATA") {
+            self.data = Some(args::unquote(&d)?);
+        }
+        match (&self.filename, &self.data) {
+            (Some(_), Some(_)) => Err("FILENAME and DATA conflict".into()),
+            (None, None) => Err("FILENAME: required argument missing".into()),
+            _ => Ok(()),
+        }
+    }
+    fn initialize(&mut self, _ports: &Ports) -> Result<(), String> {
+        self.load()
+    }
+    fn has_task(&self) -> bool {
+        true
+    }
+    fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        if !self.active || ctx.noutputs() == 0 {
+            return false;
+        }
+        // One packet per run, as Click does: each goes all the way
+        // through the graph before the next one is made.
+        let sent = match self.next_packet(ctx) {
+            Some(p) => {
+                self.count += 1;
+                let mut batch = PacketBatch::with_capacity(1);
+                batch.push(p);
+                ctx.push(0, batch);
+                true
+            }
+            None => false,
+        };
+        self.check_stop(ctx);
+        sent
+    }
+    fn run_timer(&mut self, _timer: TimerId, _ctx: &mut Ctx<'_>) {
+        self.timer = None;
+    }
+    fn pull(&mut self, _port: usize, _max: usize, ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
+        if !self.active {
+            return None;
+        }
+        let p = self.next_packet(ctx);
+        self.check_stop(ctx);
+        let p = p?;
+        self.count += 1;
+        let mut batch = PacketBatch::with_capacity(1);
+        batch.push(p);
+        Some(batch)
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[
+            ("active", true, true),
+            ("encap", true, false),
+            ("stop", false, true),
+            ("sampling_prob", true, false),
+            ("filesize", true, false),
+            ("filepos", true, false),
+            ("count", true, false),
+            ("errors", true, false),
+        ]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "active" => self.active.to_string(),
+            "encap" => "IP".into(),
+            "sampling_prob" => "1".into(),
+            "filesize" => self.text.len().to_string(),
+            "filepos" => self.pos.to_string(),
+            "count" => self.count.to_string(),
+            "errors" => self.errors.to_string(),
+            _ => return None,
+        })
+    }
+    fn write_handler(&mut self, name: &str, value: &str, ctx: &mut Ctx<'_>) -> Option<Result<(), String>> {
+        match name {
+            "active" => Some(args::boolean(value).map(|v| {
+                self.active = v;
+                // A new start may end again (DriverManager's wait_stop).
+                self.stopped = false;
+            })),
+            "stop" => {
+                self.active = false;
+                ctx.stop();
+                Some(Ok(()))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Where ToIPSummaryDump writes.
+enum Sink {
+    None,
+    Stdout,
+    File(std::io::BufWriter<std::fs::File>),
+}
+
+impl Sink {
+    fn write(&mut self, bytes: &[u8]) {
+        let _ = match self {
+            Sink::None => Ok(()),
+            Sink::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(bytes).and_then(|()| out.flush())
+            }
+            Sink::File(f) => f.write_all(bytes).and_then(|()| f.flush()),
+        };
+    }
+}
+
+/// ToIPSummaryDump(FILENAME, FIELDS, HEADER, VERBOSE, BANNER, MULTIPACKET,
+/// BAD_PACKETS, CAREFUL_TRUNC, EXTRA_LENGTH, BINARY): writes one line per
+/// packet with the FIELDS (default `timestamp ip_src`) to FILENAME (`-`:
+/// standard output), after a header (`!IPSummaryDump 1.3`, `!creator`
+/// with BANNER, `!data ...`) unless HEADER is false. A field that does not
+/// apply to a packet is written `-`. With MULTIPACKET, a packet whose
+/// extra-packets annotation is N writes N+1 lines. Packets go on to
+/// output 0 if it is connected. BINARY true is refused (only the text
+/// format is written). Handlers: `flush` (w), `count` (r: lines written).
+pub struct ToIPSummaryDump {
+    filename: String,
+    fields: Vec<(String, Field)>,
+    header: bool,
+    banner: Option<String>,
+    multipacket: bool,
+    sink: Sink,
+    count: u64,
+    pulling: bool,
+}
+
+impl Default for ToIPSummaryDump {
+    fn default() -> ToIPSummaryDump {
+        ToIPSummaryDump {
+            filename: String::new(),
+            fields: Vec::new(),
+            header: true,
+            banner: None,
+            multipacket: false,
+            sink: Sink::None,
+            count: 0,
+            pulling: false,
+        }
+    }
+}
+
+impl ToIPSummaryDump {
+    fn line(&self, p: &Packet) -> String {
+        let d = Desc::new(p);
+        let mut s = String::new();
+        for (i, (_, field)) in self.fields.iter().enumerate() {
+            if i > 0 {
+                s.push(' ');
+            }
+            match d.text(*field) {
+                Some(t) => s += &t,
+                None => s.push('-'),
+            }
+        }
+        s.push('\n');
+        s
+    }
+
+    fn write_batch(&mut self, batch: &PacketBatch) {
+        let mut out = String::new();
+        for p in batch.iter() {
+            let lines = if self.multipacket {
+                1 + f::anno_u32(p, f::EXTRA_PACKETS_ANNO)
+            } else {
+                1
+            };
+            let line = self.line(p);
+            for _ in 0..lines {
+                out += &line;
+                self.count += 1;
+            }
+        }
+        self.sink.write(out.as_bytes());
+    }
+}
+
+impl Element for ToIPSummaryDump {
+    fn class_name(&self) -> &'static str {
+        "ToIPSummaryDump"
+    }
+    fn port_count(&self) -> &'static str {
+        "1/0-1"
+    }
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        self.filename = args::string(&a.required("FILENAME")?)?;
+        let mut list = "timestamp ip_src".to_string();
+        for key in ["FIELDS", "CONTENTS", "DATA"] {
+            if let Some(v) = a.keyword(key) {
+                list = v;
+            }
+        }
+        for word in crate::lang::vars::split_words(&list) {
+            let word = args::string(&word)?;
+            let (name, field, _) = f::find(&word).ok_or_else(|| format!("unknown content type '{word}'"))?;
+            self.fields.push((name.to_string(), field));
+        }
+        if self.fields.is_empty() {
+            return Err("no contents specified".into());
+        }
+        if let Some(v) = opt(a.keyword("HEADER"), args::boolean, "HEADER")? {
+            self.header = v;
+        }
+        if let Some(v) = opt(a.keyword("MULTIPACKET"), args::boolean, "MULTIPACKET")? {
+            self.multipacket = v && !self.fields.iter().any(|(_, f)| *f == Field::Count);
+        }
+        if let Some(b) = a.keyword("BANNER") {
+            self.banner = Some(args::string(&b)?);
+        }
+        if opt(a.keyword("BINARY"), args::boolean, "BINARY")? == Some(true) {
+            return Err("BINARY: only the text format is written".into());
+        }
+        for key in ["VERBOSE", "BAD_PACKETS", "CAREFUL_TRUNC", "EXTRA_LENGTH"] {
+            opt(a.keyword(key), args::boolean, key)?;
+        }
+        Ok(())
+    }
+    fn initialize(&mut self, ports: &Ports) -> Result<(), String> {
+        self.pulling = ports.input_pull.first().copied().unwrap_or(false);
+        self.sink = if self.filename == "-" {
+            Sink::Stdout
+        } else {
+            let file = std::fs::File::create(&self.filename).map_err(|e| format!("{}: {e}", self.filename))?;
+            Sink::File(std::io::BufWriter::new(file))
+        };
+        if self.header {
+            let mut h = String::from("!IPSummaryDump 1.3\n");
+            if let Some(b) = &self.banner {
+                h += &format!("!creator {}\n", f::quote(b.as_bytes()));
+            }
+            let names: Vec<&str> = self.fields.iter().map(|(n, _)| n.as_str()).collect();
+            h += &format!("!data {}\n", names.join(" ").replace("ntimestamp", "timestamp"));
+            self.sink.write(h.as_bytes());
+        }
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+        self.write_batch(&batch);
+        if ctx.noutputs() > 0 {
+            ctx.push(0, batch);
+        }
+    }
+    fn pull(&mut self, _port: usize, max: usize, ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
+        let batch = ctx.pull(0, max)?;
+        self.write_batch(&batch);
+        Some(batch)
+    }
+    fn has_task(&self) -> bool {
+        true
+    }
+    fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        if !self.pulling || ctx.noutputs() > 0 {
+            return false;
+        }
+        match ctx.pull(0, 32) {
+            Some(b) if !b.is_empty() => {
+                self.write_batch(&b);
+                true
+            }
+            _ => false,
+        }
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("flush", false, true), ("count", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        (name == "count").then(|| self.count.to_string())
+    }
+    fn write_handler(&mut self, name: &str, _value: &str, _ctx: &mut Ctx<'_>) -> Option<Result<(), String>> {
+        (name == "flush").then_some(Ok(()))
+    }
+}
+
+/// The classes of this module (see [`super::MODULES`]).
+pub const MODULE: super::Module = super::Module {
+    classes: &["FromIPSummaryDump", "ToIPSummaryDump"],
+    create,
+};
+
+fn create(class: &str) -> Option<Box<dyn Element>> {
+    Some(match class {
+        "FromIPSummaryDump" => Box::<FromIPSummaryDump>::default(),
+        "ToIPSummaryDump" => Box::<ToIPSummaryDump>::default(),
+        _ => return None,
+    })
+}
