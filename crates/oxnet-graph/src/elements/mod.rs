@@ -9,6 +9,8 @@ pub mod ipsumdump;
 pub mod ipsumdump_fields;
 pub mod paint;
 pub mod print;
+pub mod ip;
+pub mod iplookup;
 pub mod script;
 pub mod standard;
 
@@ -33,6 +35,8 @@ pub const MODULES: &[Module] = &[
     paint::MODULE,
     dump::MODULE,
     rewriter::MODULE,
+    ip::MODULE,
+    iplookup::MODULE,
 ];
 
 /// Every class this library has, sorted by name.
