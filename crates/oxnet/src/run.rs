@@ -18,7 +18,8 @@ pub struct ClickOptions {
     pub expr: Option<String>,
     pub vars: Vec<(String, String)>,
     pub handlers: Vec<String>,
-    pub quiet: bool,
+    /// Click's `-q`/`--quit`: initialize, read the `-h` handlers, do not run.
+    pub quit: bool,
     pub time: bool,
     pub simtime: bool,
 }
@@ -28,7 +29,7 @@ const USAGE: &str = "usage: oxnet run [OPTION]... [PARAM=VALUE]... [ROUTERFILE]
   -e, --expression EXPR  use EXPR as the configuration
   -h, --handler ELEMENT.HANDLER
                          print the value of a read handler at exit (globs allowed)
-  -q, --quiet            do not print warnings
+  -q, --quit             do not run the router (-h handlers are read at once)
   -t, --time             print the time the router ran
       --simtime          simulated time: timers fire at once when nothing else runs
       --help             this text";
@@ -65,7 +66,7 @@ pub fn parse(args: &[String]) -> Result<ClickOptions, String> {
             }
             "-e" | "--expression" | "--expr" => o.expr = Some(take(&mut i)?),
             "-h" | "--handler" => o.handlers.push(take(&mut i)?),
-            "-q" | "--quiet" => o.quiet = true,
+            "-q" | "--quit" => o.quit = true,
             "-t" | "--time" => o.time = true,
             "--simtime" => o.simtime = true,
             "--help" => return Err(USAGE.to_string()),
@@ -177,7 +178,7 @@ pub fn main(args: &[String]) -> u8 {
         }
     };
     let (name, text) = match (&options.expr, &options.file) {
-        (Some(e), _) => ("<expr>".to_string(), e.clone()),
+        (Some(e), _) => ("config".to_string(), e.clone()),
         (None, Some(f)) if f != "-" => match std::fs::read_to_string(f) {
             Ok(t) => (f.clone(), t),
             Err(e) => {
@@ -207,7 +208,9 @@ pub fn main(args: &[String]) -> u8 {
     }
     crate::signal::install();
     let start = std::time::Instant::now();
-    router.run(&crate::signal::stop_requested);
+    if !options.quit {
+        router.run(&crate::signal::stop_requested);
+    }
     if options.time {
         eprintln!("{:.6} real", start.elapsed().as_secs_f64());
     }
@@ -244,7 +247,7 @@ mod tests {
         assert_eq!(o.file.as_deref(), Some("conf.click"));
         assert_eq!(o.vars, vec![("A".into(), "1".into())]);
         assert_eq!(o.handlers, ["c.count", "d.count"]);
-        assert!(o.quiet);
+        assert!(o.quit);
         let o = parse(&strings(&["-e", "Idle -> Discard"])).unwrap();
         assert_eq!(o.expr.as_deref(), Some("Idle -> Discard"));
         assert!(parse(&strings(&["-z"])).unwrap_err().contains("unknown option '-z'"));
