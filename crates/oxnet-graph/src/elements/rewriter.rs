@@ -976,3 +976,276 @@ fn create(class: &str) -> Option<Box<dyn Element>> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxnet_driver::offload::{set_ipv4_checksum, set_l4_checksum};
+    use oxnet_driver::{MemoryKind, Mempool};
+
+    fn pool() -> Mempool {
+        Mempool::new("rw-test", 64, MemoryKind::Plain).unwrap()
+    }
+
+    /// An IPv4 packet with checksums set: TCP (20-byte header), UDP, or an
+    /// ICMP echo (`icmp_type` 8) / reply (0) with identifier `sport`.
+    fn ipv4(proto: u8, src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16, payload: usize) -> Vec<u8> {
+        let l4 = match proto {
+            PROTO_TCP => 20,
+            _ => 8,
+        };
+        let total = 20 + l4 + payload;
+        let mut d = vec![0u8; total];
+        d[0] = 0x45;
+        d[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        d[8] = 64;
+        d[9] = proto;
+        d[12..16].copy_from_slice(&src);
+        d[16..20].copy_from_slice(&dst);
+        for (i, b) in d[20 + l4..].iter_mut().enumerate() {
+            *b = i as u8 ^ 0x5a;
+        }
+        set_ipv4_checksum(&mut d[..20]);
+        match proto {
+            PROTO_TCP => {
+                d[20..22].copy_from_slice(&sport.to_be_bytes());
+                d[22..24].copy_from_slice(&dport.to_be_bytes());
+                d[32] = 5 << 4;
+                d[33] = 0x10;
+                set_l4_checksum(&mut d, 0, 20, PROTO_TCP);
+            }
+            PROTO_UDP => {
+                d[20..22].copy_from_slice(&sport.to_be_bytes());
+                d[22..24].copy_from_slice(&dport.to_be_bytes());
+                d[24..26].copy_from_slice(&((8 + payload) as u16).to_be_bytes());
+                set_l4_checksum(&mut d, 0, 20, PROTO_UDP);
+            }
+            _ => {
+                d[20] = if dport == 0 { 0 } else { 8 };
+                d[24..26].copy_from_slice(&sport.to_be_bytes());
+                let sum = !oxnet_driver::offload::fold(oxnet_driver::offload::ones_sum(&d[20..], 0));
+                d[22..24].copy_from_slice(&sum.to_be_bytes());
+            }
+        }
+        d
+    }
+
+    fn packet(pool: &Mempool, data: &[u8]) -> Packet {
+        let mut p = pool.alloc().unwrap();
+        p.set_len(data.len()).unwrap();
+        p.copy_from_slice(data);
+        p
+    }
+
+    fn rewriter(class: &str, config: &str) -> Rewriter {
+        let kind = match class {
+            "IPRewriter" => Kind::Ip,
+            "TCPRewriter" => Kind::Tcp,
+            "UDPRewriter" => Kind::Udp,
+            "ICMPPingRewriter" => Kind::IcmpPing,
+            "IPAddrRewriter" => Kind::IpAddr,
+            _ => Kind::IpAddrPair,
+        };
+        let mut rw = Rewriter::new(kind);
+        let mut a = Args::new(config);
+        rw.configure(&mut a).unwrap();
+        a.complete().unwrap();
+        rw
+    }
+
+    /// The checksums of a packet are right: IP header, and TCP/UDP/ICMP.
+    fn checksums_ok(d: &[u8]) -> bool {
+        use oxnet_driver::offload::{fold, ones_sum};
+        let ip_ok = fold(ones_sum(&d[..20], 0)) == 0xFFFF;
+        let l4_ok = match d[9] {
+            PROTO_ICMP => fold(ones_sum(&d[20..], 0)) == 0xFFFF,
+            PROTO_UDP if d[26..28] == [0, 0] => true,
+            proto => {
+                let mut copy = d.to_vec();
+                set_l4_checksum(&mut copy, 0, 20, proto);
+                copy == d
+            }
+        };
+        ip_ok && l4_ok
+    }
+
+    fn fields(d: &[u8]) -> ([u8; 4], u16, [u8; 4], u16) {
+        (addr(d, 12), be16(d, 20), addr(d, 16), be16(d, 22))
+    }
+
+    #[test]
+    fn napt_rewrites_both_directions_with_correct_checksums() {
+        let pool = pool();
+        let mut rw = rewriter("IPRewriter", "pattern 1.0.0.1 1024-65535# - - 0 1, drop");
+        // Sequential ports: 1024, 1025, 1026 (the pattern goes on after
+        // its flows are cleared).
+        for (port, proto, payload) in [(1024, PROTO_TCP, 0), (1025, PROTO_TCP, 7), (1026, PROTO_UDP, 5)] {
+            let mut p = packet(&pool, &ipv4(proto, [18, 26, 4, 44], 30, [10, 0, 0, 4], 40, payload));
+            assert_eq!(rw.process(0, &mut p, 1_000), Some(0));
+            assert_eq!(fields(&p), ([1, 0, 0, 1], port, [10, 0, 0, 4], 40), "proto {proto}");
+            assert!(checksums_ok(&p), "proto {proto}: {:02x?}", &p[..]);
+            assert_eq!(p.anno().dst_ip(), [10, 0, 0, 4]);
+            // The reply comes back to the original source, on output 1.
+            let mut r = packet(&pool, &ipv4(proto, [10, 0, 0, 4], 40, [1, 0, 0, 1], port, payload));
+            assert_eq!(rw.process(1, &mut r, 2_000), Some(1));
+            assert_eq!(fields(&r), ([10, 0, 0, 4], 40, [18, 26, 4, 44], 30));
+            assert!(checksums_ok(&r));
+            assert_eq!(r.anno().dst_ip(), [18, 26, 4, 44]);
+            rw.flows.borrow_mut().shrink(0, true);
+        }
+        // A reply with no mapping meets input 1's 'drop'.
+        let mut r = packet(&pool, &ipv4(PROTO_TCP, [10, 0, 0, 4], 40, [1, 0, 0, 1], 1030, 0));
+        assert_eq!(rw.process(1, &mut r, 3_000), None);
+    }
+
+    #[test]
+    fn a_udp_packet_without_checksum_keeps_none() {
+        let pool = pool();
+        let mut rw = rewriter("UDPRewriter", "pattern 1.0.0.1 5000 - - 0 0");
+        let mut d = ipv4(PROTO_UDP, [9, 9, 9, 9], 53, [8, 8, 8, 8], 53, 4);
+        d[26] = 0;
+        d[27] = 0;
+        let mut p = packet(&pool, &d);
+        assert_eq!(rw.process(0, &mut p, 0), Some(0));
+        assert_eq!(fields(&p), ([1, 0, 0, 1], 5000, [8, 8, 8, 8], 53));
+        assert_eq!(p[26..28], [0, 0]);
+        assert!(checksums_ok(&p));
+    }
+
+    #[test]
+    fn keep_pass_and_what_the_classes_do_not_handle() {
+        let pool = pool();
+        let mut rw = rewriter("TCPRewriter", "keep 1 0, pass 1, drop");
+        let mut p = packet(&pool, &ipv4(PROTO_TCP, [1, 1, 1, 1], 1, [2, 2, 2, 2], 2, 0));
+        let before = p.to_vec();
+        assert_eq!(rw.process(0, &mut p, 0), Some(1));
+        assert_eq!(p.to_vec(), before);
+        let mut r = packet(&pool, &ipv4(PROTO_TCP, [2, 2, 2, 2], 2, [1, 1, 1, 1], 1, 0));
+        assert_eq!(rw.process(2, &mut r, 0), Some(0), "the reply mapping, whatever the input");
+        // UDP is not TCPRewriter's: 'pass' passes it, 'drop' drops it.
+        let udp = ipv4(PROTO_UDP, [1, 1, 1, 1], 1, [2, 2, 2, 2], 2, 0);
+        assert_eq!(rw.process(1, &mut packet(&pool, &udp), 0), Some(1));
+        assert_eq!(rw.process(2, &mut packet(&pool, &udp), 0), None);
+        // A truncated packet is dropped and counted, not a panic.
+        assert_eq!(rw.process(0, &mut packet(&pool, &udp[..12]), 0), None);
+        assert_eq!(rw.process(0, &mut packet(&pool, &udp[..24]), 0), None);
+        assert_eq!(rw.drops, 3);
+        assert_eq!(rw.flows.borrow().len(), 1);
+    }
+
+    #[test]
+    fn icmp_ping_rewriter_maps_identifiers_and_replies() {
+        let pool = pool();
+        let mut rw = rewriter("ICMPPingRewriter", "pattern 2.0.0.2 - 100-101# 0 1, drop");
+        let echo = |src: [u8; 4], id: u16| ipv4(PROTO_ICMP, src, id, [5, 0, 0, 5], 8, 4);
+        let reply = |id: u16| ipv4(PROTO_ICMP, [5, 0, 0, 5], id, [2, 0, 0, 2], 0, 4);
+        let mut p = packet(&pool, &echo([1, 0, 0, 1], 10));
+        assert_eq!(rw.process(0, &mut p, 0), Some(0));
+        assert_eq!((addr(&p, 12), be16(&p, 24)), ([2, 0, 0, 2], 100));
+        assert!(checksums_ok(&p));
+        let mut p = packet(&pool, &echo([1, 0, 0, 2], 10));
+        assert_eq!(rw.process(0, &mut p, 0), Some(0));
+        assert_eq!(be16(&p, 24), 101);
+        let mut r = packet(&pool, &reply(101));
+        assert_eq!(rw.process(1, &mut r, 0), Some(1));
+        assert_eq!((addr(&r, 16), be16(&r, 24), r[20]), ([1, 0, 0, 2], 10, 0));
+        assert!(checksums_ok(&r));
+        // A reply nobody asked for is dropped; so is a third host: the
+        // range has two identifiers.
+        assert_eq!(rw.process(1, &mut packet(&pool, &reply(7)), 0), None);
+        assert_eq!(rw.process(0, &mut packet(&pool, &echo([1, 0, 0, 3], 10)), 0), None);
+        assert_eq!(rw.failures, vec![1, 0]);
+    }
+
+    #[test]
+    fn basic_nat_maps_source_addresses_for_any_protocol() {
+        let pool = pool();
+        let mut rw = rewriter("IPAddrRewriter", "pattern 9.0.0.1-9.0.0.2# - 0 1, drop");
+        let mut p = packet(&pool, &ipv4(PROTO_TCP, [10, 0, 0, 1], 1111, [7, 7, 7, 7], 80, 3));
+        assert_eq!(rw.process(0, &mut p, 0), Some(0));
+        assert_eq!(fields(&p), ([9, 0, 0, 1], 1111, [7, 7, 7, 7], 80));
+        assert!(checksums_ok(&p));
+        // The same host to another destination and protocol: same address.
+        let mut q = packet(&pool, &ipv4(PROTO_UDP, [10, 0, 0, 1], 5, [6, 6, 6, 6], 6, 0));
+        assert_eq!(rw.process(0, &mut q, 0), Some(0));
+        assert_eq!(addr(&q, 12), [9, 0, 0, 1]);
+        // Another host gets the next address; replies find theirs by
+        // destination.
+        let mut o = packet(&pool, &ipv4(PROTO_UDP, [10, 0, 0, 2], 5, [6, 6, 6, 6], 6, 0));
+        assert_eq!(rw.process(0, &mut o, 0), Some(0));
+        assert_eq!(addr(&o, 12), [9, 0, 0, 2]);
+        let mut r = packet(&pool, &ipv4(PROTO_TCP, [7, 7, 7, 7], 80, [9, 0, 0, 1], 1111, 3));
+        assert_eq!(rw.process(1, &mut r, 0), Some(1));
+        assert_eq!(fields(&r), ([7, 7, 7, 7], 80, [10, 0, 0, 1], 1111));
+        assert!(checksums_ok(&r));
+        assert_eq!(r.anno().dst_ip(), [10, 0, 0, 1]);
+        assert_eq!(rw.flows.borrow().count(rw.owner, None), 2);
+    }
+
+    #[test]
+    fn address_pair_nat_maps_per_pair() {
+        let pool = pool();
+        let mut rw = rewriter("IPAddrPairRewriter", "pattern 9.0.0.1 3.3.3.3 0 1, drop");
+        let mut p = packet(&pool, &ipv4(PROTO_UDP, [10, 0, 0, 1], 5, [7, 7, 7, 7], 6, 2));
+        assert_eq!(rw.process(0, &mut p, 0), Some(0));
+        assert_eq!(fields(&p), ([9, 0, 0, 1], 5, [3, 3, 3, 3], 6));
+        assert!(checksums_ok(&p));
+        let mut r = packet(&pool, &ipv4(PROTO_UDP, [3, 3, 3, 3], 6, [9, 0, 0, 1], 5, 2));
+        assert_eq!(rw.process(1, &mut r, 0), Some(1));
+        assert_eq!(fields(&r), ([7, 7, 7, 7], 6, [10, 0, 0, 1], 5));
+        assert!(checksums_ok(&r));
+    }
+
+    #[test]
+    fn tcp_state_chooses_the_timeout() {
+        let pool = pool();
+        let mut rw = rewriter(
+            "TCPRewriter",
+            "pattern 1.0.0.1 - - - 0 1, keep 0 1, GUARANTEE 0, TCP_NODATA_TIMEOUT 10, TCP_TIMEOUT 100, TCP_DONE_TIMEOUT 1",
+        );
+        let s = 1_000_000;
+        let fwd = |payload| ipv4(PROTO_TCP, [10, 0, 0, 1], 1, [2, 2, 2, 2], 2, payload);
+        let rev = |payload| ipv4(PROTO_TCP, [2, 2, 2, 2], 2, [1, 0, 0, 1], 1, payload);
+        let expiry = |rw: &Rewriter| rw.flows.borrow().entries(rw.owner)[0].1.expiry;
+        rw.process(0, &mut packet(&pool, &fwd(0)), 0);
+        assert_eq!(expiry(&rw), 10 * s);
+        rw.process(0, &mut packet(&pool, &fwd(5)), s);
+        assert_eq!(expiry(&rw), 11 * s, "payload one way only: still no data");
+        rw.process(1, &mut packet(&pool, &rev(5)), 2 * s);
+        assert_eq!(expiry(&rw), 102 * s, "payload both ways");
+        let mut rst = fwd(0);
+        rst[33] = 0x04;
+        set_l4_checksum(&mut rst, 0, 20, PROTO_TCP);
+        rw.process(0, &mut packet(&pool, &rst), 3 * s);
+        assert_eq!(expiry(&rw), 4 * s, "RST: done");
+    }
+
+    #[test]
+    fn input_specs_parse_and_report_errors_per_spec() {
+        let mut rw = Rewriter::new(Kind::Ip);
+        let mut a = Args::new("drop, pass 2, keep 0 1, pattern 1.0.0.1 1-2 - - 0 1, pattern named 0 1, mapper");
+        rw.configure(&mut a).unwrap();
+        assert!(matches!(rw.specs[1], Spec::Pass(2)));
+        assert!(matches!(rw.specs[4], Spec::Named(..)));
+        assert!(matches!(rw.specs[5], Spec::Mapper(..)));
+        let mut rw = Rewriter::new(Kind::Ip);
+        let err = rw
+            .configure(&mut Args::new("pattern 1.0.0.x - - - 0 1, drop 3, keep 0, pattern 1.0.0.1 - - - 0"))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "\n  input spec 0: bad source address\n  input spec 1: syntax error, expected 'drop'\n  input spec 2: bad forward port\n  input spec 3: bad forward port"
+        );
+        let ports = Ports {
+            input_pull: vec![false; 3],
+            output_pull: vec![false; 2],
+        };
+        let mut rw = rewriter("IPRewriter", "drop, keep 0 2, pass 1");
+        assert_eq!(
+            rw.initialize(&ports).unwrap_err(),
+            "\n  input spec 1: output port out of range"
+        );
+        let mut rw = rewriter("IPRewriter", "drop");
+        assert!(rw.initialize(&ports).unwrap_err().contains("need 3 arguments"));
+    }
+}
