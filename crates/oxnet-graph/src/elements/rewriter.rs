@@ -931,15 +931,17 @@ impl Element for IPRewriterPatterns {
         "0/0"
     }
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        // An upper-case NAME reads as a keyword argument: take those too.
+        let mut named: Vec<(String, String)> = a.rest_keywords();
         for text in a.rest_positional() {
-            let words: Vec<&str> = text.split_whitespace().collect();
-            let Some((name, pat)) = words.split_first() else {
-                return Err("empty argument".into());
-            };
-            let p = Pattern::parse(pat).map_err(|e| format!("{name}: {e}"))?;
-            PATTERNS.with(|m| m.borrow_mut().insert(name.to_string(), Rc::new(RefCell::new(p))));
+            let (name, pat) = text.trim().split_once(char::is_whitespace).unwrap_or((text.trim(), ""));
+            named.push((name.to_string(), pat.to_string()));
         }
-        // Keyword-looking names are Click's too: take them as names.
+        for (name, pat) in named {
+            let words: Vec<&str> = pat.split_whitespace().collect();
+            let p = Pattern::parse(&words).map_err(|e| format!("{name}: {e}"))?;
+            PATTERNS.with(|m| m.borrow_mut().insert(name, Rc::new(RefCell::new(p))));
+        }
         Ok(())
     }
 }
