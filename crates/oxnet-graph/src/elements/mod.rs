@@ -3,14 +3,14 @@
 //! of the same name.
 
 pub mod basic;
-pub mod rewriter;
 pub mod dump;
+pub mod ip;
+pub mod iplookup;
 pub mod ipsumdump;
 pub mod ipsumdump_fields;
 pub mod paint;
 pub mod print;
-pub mod ip;
-pub mod iplookup;
+pub mod rewriter;
 pub mod script;
 pub mod standard;
 

@@ -114,7 +114,10 @@ fn ports_of(words: &[&str]) -> Result<(usize, usize), String> {
         .first()
         .and_then(|w| args::unsigned(w).ok())
         .ok_or("bad forward port")?;
-    let r = words.get(1).and_then(|w| args::unsigned(w).ok()).ok_or("bad reply port")?;
+    let r = words
+        .get(1)
+        .and_then(|w| args::unsigned(w).ok())
+        .ok_or("bad reply port")?;
     Ok((f as usize, r as usize))
 }
 
@@ -550,13 +553,18 @@ impl Rewriter {
             port(dp).ok_or("bad DPORT")?,
         );
         let set = self.flows.borrow();
-        Ok(match set.lookup(self.owner, &key).and_then(|(id, dir)| Some((set.get(id)?, dir))) {
-            Some((flow, dir)) => {
-                let r = flow.rewritten(dir);
-                format!("{} {} {} {}", ip(r.saddr), r.sport, ip(r.daddr), r.dport)
-            }
-            None => String::new(),
-        })
+        Ok(
+            match set
+                .lookup(self.owner, &key)
+                .and_then(|(id, dir)| Some((set.get(id)?, dir)))
+            {
+                Some((flow, dir)) => {
+                    let r = flow.rewritten(dir);
+                    format!("{} {} {} {}", ip(r.saddr), r.sport, ip(r.daddr), r.dport)
+                }
+                None => String::new(),
+            },
+        )
     }
 
     fn table_handler(&self, name: &str) -> Option<Option<u8>> {
@@ -1123,7 +1131,11 @@ mod tests {
         assert_eq!(rw.process(0, &mut p, 0), Some(1));
         assert_eq!(p.to_vec(), before);
         let mut r = packet(&pool, &ipv4(PROTO_TCP, [2, 2, 2, 2], 2, [1, 1, 1, 1], 1, 0));
-        assert_eq!(rw.process(2, &mut r, 0), Some(0), "the reply mapping, whatever the input");
+        assert_eq!(
+            rw.process(2, &mut r, 0),
+            Some(0),
+            "the reply mapping, whatever the input"
+        );
         // UDP is not TCPRewriter's: 'pass' passes it, 'drop' drops it.
         let udp = ipv4(PROTO_UDP, [1, 1, 1, 1], 1, [2, 2, 2, 2], 2, 0);
         assert_eq!(rw.process(1, &mut packet(&pool, &udp), 0), Some(1));
@@ -1232,7 +1244,9 @@ mod tests {
         assert!(matches!(rw.specs[5], Spec::Mapper(..)));
         let mut rw = Rewriter::new(Kind::Ip);
         let err = rw
-            .configure(&mut Args::new("pattern 1.0.0.x - - - 0 1, drop 3, keep 0, pattern 1.0.0.1 - - - 0"))
+            .configure(&mut Args::new(
+                "pattern 1.0.0.x - - - 0 1, drop 3, keep 0, pattern 1.0.0.1 - - - 0",
+            ))
             .unwrap_err();
         assert_eq!(
             err,

@@ -53,7 +53,11 @@ impl FlowId {
             sport: self.dport,
             daddr: self.saddr,
             dport: self.sport,
-            reply: if self.proto == PROTO_ICMP { !self.reply } else { self.reply },
+            reply: if self.proto == PROTO_ICMP {
+                !self.reply
+            } else {
+                self.reply
+            },
         }
     }
 
@@ -512,7 +516,12 @@ impl FlowSet {
 
     /// Removes every flow `doomed` says.
     pub fn destroy_where(&mut self, doomed: impl Fn(&Flow) -> bool) {
-        let ids: Vec<u64> = self.flows.iter().filter(|(_, f)| doomed(f)).map(|(id, _)| *id).collect();
+        let ids: Vec<u64> = self
+            .flows
+            .iter()
+            .filter(|(_, f)| doomed(f))
+            .map(|(id, _)| *id)
+            .collect();
         for id in ids {
             self.destroy(id);
         }
@@ -642,7 +651,10 @@ mod tests {
         // The reply ID of a candidate is what must be free.
         let taken = |k: &FlowId| k.dport == 1024 && k.daddr == [1, 0, 0, 1] && k.saddr == [10, 0, 0, 4];
         let r = p.rewrite(&f(1), &taken).unwrap();
-        assert_eq!((r.saddr, r.sport, r.daddr, r.dport), ([1, 0, 0, 1], 1025, [10, 0, 0, 4], 40));
+        assert_eq!(
+            (r.saddr, r.sport, r.daddr, r.dport),
+            ([1, 0, 0, 1], 1025, [10, 0, 0, 4], 40)
+        );
     }
 
     #[test]
