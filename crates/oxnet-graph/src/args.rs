@@ -302,7 +302,10 @@ pub fn seconds(text: &str) -> Result<f64, String> {
 // IPPrefixArg, EtherAddressArg), with AddressInfo names.
 
 /// One AddressInfo name's addresses (Click's AddressInfo element): any of
-/// an IPv4 address with its prefix, an Ethernet address.
+/// an IPv4 address with its prefix, an Ethernet address. `10.0.0.1/24`
+/// (host bits set) defines both the address 10.0.0.1 and the prefix
+/// 10.0.0.0/24, `10.0.0.0/24` (no host bits) only the prefix, `10.0.0.1`
+/// (/32) only the address, as Click's AddressInfo reads them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AddressEntry {
     /// IPv4 address and prefix length (32 for a bare address).
@@ -311,14 +314,26 @@ pub struct AddressEntry {
     pub ether: Option<[u8; 6]>,
 }
 
+impl AddressEntry {
+    /// The IPv4 address, if the entry defines one.
+    fn address(&self) -> Option<[u8; 4]> {
+        let (a, len) = self.ip?;
+        let host_bits = u32::from_be_bytes(a) & !u32::from_be_bytes(prefix_mask(len)) != 0;
+        (len == 32 || host_bits).then_some(a)
+    }
+}
+
 thread_local! {
     static ADDRESS_INFO: std::cell::RefCell<std::collections::HashMap<String, AddressEntry>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+    static PORT_INFO: std::cell::RefCell<std::collections::HashMap<(String, Option<u8>), u16>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 /// Defines an AddressInfo name for the configuration being built on this
 /// thread (the router configures AddressInfo elements before the others,
-/// as Click does with its configure phases).
+/// as Click does with its configure phases). A kind already defined for
+/// the name is replaced.
 pub fn define_address(name: &str, entry: AddressEntry) {
     ADDRESS_INFO.with(|t| {
         let mut t = t.borrow_mut();
@@ -332,26 +347,101 @@ pub fn define_address(name: &str, entry: AddressEntry) {
     });
 }
 
-/// Forgets every AddressInfo name (a new configuration starts).
+/// Forgets every AddressInfo and PortInfo name (a new configuration
+/// starts).
 pub fn clear_addresses() {
     ADDRESS_INFO.with(|t| t.borrow_mut().clear());
+    PORT_INFO.with(|t| t.borrow_mut().clear());
 }
 
-fn lookup_address(name: &str) -> Option<AddressEntry> {
-    ADDRESS_INFO.with(|t| t.borrow().get(name).cloned())
+/// A name's entry, and the suffix after its last `:` if that is one of
+/// AddressInfo's (`NAME:ip`, `NAME:ipnet`, `NAME:bcast`, `NAME:eth`...).
+fn lookup_address(name: &str) -> Option<(AddressEntry, &str)> {
+    const SUFFIXES: [&str; 10] = [
+        "ip", "ip4", "bcast", "gw", "net", "ipnet", "ip4net", "eth", "ether", "ethernet",
+    ];
+    let (base, suffix) = match name.rsplit_once(':') {
+        Some((b, s)) if SUFFIXES.contains(&s.to_ascii_lowercase().as_str()) => (b, s),
+        _ => (name, ""),
+    };
+    ADDRESS_INFO
+        .with(|t| t.borrow().get(base).cloned())
+        .map(|e| (e, suffix))
+}
+
+/// A name's IPv4 address (Click's `AddressInfo::query_ip`): the address,
+/// or with `:bcast` its prefix's broadcast address (host bits all 1),
+/// with `:gw` the prefix's network address with the lowest bit set.
+fn lookup_ip(name: &str) -> Option<[u8; 4]> {
+    let (entry, suffix) = lookup_address(name)?;
+    let with_mask = |f: fn(u32, u32) -> u32| {
+        entry.ip.map(|(a, len)| {
+            let mask = u32::from_be_bytes(prefix_mask(len));
+            f(u32::from_be_bytes(a), mask).to_be_bytes()
+        })
+    };
+    match suffix.to_ascii_lowercase().as_str() {
+        "" | "ip" | "ip4" => entry.address(),
+        "bcast" => with_mask(|a, m| a | !m),
+        "gw" => with_mask(|a, m| (a & m) | 1),
+        _ => None,
+    }
+}
+
+/// A name's IPv4 prefix (Click's `AddressInfo::query_ip_prefix`): plain or
+/// with `:net`, `:ipnet`, `:ip4net`.
+fn lookup_prefix(name: &str) -> Option<([u8; 4], u8)> {
+    let (entry, suffix) = lookup_address(name)?;
+    match suffix.to_ascii_lowercase().as_str() {
+        "" | "net" | "ipnet" | "ip4net" => entry.ip,
+        _ => None,
+    }
+}
+
+/// A name's Ethernet address: plain or with `:eth`, `:ether`,
+/// `:ethernet`.
+fn lookup_ether(name: &str) -> Option<[u8; 6]> {
+    let (entry, suffix) = lookup_address(name)?;
+    match suffix.to_ascii_lowercase().as_str() {
+        "" | "eth" | "ether" | "ethernet" => entry.ether,
+        _ => None,
+    }
+}
+
+/// Defines a PortInfo name: `port` for `protocol` (6 TCP, 17 UDP; None:
+/// both), as Click's PortInfo element does.
+pub fn define_port(name: &str, protocol: Option<u8>, port: u16) {
+    PORT_INFO.with(|t| {
+        t.borrow_mut().insert((name.to_string(), protocol), port);
+    });
+}
+
+/// A TCP or UDP port: a number 0-65535 or a PortInfo name (one defined
+/// for `protocol`, else one defined for both).
+pub fn ip_port(text: &str, protocol: u8) -> Result<u16, String> {
+    let t = text.trim();
+    if let Ok(v) = integer(t) {
+        return u16::try_from(v).map_err(|_| format!("'{t}' is not a port (0-65535)"));
+    }
+    PORT_INFO
+        .with(|m| {
+            let m = m.borrow();
+            m.get(&(t.to_string(), Some(protocol)))
+                .or_else(|| m.get(&(t.to_string(), None)))
+                .copied()
+        })
+        .ok_or_else(|| format!("'{t}' is not a port (a number or a PortInfo name)"))
 }
 
 /// An IPv4 address: dotted quad (`10.0.0.1`; Click also accepts fewer
-/// than four parts only in prefixes) or an AddressInfo name.
+/// than four parts only in prefixes) or an AddressInfo name (`NAME`,
+/// `NAME:ip`, `NAME:bcast`, `NAME:gw`).
 pub fn ip_address(text: &str) -> Result<[u8; 4], String> {
     let t = text.trim();
     if let Some(a) = parse_dotted(t, false) {
         return Ok(a);
     }
-    match lookup_address(t).and_then(|e| e.ip) {
-        Some((ip, _)) => Ok(ip),
-        None => Err(format!("'{t}' is not an IP address (a.b.c.d or an AddressInfo name)")),
-    }
+    lookup_ip(t).ok_or_else(|| format!("'{t}' is not an IP address (a.b.c.d or an AddressInfo name)"))
 }
 
 fn parse_dotted(t: &str, partial: bool) -> Option<[u8; 4]> {
@@ -388,9 +478,12 @@ pub fn mask_len(mask: [u8; 4]) -> Option<u8> {
 
 /// An IPv4 prefix: `ADDR/LEN`, `ADDR/MASK`, `ADDR MASK`, a partial
 /// address with a length (`10/8`), a bare address (/32), or an
-/// AddressInfo name (its prefix). Returns address and mask; the address
-/// keeps its host bits (Click's IPPrefixArg; callers that want the
-/// network AND it with the mask).
+/// AddressInfo name: its prefix (`NAME`, `NAME:ipnet`), `NAME:ip` or
+/// `NAME:bcast` as /32. Returns address and mask; the address keeps its
+/// host bits (Click's IPPrefixArg; callers that want the network AND it
+/// with the mask). Click prefers a name's address over its prefix where
+/// an argument takes either (ARPResponder, a route): such callers try
+/// [`ip_address`] first.
 pub fn ip_prefix(text: &str) -> Result<([u8; 4], [u8; 4]), String> {
     let t = text.trim();
     let bad = || format!("'{t}' is not an IP prefix (a.b.c.d/len, a.b.c.d/mask or an AddressInfo name)");
@@ -402,14 +495,12 @@ pub fn ip_prefix(text: &str) -> Result<([u8; 4], [u8; 4]), String> {
         if let Some(a) = parse_dotted(addr, false) {
             return Ok((a, [255; 4]));
         }
-        return match lookup_address(addr).and_then(|e| e.ip) {
-            Some((ip, len)) => Ok((ip, prefix_mask(len))),
-            None => Err(bad()),
-        };
+        if let Some((ip, len)) = lookup_prefix(addr) {
+            return Ok((ip, prefix_mask(len)));
+        }
+        return lookup_ip(addr).map(|a| (a, [255; 4])).ok_or_else(bad);
     };
-    let base = parse_dotted(addr, true)
-        .or_else(|| lookup_address(addr).and_then(|e| e.ip).map(|(ip, _)| ip))
-        .ok_or_else(bad)?;
+    let base = parse_dotted(addr, true).or_else(|| lookup_ip(addr)).ok_or_else(bad)?;
     let mask = if mask.bytes().all(|b| b.is_ascii_digit()) && !mask.is_empty() {
         let len: u8 = mask.parse().map_err(|_| bad())?;
         if len > 32 {
@@ -423,7 +514,7 @@ pub fn ip_prefix(text: &str) -> Result<([u8; 4], [u8; 4]), String> {
 }
 
 /// An Ethernet address: six hex bytes separated by `:` or `-`, or an
-/// AddressInfo name.
+/// AddressInfo name (`NAME`, `NAME:eth`).
 pub fn ether_address(text: &str) -> Result<[u8; 6], String> {
     let t = text.trim();
     let parts: Vec<&str> = t.split([':', '-']).collect();
@@ -440,8 +531,7 @@ pub fn ether_address(text: &str) -> Result<[u8; 6], String> {
             return Ok(out);
         }
     }
-    lookup_address(t)
-        .and_then(|e| e.ether)
+    lookup_ether(t)
         .ok_or_else(|| format!("'{t}' is not an Ethernet address (xx:xx:xx:xx:xx:xx or an AddressInfo name)"))
 }
 
@@ -546,13 +636,38 @@ mod tests {
         define_address(
             "eth0",
             AddressEntry {
-                ip: Some(([192, 168, 1, 1], 24)),
+                ip: Some(([192, 168, 1, 1], 20)),
                 ether: Some([2, 0, 0, 0, 0, 1]),
             },
         );
         assert_eq!(ip_address("eth0").unwrap(), [192, 168, 1, 1]);
-        assert_eq!(ip_prefix("eth0").unwrap(), ([192, 168, 1, 1], [255, 255, 255, 0]));
+        assert_eq!(ip_prefix("eth0").unwrap(), ([192, 168, 1, 1], [255, 255, 240, 0]));
+        assert_eq!(ip_prefix("eth0:ipnet").unwrap(), ([192, 168, 1, 1], [255, 255, 240, 0]));
+        assert_eq!(ip_prefix("eth0:ip").unwrap(), ([192, 168, 1, 1], [255; 4]));
+        assert_eq!(ip_address("eth0:bcast").unwrap(), [192, 168, 15, 255]);
+        assert_eq!(ip_address("eth0:gw").unwrap(), [192, 168, 0, 1]);
+        assert_eq!(ip_address("eth0:ip").unwrap(), [192, 168, 1, 1]);
+        assert!(ip_address("eth0:eth").is_err());
+        assert!(ip_prefix("eth0:eth").is_err());
         assert_eq!(ether_address("eth0").unwrap(), [2, 0, 0, 0, 0, 1]);
+        assert_eq!(ether_address("eth0:eth").unwrap(), [2, 0, 0, 0, 0, 1]);
+        assert!(ether_address("eth0:ip").is_err());
+        define_address(
+            "lan",
+            AddressEntry {
+                ip: Some(([10, 0, 0, 0], 8)),
+                ether: None,
+            },
+        );
+        assert_eq!(ip_prefix("lan").unwrap(), ([10, 0, 0, 0], [255, 0, 0, 0]));
+        assert!(ip_address("lan").is_err());
+        define_port("http", None, 80);
+        define_port("dns", Some(17), 53);
+        assert_eq!(ip_port("http", 6).unwrap(), 80);
+        assert_eq!(ip_port("dns", 17).unwrap(), 53);
+        assert!(ip_port("dns", 6).is_err());
+        assert_eq!(ip_port("22", 6).unwrap(), 22);
+        assert!(ip_port("70000", 6).is_err());
         let err = ip_address("eth1").unwrap_err();
         assert!(err.contains("AddressInfo"), "{err}");
         clear_addresses();

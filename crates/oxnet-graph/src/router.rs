@@ -6,8 +6,11 @@
 //! `outputs[me][p]` directly, depth first, as Click does; a pull follows
 //! `inputs[me][p]`. Each element sits in a `RefCell`, so that an element
 //! can call its neighbours while it runs; a packet that would re-enter an
-//! element already on the call stack (a push cycle) is dropped and
-//! counted instead of panicking.
+//! element already on the call stack (a push cycle, such as ARPQuerier's
+//! query coming back through an ARPResponder as a reply) waits in a
+//! queue and is delivered as soon as that element returns, as if Click
+//! had called it recursively after its current work; beyond a bound (an
+//! endless cycle) such packets are dropped and counted.
 
 use crate::args::Args;
 use crate::element::{port_flow, Element, Flow, PortCount};
@@ -68,6 +71,11 @@ pub struct Shared {
     room_target: Vec<Cell<u64>>,
     /// Packets dropped because they would have re-entered an element.
     reentry_drops: Cell<u64>,
+    /// Pushes that found their element busy, waiting for it to return.
+    reentrant: RefCell<std::collections::VecDeque<(Link, PacketBatch)>>,
+    /// Re-entrant pushes delivered since the router's current step began
+    /// (bounded by [`MAX_REENTRANT`]).
+    reentrant_delivered: Cell<u64>,
     pool: Mempool,
 }
 
@@ -114,6 +122,51 @@ impl Shared {
         }
     }
 }
+
+impl Shared {
+    /// A push whose element is busy: kept until that element returns, up
+    /// to [`MAX_REENTRANT`] per step, then dropped and counted.
+    fn defer_push(&self, link: Link, batch: PacketBatch) {
+        if self.reentrant_delivered.get() >= MAX_REENTRANT {
+            self.reentry_drops.set(self.reentry_drops.get() + batch.len() as u64);
+            return;
+        }
+        self.reentrant.borrow_mut().push_back((link, batch));
+    }
+
+    /// Delivers the waiting re-entrant pushes whose element is free now,
+    /// in the order they were made.
+    fn deliver_reentrant(&self) {
+        loop {
+            let next = {
+                let mut waiting = self.reentrant.borrow_mut();
+                let Some(i) = waiting
+                    .iter()
+                    .position(|(link, _)| self.elements[link.element].try_borrow_mut().is_ok())
+                else {
+                    return;
+                };
+                waiting.remove(i)
+            };
+            let Some((link, batch)) = next else {
+                return;
+            };
+            let Ok(mut element) = self.elements[link.element].try_borrow_mut() else {
+                return;
+            };
+            self.reentrant_delivered.set(self.reentrant_delivered.get() + 1);
+            let mut ctx = Ctx {
+                shared: self,
+                me: link.element,
+            };
+            element.push(link.port, batch, &mut ctx);
+        }
+    }
+}
+
+/// Re-entrant pushes delivered per router step before the rest are
+/// dropped (a push cycle without a queue would otherwise never end).
+const MAX_REENTRANT: u64 = 1 << 16;
 
 /// [`Shared::room_target`]: no queue on the path.
 const NO_ROOM: u64 = u64::MAX;
@@ -174,11 +227,10 @@ impl Ctx<'_> {
                     me: link.element,
                 };
                 element.push(link.port, batch, &mut ctx);
+                drop(element);
+                self.shared.deliver_reentrant();
             }
-            Err(_) => self
-                .shared
-                .reentry_drops
-                .set(self.shared.reentry_drops.get() + batch.len() as u64),
+            Err(_) => self.shared.defer_push(link, batch),
         }
     }
 
@@ -570,6 +622,8 @@ impl Router {
                 deferred: RefCell::new(Vec::new()),
                 room_target: (0..n).map(|_| Cell::new(0)).collect(),
                 reentry_drops: Cell::new(0),
+                reentrant: RefCell::new(std::collections::VecDeque::new()),
+                reentrant_delivered: Cell::new(0),
                 pool,
             },
             tasks,
@@ -583,6 +637,7 @@ impl Router {
     }
 
     fn call(&self, index: usize, f: &mut dyn FnMut(&mut dyn Element, &mut Ctx<'_>)) {
+        self.shared.reentrant_delivered.set(0);
         if let Ok(mut element) = self.shared.elements[index].try_borrow_mut() {
             let mut ctx = Ctx {
                 shared: &self.shared,
@@ -590,6 +645,7 @@ impl Router {
             };
             f(&mut **element, &mut ctx);
         }
+        self.shared.deliver_reentrant();
         self.run_deferred();
     }
 

@@ -18,7 +18,9 @@ pub struct ClickOptions {
     pub expr: Option<String>,
     pub vars: Vec<(String, String)>,
     pub handlers: Vec<String>,
-    /// Click's `-q`/`--quit`: initialize, read the `-h` handlers, do not run.
+    pub quiet: bool,
+    /// Click's `-q`/`--quit`: build the router, do not run it (with `-h`,
+    /// print handlers of the configured router).
     pub quit: bool,
     pub time: bool,
     pub simtime: bool,
@@ -29,7 +31,8 @@ const USAGE: &str = "usage: oxnet run [OPTION]... [PARAM=VALUE]... [ROUTERFILE]
   -e, --expression EXPR  use EXPR as the configuration
   -h, --handler ELEMENT.HANDLER
                          print the value of a read handler at exit (globs allowed)
-  -q, --quit             do not run the router (-h handlers are read at once)
+  -q, --quit             build the router but do not run it (useful with -h)
+  -w, --no-warnings      do not print warnings
   -t, --time             print the time the router ran
       --simtime          simulated time: timers fire at once when nothing else runs
       --help             this text";
@@ -67,6 +70,7 @@ pub fn parse(args: &[String]) -> Result<ClickOptions, String> {
             "-e" | "--expression" | "--expr" => o.expr = Some(take(&mut i)?),
             "-h" | "--handler" => o.handlers.push(take(&mut i)?),
             "-q" | "--quit" => o.quit = true,
+            "-w" | "--no-warnings" => o.quiet = true,
             "-t" | "--time" => o.time = true,
             "--simtime" => o.simtime = true,
             "--help" => return Err(USAGE.to_string()),
@@ -247,7 +251,8 @@ mod tests {
         assert_eq!(o.file.as_deref(), Some("conf.click"));
         assert_eq!(o.vars, vec![("A".into(), "1".into())]);
         assert_eq!(o.handlers, ["c.count", "d.count"]);
-        assert!(o.quit);
+        assert!(o.quit && !o.quiet);
+        assert!(parse(&strings(&["-w", "x.click"])).unwrap().quiet);
         let o = parse(&strings(&["-e", "Idle -> Discard"])).unwrap();
         assert_eq!(o.expr.as_deref(), Some("Idle -> Discard"));
         assert!(parse(&strings(&["-z"])).unwrap_err().contains("unknown option '-z'"));

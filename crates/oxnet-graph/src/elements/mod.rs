@@ -2,8 +2,11 @@
 //! (ports, arguments, handlers), after Click's documentation of the class
 //! of the same name.
 
+pub mod arp;
 pub mod basic;
 pub mod dump;
+pub mod ether;
+pub mod icmp;
 pub mod ip;
 pub mod iplookup;
 pub mod ipsumdump;
@@ -37,6 +40,9 @@ pub const MODULES: &[Module] = &[
     rewriter::MODULE,
     ip::MODULE,
     iplookup::MODULE,
+    ether::MODULE,
+    arp::MODULE,
+    icmp::MODULE,
 ];
 
 /// Every class this library has, sorted by name.
