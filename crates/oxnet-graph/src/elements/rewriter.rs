@@ -450,6 +450,13 @@ impl Rewriter {
         if ports && h.proto == PROTO_ICMP {
             // The identifier, and the ICMP checksum over the message.
             rewrite_field(d, t + 4, &new.sport.to_be_bytes(), &[(t + 2, false)]);
+            if be16(d, t + 2) == 0 {
+                // RFC 1624 eqn. 3 gives 0x0000 for a message that now sums
+                // to zero (an echo reply with identifier and sequence 0),
+                // whose only valid checksum is 0xFFFF: recompute.
+                let sum = !oxnet_driver::offload::fold(oxnet_driver::offload::ones_sum(&d[t..], 0));
+                d[t + 2..t + 4].copy_from_slice(&sum.to_be_bytes());
+            }
         } else if ports {
             rewrite_field(d, t, &new.sport.to_be_bytes(), &sums[1..]);
             rewrite_field(d, t + 2, &new.dport.to_be_bytes(), &sums[1..]);
@@ -1163,6 +1170,31 @@ mod tests {
         let mut r = packet(&pool, &reply(101));
         assert_eq!(rw.process(1, &mut r, 0), Some(1));
         assert_eq!((addr(&r, 16), be16(&r, 24), r[20]), ([1, 0, 0, 2], 10, 0));
+        assert!(checksums_ok(&r));
+        // Identifier 0, sequence 0 and no payload: the reply made all
+        // zero again must carry checksum 0xFFFF, not 0x0000.
+        let bare = |d: &mut Vec<u8>, ty: u8, id: u16| {
+            d.truncate(28);
+            d[2..4].copy_from_slice(&28u16.to_be_bytes());
+            d[10] = 0;
+            d[11] = 0;
+            set_ipv4_checksum(&mut d[..20]);
+            d[20] = ty;
+            d[22..28].copy_from_slice(&[0, 0, 0, id as u8, 0, 0]);
+            let sum = !oxnet_driver::offload::fold(oxnet_driver::offload::ones_sum(&d[20..], 0));
+            d[22..24].copy_from_slice(&sum.to_be_bytes());
+        };
+        let mut rw0 = rewriter("ICMPPingRewriter", "pattern 2.0.0.2 - 5-6# 0 1, drop");
+        let mut e = echo([1, 0, 0, 9], 0);
+        bare(&mut e, 8, 0);
+        let mut p = packet(&pool, &e);
+        assert_eq!(rw0.process(0, &mut p, 0), Some(0));
+        assert_eq!(be16(&p, 24), 5);
+        let mut back = reply(5);
+        bare(&mut back, 0, 5);
+        let mut r = packet(&pool, &back);
+        assert_eq!(rw0.process(1, &mut r, 0), Some(1));
+        assert_eq!(r[20..28], [0, 0, 0xFF, 0xFF, 0, 0, 0, 0]);
         assert!(checksums_ok(&r));
         // A reply nobody asked for is dropped; so is a third host: the
         // range has two identifiers.
