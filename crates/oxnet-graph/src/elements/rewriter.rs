@@ -712,7 +712,18 @@ impl Element for Rewriter {
 
     fn start(&mut self, ctx: &mut Ctx<'_>) {
         let name = ctx.name().to_string();
-        FLOW_SETS.with(|m| m.borrow_mut().insert(name, Rc::downgrade(&self.flows)));
+        FLOW_SETS.with(|m| m.borrow_mut().insert(name.clone(), Rc::downgrade(&self.flows)));
+        // Names of other elements are known only now that the graph is
+        // built: check them, and stop the router on a wrong one (Click
+        // refuses such a configuration).
+        let errors = self.check_names(ctx);
+        if !errors.is_empty() {
+            for e in &errors {
+                eprintln!("{name}: {e}");
+            }
+            ctx.stop_now();
+            return;
+        }
         if self.reap_us > 0 {
             self.timer = Some(ctx.schedule_after_us(self.reap_us));
         }
@@ -861,6 +872,32 @@ impl Element for Rewriter {
 }
 
 impl Rewriter {
+    /// Errors in the names an input spec or MAPPING_CAPACITY gives: an
+    /// element of another class, or an unknown pattern name.
+    fn check_names(&self, ctx: &mut Ctx<'_>) -> Vec<String> {
+        let mut errors = Vec::new();
+        let mut class_of = |element: &str| ctx.read_handler(&format!("{element}.class"), "").ok();
+        if let Some(other) = &self.capacity_from {
+            if !class_of(other).is_some_and(|c| c.ends_with("Rewriter")) {
+                errors.push(format!(
+                    "bad MAPPING_CAPACITY '{other}' (a number or a rewriter's name)"
+                ));
+            }
+        }
+        for (i, spec) in self.specs.iter().enumerate() {
+            match spec {
+                Spec::Mapper(m) if class_of(m).as_deref() != Some("RoundRobinIPMapper") => {
+                    errors.push(format!("input spec {i}: '{m}' is not an IPMapper element"))
+                }
+                Spec::Named(n, ..) if !PATTERNS.with(|p| p.borrow().contains_key(n)) => {
+                    errors.push(format!("input spec {i}: no such pattern '{n}'"))
+                }
+                _ => {}
+            }
+        }
+        errors
+    }
+
     /// A `patterns` line: the spec, and how many mappings it made if any.
     fn pattern_line(&self, i: usize) -> String {
         let n = self.flows.borrow().count(self.owner, Some(i));
