@@ -52,6 +52,11 @@
 //! (read/write: a new spec for input N removes that input's mappings),
 //! `size`, `capacity` (read/write), `clear` (write).
 //!
+//! Element and pattern names in arguments (MAPPING_CAPACITY OTHER,
+//! ELEMENTNAME, pattern NAME) are found when the router starts, through
+//! per-thread registries, and a wrong one stops the router there: Click
+//! refuses such a configuration at initialization.
+//!
 //! Packets need the IP header annotation (else the IP header is taken at
 //! offset 0); a packet too short for its headers is handled by its input's
 //! spec as Click does with non-TCP/UDP packets (`pass` passes, the others
@@ -244,7 +249,9 @@ fn rewrite_field(d: &mut [u8], at: usize, new: &[u8], sums: &[(usize, bool)]) {
     d[at..at + new.len()].copy_from_slice(new);
 }
 
-/// A rewriter of any of the six classes.
+/// A rewriter of any of the six classes: its input specs, its flows (a
+/// set it may share), its timeouts per protocol and its annotations.
+/// Arguments and handlers: see the module documentation.
 pub struct Rewriter {
     kind: Kind,
     owner: u64,
