@@ -59,9 +59,12 @@ fn parse_field_list(text: &str) -> (Vec<Option<(Field, i32)>>, Vec<String>) {
 /// IP/TCP/UDP/ICMP checksums; else they may be shorter than their IP
 /// length (the extra length annotation says by how much). PROTO: the
 /// protocol when the dump gives none (default TCP). FIELDS: the fields
-/// when the dump has no `!data` line. DATA: the dump itself instead of a
-/// file. SAMPLE is accepted and must be 1; ZERO is accepted (packet data
-/// is always zero here). Each line's packet has version 4, TTL 100 and its
+/// when the dump has no `!data` line. FLOWID: default addresses and
+/// ports, as a `!flowid` line. MULTIPACKET true: a line whose `count` is
+/// N sends N packets sharing its length. DATA: the dump itself instead
+/// of a file. ALLOW_NONEXISTENT: a missing file is an empty dump. A
+/// binary dump (after a `!binary` line) is read too. SAMPLE is accepted
+/// and must be 1; ZERO is accepted (packet data is always zero here). Each line's packet has version 4, TTL 100 and its
 /// destination address annotation set. Handlers: `active` (rw), `encap`
 /// (r, `IP`), `stop` (w), `sampling_prob`, `filesize`, `filepos` (r),
 /// `count` (r: packets sent), `errors` (r: lines that could not be read).
@@ -77,6 +80,11 @@ pub struct FromIPSummaryDump {
     fields: Vec<Option<(Field, i32)>>,
     flowid: Option<FlowId>,
     allow_nonexistent: bool,
+    /// After a `!binary` line: records, not lines.
+    binary: bool,
+    /// MULTIPACKET: each packet's length, the timestamp step, the last
+    /// timestamp, while a line's packets go out.
+    multipacket_state: Option<(u32, i64, i64)>,
     /// The file's bytes and how far we read.
     text: Vec<u8>,
     pos: usize,
@@ -106,6 +114,8 @@ impl Default for FromIPSummaryDump {
             fields: Vec::new(),
             flowid: None,
             allow_nonexistent: false,
+            binary: false,
+            multipacket_state: None,
             text: Vec::new(),
             pos: 0,
             loaded: false,
@@ -117,6 +127,24 @@ impl Default for FromIPSummaryDump {
             errors: 0,
             complained: false,
         }
+    }
+}
+
+/// Sets a packet's IP length (and UDP length) to `len`, for
+/// MULTIPACKET's shares of a line's length.
+fn set_lengths(p: &mut Packet, len: u32) {
+    let Some(off) = p.network_offset().and_then(|o| usize::try_from(o).ok()) else {
+        return;
+    };
+    if p.len() < off + 20 {
+        return;
+    }
+    let len = len.min(0xffff) as u16;
+    p[off + 2..off + 4].copy_from_slice(&len.to_be_bytes());
+    let hl = usize::from(p[off] & 0xf) * 4;
+    if p[off + 9] == f::IP_PROTO_UDP && p.len() >= off + hl + 6 {
+        let udp = len.saturating_sub(hl as u16);
+        p[off + hl + 4..off + hl + 6].copy_from_slice(&udp.to_be_bytes());
     }
 }
 
@@ -190,6 +218,31 @@ impl FromIPSummaryDump {
         Some(line)
     }
 
+    /// The next record of a binary dump (toipsumdump.hh "BINARY
+    /// FORMAT"); a record shorter than its length word or than the file
+    /// ends the dump (counted in `errors`).
+    fn next_record(&mut self) -> Option<Record> {
+        let rest = self.text.get(self.pos..)?;
+        if rest.is_empty() {
+            return None;
+        }
+        let word = rest.get(..4).map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
+        let len = word.map_or(0, |w| (w & 0x7fff_ffff) as usize);
+        if len < 4 || len > rest.len() {
+            self.errors += 1;
+            self.pos = self.text.len();
+            return None;
+        }
+        let body = rest[4..len].to_vec();
+        self.pos += len;
+        if word.is_some_and(|w| w & 0x8000_0000 != 0) {
+            let end = body.iter().rposition(|&b| b != 0).map_or(0, |e| e + 1);
+            Some(Record::Text(String::from_utf8_lossy(&body[..end]).into_owned()))
+        } else {
+            Some(Record::Packet(body))
+        }
+    }
+
     /// A `!` line of the dump.
     fn bang(&mut self, line: &str) {
         let words = crate::lang::vars::split_words(line);
@@ -214,11 +267,7 @@ impl FromIPSummaryDump {
                 }
                 None => eprintln!("FromIPSummaryDump: bad !flowid line '{line}'"),
             },
-            Some("!binary") => {
-                // The binary format is not read: stop at its records.
-                eprintln!("FromIPSummaryDump: binary dumps are not supported");
-                self.pos = self.text.len();
-            }
+            Some("!binary") => self.binary = true,
             _ => {}
         }
     }
@@ -226,6 +275,20 @@ impl FromIPSummaryDump {
     /// The next packet of the dump (None at its end).
     fn read_packet(&mut self, ctx: &Ctx<'_>) -> Option<Packet> {
         loop {
+            if self.binary {
+                match self.next_record()? {
+                    Record::Packet(r) => match self.packet_of_record(&r, ctx) {
+                        Some(p) => return Some(p),
+                        None => continue,
+                    },
+                    Record::Text(line) => {
+                        if line.starts_with('!') {
+                            self.bang(line.trim_end());
+                        }
+                        continue;
+                    }
+                }
+            }
             let line = self.next_line()?;
             let trimmed = line.trim_start();
             if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -273,17 +336,50 @@ impl FromIPSummaryDump {
 
     fn packet_of(&mut self, line: &str, ctx: &Ctx<'_>) -> Option<Packet> {
         let words = Self::words(line);
+        let raw: Vec<Option<Raw<'_>>> = (0..self.fields.len())
+            .map(|i| words.get(i).filter(|w| **w != "-").map(|w| Raw::Text(w)))
+            .collect();
+        self.packet_from_fields(raw, line, ctx)
+    }
+
+    /// A packet record of a binary dump: the fields one after another.
+    fn packet_of_record(&mut self, record: &[u8], ctx: &Ctx<'_>) -> Option<Packet> {
+        let mut at = 0;
+        let mut raw = Vec::with_capacity(self.fields.len());
+        for slot in &self.fields {
+            let value = match slot {
+                Some((field, _)) => match f::decode_binary(*field, record, at) {
+                    Some((v, used)) => {
+                        at += used;
+                        v.map(Raw::Value)
+                    }
+                    None => {
+                        at = record.len();
+                        None
+                    }
+                },
+                None => None,
+            };
+            raw.push(value);
+        }
+        self.packet_from_fields(raw, "(binary record)", ctx)
+    }
+
+    /// Builds a packet from its fields, applied in Click's order
+    /// (annotations, IP header, transport header, payload).
+    fn packet_from_fields(&mut self, raw: Vec<Option<Raw<'_>>>, line: &str, ctx: &Ctx<'_>) -> Option<Packet> {
         let mut order: Vec<usize> = (0..self.fields.len()).collect();
         order.sort_by_key(|&i| self.fields[i].map_or(0, |(_, o)| o));
         let mut b = Builder::new(self.default_proto, self.flowid);
         let mut applied = 0;
         for i in order {
             let Some((field, _)) = self.fields[i] else { continue };
-            let Some(&word) = words.get(i) else { continue };
-            if word == "-" {
-                continue;
-            }
-            if let Some(v) = f::parse_value(field, word, b.icmp_type()) {
+            let value = match raw.get(i) {
+                Some(Some(Raw::Text(word))) => f::parse_value(field, word, b.icmp_type()),
+                Some(Some(Raw::Value(v))) => Some(v.clone()),
+                _ => None,
+            };
+            if let Some(v) = value {
                 b.inject(field, &v);
                 applied += 1;
             }
@@ -352,19 +448,63 @@ impl FromIPSummaryDump {
             }
         }
         if self.multipacket {
-            let extra = f::anno_u32(&p, f::EXTRA_PACKETS_ANNO);
-            if extra > 0 {
-                // One line, `count` packets: send copies, one count less
-                // each time.
-                let mut keep = p;
-                f::set_anno_u32(&mut keep, f::EXTRA_PACKETS_ANNO, extra - 1);
-                let mut out = Self::copy(&keep, ctx)?;
-                f::set_anno_u32(&mut out, f::EXTRA_PACKETS_ANNO, 0);
-                self.waiting = Some(keep);
-                return Some(out);
-            }
+            return self.split_multipacket(p, ctx);
         }
         Some(p)
+    }
+
+    /// MULTIPACKET: a line whose count is N sends N packets. The length
+    /// (data plus extra length) is shared evenly, the last packet taking
+    /// what is left, and the timestamps step evenly from the first
+    /// timestamp annotation (if set) to the packet's timestamp.
+    fn split_multipacket(&mut self, mut p: Packet, ctx: &Ctx<'_>) -> Option<Packet> {
+        let extra_packets = f::anno_u32(&p, f::EXTRA_PACKETS_ANNO);
+        if extra_packets == 0 {
+            self.multipacket_state = None;
+            return Some(p);
+        }
+        let count = 1 + extra_packets;
+        let (each_len, delta, end_ts) = match self.multipacket_state {
+            Some(state) => state,
+            None => {
+                let len = p.len() as u32;
+                let mut each = (len + f::anno_u32(&p, f::EXTRA_LENGTH_ANNO)) / count;
+                if each < len {
+                    each = len;
+                    f::set_anno_u32(&mut p, f::EXTRA_LENGTH_ANNO, each * (count - 1));
+                }
+                let end = p.anno().timestamp_ns;
+                let first = f::first_timestamp(&p);
+                let delta = if first != 0 {
+                    p.anno_mut().timestamp_ns = first;
+                    (end - first) / i64::from(count - 1)
+                } else {
+                    0
+                };
+                set_lengths(&mut p, each);
+                let state = (each, delta, end);
+                self.multipacket_state = Some(state);
+                state
+            }
+        };
+        let mut out = Self::copy(&p, ctx)?;
+        f::set_anno_u32(&mut out, f::EXTRA_PACKETS_ANNO, 0);
+        let out_extra = each_len.saturating_sub(out.len() as u32);
+        f::set_anno_u32(&mut out, f::EXTRA_LENGTH_ANNO, out_extra);
+        // The rest of the line waits, one packet lighter.
+        f::set_anno_u32(&mut p, f::EXTRA_PACKETS_ANNO, count - 2);
+        let rest = f::anno_u32(&p, f::EXTRA_LENGTH_ANNO).saturating_sub(each_len);
+        f::set_anno_u32(&mut p, f::EXTRA_LENGTH_ANNO, rest);
+        if count == 2 {
+            p.anno_mut().timestamp_ns = end_ts;
+            let total = p.len() as u32 + rest;
+            set_lengths(&mut p, total);
+            self.multipacket_state = None;
+        } else {
+            p.anno_mut().timestamp_ns += delta;
+        }
+        self.waiting = Some(p);
+        Some(out)
     }
 
     fn at_end(&self) -> bool {
@@ -523,6 +663,18 @@ impl Element for FromIPSummaryDump {
     }
 }
 
+/// A record of a binary dump.
+enum Record {
+    Packet(Vec<u8>),
+    Text(String),
+}
+
+/// One field of a line or record before it is applied.
+enum Raw<'a> {
+    Text(&'a str),
+    Value(f::Value),
+}
+
 /// Where ToIPSummaryDump writes.
 enum Sink {
     None,
@@ -548,16 +700,24 @@ impl Sink {
 /// packet with the FIELDS (default `timestamp ip_src`) to FILENAME (`-`:
 /// standard output), after a header (`!IPSummaryDump 1.3`, `!creator`
 /// with BANNER, `!data ...`) unless HEADER is false. A field that does not
-/// apply to a packet is written `-`. With MULTIPACKET, a packet whose
-/// extra-packets annotation is N writes N+1 lines. Packets go on to
-/// output 0 if it is connected. BINARY true is refused (only the text
-/// format is written). Handlers: `flush` (w), `count` (r: lines written).
+/// apply to a packet (a truncated or absent header, ports of an ICMP
+/// packet) is written `-`. Lengths (`ip_len`, `payload_len`) include the
+/// extra length annotation unless EXTRA_LENGTH is false. With
+/// MULTIPACKET, a packet whose extra-packets annotation is N writes N+1
+/// lines. Packets go on to output 0 if it is connected. BINARY true
+/// writes binary records after a `!binary` line (toipsumdump.hh "BINARY
+/// FORMAT"; `payload` cannot be written so; a variable-length option
+/// field is one length byte and the options as they are in the packet).
+/// VERBOSE, BAD_PACKETS and CAREFUL_TRUNC are accepted and write no
+/// extra `!` lines. Handlers: `flush` (w), `count` (r: lines written).
 pub struct ToIPSummaryDump {
     filename: String,
     fields: Vec<(String, Field)>,
     header: bool,
     banner: Option<String>,
     multipacket: bool,
+    binary: bool,
+    extra_length: bool,
     sink: Sink,
     count: u64,
     pulling: bool,
@@ -571,6 +731,8 @@ impl Default for ToIPSummaryDump {
             header: true,
             banner: None,
             multipacket: false,
+            binary: false,
+            extra_length: true,
             sink: Sink::None,
             count: 0,
             pulling: false,
@@ -580,7 +742,8 @@ impl Default for ToIPSummaryDump {
 
 impl ToIPSummaryDump {
     fn line(&self, p: &Packet) -> String {
-        let d = Desc::new(p);
+        let mut d = Desc::new(p);
+        d.force_extra_length = self.extra_length;
         let mut s = String::new();
         for (i, (_, field)) in self.fields.iter().enumerate() {
             if i > 0 {
@@ -595,21 +758,74 @@ impl ToIPSummaryDump {
         s
     }
 
-    fn write_batch(&mut self, batch: &PacketBatch) {
-        let mut out = String::new();
-        for p in batch.iter() {
-            let lines = if self.multipacket {
-                1 + f::anno_u32(p, f::EXTRA_PACKETS_ANNO)
+    /// A binary record: the length word, then each field.
+    fn record(&self, p: &Packet) -> Vec<u8> {
+        let mut d = Desc::new(p);
+        d.force_extra_length = self.extra_length;
+        let mut r = vec![0; 4];
+        for (_, field) in &self.fields {
+            r.extend_from_slice(&d.binary(*field));
+        }
+        let len = r.len() as u32;
+        r[..4].copy_from_slice(&len.to_be_bytes());
+        r
+    }
+
+    fn write_batch(&mut self, batch: &mut PacketBatch) {
+        let mut out = Vec::new();
+        for p in batch.iter_mut() {
+            let extra_packets = f::anno_u32(p, f::EXTRA_PACKETS_ANNO);
+            if self.multipacket && extra_packets > 0 {
+                self.write_multipacket(p, extra_packets + 1, &mut out);
             } else {
-                1
-            };
-            let line = self.line(p);
-            for _ in 0..lines {
-                out += &line;
-                self.count += 1;
+                self.write_one(p, &mut out);
             }
         }
-        self.sink.write(out.as_bytes());
+        self.sink.write(&out);
+    }
+
+    fn write_one(&mut self, p: &Packet, out: &mut Vec<u8>) {
+        if self.binary {
+            out.extend_from_slice(&self.record(p));
+        } else {
+            out.extend_from_slice(self.line(p).as_bytes());
+        }
+        self.count += 1;
+    }
+
+    /// MULTIPACKET: a packet standing for `count` packets writes `count`
+    /// lines, the length shared evenly (the extra length annotation of
+    /// each line says its share) and the timestamps stepping from the
+    /// first timestamp annotation, if set, to the packet's own.
+    fn write_multipacket(&mut self, p: &mut Packet, count: u32, out: &mut Vec<u8>) {
+        let len = p.len() as u32;
+        let mut total = len
+            + if self.extra_length {
+                f::anno_u32(p, f::EXTRA_LENGTH_ANNO)
+            } else {
+                0
+            };
+        total = total.max(count * len);
+        let end = p.anno().timestamp_ns;
+        let first = f::first_timestamp(p);
+        let delta = if first != 0 {
+            p.anno_mut().timestamp_ns = first;
+            (end - first) / i64::from(count - 1)
+        } else {
+            0
+        };
+        f::set_anno_u32(p, f::EXTRA_PACKETS_ANNO, 0);
+        for i in (1..=count).rev() {
+            let share = total / i;
+            f::set_anno_u32(p, f::EXTRA_LENGTH_ANNO, share - len);
+            total -= share;
+            self.write_one(p, out);
+            if i == 1 {
+                p.anno_mut().timestamp_ns = end;
+            } else {
+                p.anno_mut().timestamp_ns += delta;
+            }
+        }
     }
 }
 
@@ -645,10 +861,22 @@ impl Element for ToIPSummaryDump {
         if let Some(b) = a.keyword("BANNER") {
             self.banner = Some(args::string(&b)?);
         }
-        if opt(a.keyword("BINARY"), args::boolean, "BINARY")? == Some(true) {
-            return Err("BINARY: only the text format is written".into());
+        if let Some(v) = opt(a.keyword("BINARY"), args::boolean, "BINARY")? {
+            self.binary = v;
         }
-        for key in ["VERBOSE", "BAD_PACKETS", "CAREFUL_TRUNC", "EXTRA_LENGTH"] {
+        if self.binary {
+            if let Some((name, _)) = self
+                .fields
+                .iter()
+                .find(|(_, f)| f::binary_kind(*f) == f::Binary::NotAllowed)
+            {
+                return Err(format!("cannot use field {name} with BINARY"));
+            }
+        }
+        if let Some(v) = opt(a.keyword("EXTRA_LENGTH"), args::boolean, "EXTRA_LENGTH")? {
+            self.extra_length = v;
+        }
+        for key in ["VERBOSE", "BAD_PACKETS", "CAREFUL_TRUNC"] {
             opt(a.keyword(key), args::boolean, key)?;
         }
         Ok(())
@@ -666,21 +894,34 @@ impl Element for ToIPSummaryDump {
             if let Some(b) = &self.banner {
                 h += &format!("!creator {}\n", f::quote(b.as_bytes()));
             }
-            let names: Vec<&str> = self.fields.iter().map(|(n, _)| n.as_str()).collect();
-            h += &format!("!data {}\n", names.join(" ").replace("ntimestamp", "timestamp"));
+            let names: Vec<&str> = self
+                .fields
+                .iter()
+                .map(|(n, _)| {
+                    if n == "ntimestamp" && !self.binary {
+                        "timestamp"
+                    } else {
+                        n.as_str()
+                    }
+                })
+                .collect();
+            h += &format!("!data {}\n", names.join(" "));
+            if self.binary {
+                h += "!binary\n";
+            }
             self.sink.write(h.as_bytes());
         }
         Ok(())
     }
-    fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
-        self.write_batch(&batch);
+    fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+        self.write_batch(&mut batch);
         if ctx.noutputs() > 0 {
             ctx.push(0, batch);
         }
     }
     fn pull(&mut self, _port: usize, max: usize, ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
-        let batch = ctx.pull(0, max)?;
-        self.write_batch(&batch);
+        let mut batch = ctx.pull(0, max)?;
+        self.write_batch(&mut batch);
         Some(batch)
     }
     fn has_task(&self) -> bool {
@@ -691,8 +932,8 @@ impl Element for ToIPSummaryDump {
             return false;
         }
         match ctx.pull(0, 32) {
-            Some(b) if !b.is_empty() => {
-                self.write_batch(&b);
+            Some(mut b) if !b.is_empty() => {
+                self.write_batch(&mut b);
                 true
             }
             _ => false,

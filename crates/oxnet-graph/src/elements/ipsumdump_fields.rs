@@ -29,10 +29,13 @@ const IP_PROTO_UDPLITE: u8 = 136;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
     Timestamp,
+    /// `ntimestamp`: the same, nanoseconds in the binary format.
+    NTimestamp,
     TsSec,
     TsUsec,
     TsUsec1,
     FirstTimestamp,
+    FirstNTimestamp,
     Count,
     Link,
     Direction,
@@ -74,6 +77,8 @@ pub enum Field {
     IcmpNextmtu,
     PayloadLen,
     Payload,
+    PayloadMd5,
+    PayloadMd5Hex,
     EthSrc,
     EthDst,
 }
@@ -82,12 +87,12 @@ pub enum Field {
 /// (None: ignored on input).
 const FIELDS: &[(&str, Field, Option<i32>)] = &[
     ("timestamp", Field::Timestamp, Some(ORDER_ANNO)),
-    ("ntimestamp", Field::Timestamp, Some(ORDER_ANNO)),
+    ("ntimestamp", Field::NTimestamp, Some(ORDER_ANNO)),
     ("ts_sec", Field::TsSec, Some(ORDER_ANNO)),
     ("ts_usec", Field::TsUsec, Some(ORDER_ANNO)),
     ("ts_usec1", Field::TsUsec1, Some(ORDER_ANNO)),
     ("first_timestamp", Field::FirstTimestamp, Some(ORDER_ANNO)),
-    ("first_ntimestamp", Field::FirstTimestamp, Some(ORDER_ANNO)),
+    ("first_ntimestamp", Field::FirstNTimestamp, Some(ORDER_ANNO)),
     ("count", Field::Count, Some(ORDER_ANNO)),
     ("link", Field::Link, Some(ORDER_ANNO)),
     ("paint", Field::Link, Some(ORDER_ANNO)),
@@ -130,6 +135,8 @@ const FIELDS: &[(&str, Field, Option<i32>)] = &[
     ("icmp_nextmtu", Field::IcmpNextmtu, Some(ORDER_TRANSP + 2)),
     ("payload_len", Field::PayloadLen, Some(ORDER_PAYLOAD + 1)),
     ("payload", Field::Payload, Some(ORDER_PAYLOAD)),
+    ("payload_md5", Field::PayloadMd5, None),
+    ("payload_md5_hex", Field::PayloadMd5Hex, None),
     ("eth_src", Field::EthSrc, None),
     ("eth_dst", Field::EthDst, None),
 ];
@@ -332,6 +339,19 @@ pub fn anno_u32(p: &Packet, at: usize) -> u32 {
     u32::from_ne_bytes([a[at], a[at + 1], a[at + 2], a[at + 3]])
 }
 
+/// The first timestamp annotation, in nanoseconds (0: none).
+pub fn first_timestamp(p: &Packet) -> i64 {
+    let a = &p.anno().area;
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&a[FIRST_TIMESTAMP_ANNO..FIRST_TIMESTAMP_ANNO + 8]);
+    i64::from_ne_bytes(b)
+}
+
+/// Sets the first timestamp annotation.
+pub fn set_first_timestamp(p: &mut Packet, ns: i64) {
+    p.anno_mut().area[FIRST_TIMESTAMP_ANNO..FIRST_TIMESTAMP_ANNO + 8].copy_from_slice(&ns.to_ne_bytes());
+}
+
 /// Sets an annotation word of the area.
 pub fn set_anno_u32(p: &mut Packet, at: usize, v: u32) {
     p.anno_mut().area[at..at + 4].copy_from_slice(&v.to_ne_bytes());
@@ -378,6 +398,9 @@ pub struct Desc<'a> {
     udp: bool,
     icmp: bool,
     extra_length: u32,
+    /// Lengths include the extra length annotation (ToIPSummaryDump's
+    /// EXTRA_LENGTH, default true).
+    pub force_extra_length: bool,
 }
 
 impl<'a> Desc<'a> {
@@ -392,6 +415,7 @@ impl<'a> Desc<'a> {
             udp: false,
             icmp: false,
             extra_length: anno_u32(p, EXTRA_LENGTH_ANNO),
+            force_extra_length: true,
         };
         let Some(off) = p.network_offset().and_then(|o| usize::try_from(o).ok()) else {
             return d;
@@ -483,11 +507,11 @@ impl<'a> Desc<'a> {
         let tcp = |need: usize| (self.tcp && tl >= need).then_some(t);
         let icmp = |need: usize| (self.icmp && tl >= need).then_some(t);
         Some(match field {
-            Field::Timestamp => format_timestamp(p.anno().timestamp_ns),
+            Field::Timestamp | Field::NTimestamp => format_timestamp(p.anno().timestamp_ns),
             Field::TsSec => p.anno().timestamp_ns.div_euclid(1_000_000_000).to_string(),
             Field::TsUsec => (p.anno().timestamp_ns.rem_euclid(1_000_000_000) / 1000).to_string(),
             Field::TsUsec1 => (p.anno().timestamp_ns.div_euclid(1000)).to_string(),
-            Field::FirstTimestamp => {
+            Field::FirstTimestamp | Field::FirstNTimestamp => {
                 let a = &p.anno().area;
                 let mut b = [0u8; 8];
                 b.copy_from_slice(&a[FIRST_TIMESTAMP_ANNO..FIRST_TIMESTAMP_ANNO + 8]);
@@ -543,7 +567,7 @@ impl<'a> Desc<'a> {
                     Some(n) => u32::from(be16(n, 2)),
                     None => self.data.len() as u32,
                 };
-                (v + self.extra_length).to_string()
+                (v + if self.force_extra_length { self.extra_length } else { 0 }).to_string()
             }
             Field::IpCaptureLen => {
                 let allow = if net.is_some() { nl } else { self.data.len() };
@@ -633,20 +657,25 @@ impl<'a> Desc<'a> {
             }
             Field::PayloadLen => {
                 let (_, len) = self.payload_info();
-                let extra = if net.is_none() {
+                let extra = if net.is_none() || self.force_extra_length {
                     self.extra_length
                 } else {
-                    self.extra_length
+                    0
                 };
                 (len as u32 + extra).to_string()
             }
-            Field::Payload => {
+            Field::Payload | Field::PayloadMd5 | Field::PayloadMd5Hex => {
                 let (off, len) = self.payload_info();
                 if len != 0 && off >= p.len() {
                     return None;
                 }
                 let end = (off + len).min(self.data.len());
-                quote(&self.data[off.min(end)..end])
+                let bytes = &self.data[off.min(end)..end];
+                match field {
+                    Field::Payload => quote(bytes),
+                    Field::PayloadMd5 => md5_text(&md5(bytes)),
+                    _ => md5(bytes).iter().map(|b| format!("{b:02x}")).collect(),
+                }
             }
             Field::EthSrc | Field::EthDst => {
                 let off = self.ip?;
@@ -950,54 +979,8 @@ pub fn parse_ip_opt(text: &str) -> Option<Vec<u8>> {
                 return None;
             }
             out[start + 1] = (out.len() - start) as u8;
-        } else if rest.starts_with(b"ts{") {
-            i += 3;
-            let start = out.len();
-            out.extend_from_slice(&[IPOPT_TS, 0, 0, 0]);
-            let mut pointer = None;
-            loop {
-                if s.get(i) == Some(&b'^') && pointer.is_none() {
-                    pointer = Some(out.len() - start + 1);
-                    i += 1;
-                }
-                let top = if s.get(i) == Some(&b'!') {
-                    i += 1;
-                    0x8000_0000u32
-                } else {
-                    0
-                };
-                if !s.get(i).is_some_and(u8::is_ascii_digit) {
-                    if top != 0 {
-                        return None;
-                    }
-                    break;
-                }
-                let v = parse_uint(s, &mut i)? | top;
-                out.extend_from_slice(&v.to_be_bytes());
-                if s.get(i) == Some(&b',') {
-                    i += 1;
-                }
-            }
-            if s.get(i) != Some(&b'}') {
-                return None;
-            }
-            i += 1;
-            out[start + 2] = pointer.unwrap_or(out.len() - start + 1) as u8;
-            if s.get(i) == Some(&b'+') && s.get(i + 1).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-                let n = parse_uint(s, &mut i)?;
-                if n < 64 {
-                    out.resize(out.len() + n as usize * 4, 0);
-                }
-            }
-            if s.get(i) == Some(&b'+') && s.get(i + 1) == Some(&b'+') {
-                i += 2;
-                let n = parse_uint(s, &mut i)?;
-                if n < 16 {
-                    out[start + 3] = (n as u8) << 4;
-                }
-            }
-            out[start + 1] = (out.len() - start) as u8;
+        } else if rest.starts_with(b"ts{") || rest.starts_with(b"ts.") {
+            i = parse_ts_opt(s, i, &mut out)?;
         } else if rest.first().is_some_and(u8::is_ascii_digit) {
             let t = parse_uint(s, &mut i)?;
             out.push(u8::try_from(t).ok()?);
@@ -1295,7 +1278,7 @@ impl Builder {
         };
         let n32 = num as u32;
         match field {
-            Field::Timestamp => {
+            Field::Timestamp | Field::NTimestamp => {
                 if let Value::Time(t) = v {
                     self.timestamp_ns = *t;
                 }
@@ -1307,7 +1290,7 @@ impl Builder {
                 self.timestamp_ns = self.timestamp_ns.div_euclid(1_000_000_000) * 1_000_000_000 + (num as i64) * 1000;
             }
             Field::TsUsec1 => self.timestamp_ns = (num as i64) * 1000,
-            Field::FirstTimestamp => {
+            Field::FirstTimestamp | Field::FirstNTimestamp => {
                 if let Value::Time(t) = v {
                     self.first_timestamp_ns = *t;
                 }
@@ -1517,7 +1500,7 @@ impl Builder {
                     _ => self.account_payload_len(off, num as usize),
                 }
             }
-            Field::EthSrc | Field::EthDst => {}
+            Field::EthSrc | Field::EthDst | Field::PayloadMd5 | Field::PayloadMd5Hex => {}
         }
     }
 
@@ -1570,14 +1553,14 @@ impl Builder {
             let at = t + 20;
             self.data.splice(
                 at.min(self.data.len())..at.min(self.data.len()),
-                std::iter::repeat(0).take(th_delta),
+                std::iter::repeat_n(0, th_delta),
             );
             self.data[t + 12] = (self.data[t + 12] & 0xf) | ((((20 + th_delta) / 4) as u8) << 4);
             delta -= th_delta as isize;
         }
         if delta > 0 && !self.have_ip_hl && self.data[0] & 0xf == 5 {
             let ip_delta = ((delta - (delta & 3)) as usize).min(40);
-            self.data.splice(20..20, std::iter::repeat(0).take(ip_delta));
+            self.data.splice(20..20, std::iter::repeat_n(0, ip_delta));
             self.data[0] = 0x40 | ((20 + ip_delta) / 4) as u8;
             self.transport = 20 + ip_delta;
         }
@@ -1656,7 +1639,9 @@ impl Builder {
 pub fn parse_value(field: Field, s: &str, icmp_type: Option<u8>) -> Option<Value> {
     let small = |max: u64| parse_num(s).filter(|&v| v <= max).map(Value::Num);
     match field {
-        Field::Timestamp | Field::FirstTimestamp => parse_timestamp(s).map(Value::Time),
+        Field::Timestamp | Field::NTimestamp | Field::FirstTimestamp | Field::FirstNTimestamp => {
+            parse_timestamp(s).map(Value::Time)
+        }
         Field::Link | Field::Direction => match s {
             ">" => Some(Value::Num(0)),
             "<" => Some(Value::Num(1)),
@@ -1824,5 +1809,412 @@ mod tests {
         assert_eq!(quote(b"XXX"), "\"XXX\"");
         assert_eq!(quote(b""), "\"\"");
         assert_eq!(quote(b"a\"\n\x01"), "\"a\\\"\\n\\001\"");
+    }
+}
+
+/// The timestamp option of the dump syntax (toipsumdump.hh "IP
+/// OPTIONS"; RFC 791 §3.1 "Internet Timestamp"): `ts{V,...}` (type 0,
+/// timestamps only), `ts.ip{A=V,...}` (type 1), `ts.preip{A=V^B,...}`
+/// (type 3, prespecified addresses; entries after the pointer have no
+/// value yet), `ts.N{...}`; `ts{A=V,...}` is type 1 as well. `!V` sets the
+/// nonstandard bit, `^` marks the pointer, `+N` adds room for N more
+/// entries, `++N` sets the overflow count. Appends the option to `out`
+/// and returns the index after it.
+fn parse_ts_opt(s: &[u8], mut i: usize, out: &mut Vec<u8>) -> Option<usize> {
+    // -1: not known yet; -2: entries with addresses (becomes 1 or 3).
+    let mut flag: i32 = -1;
+    if s[i + 2] == b'.' {
+        let rest = &s[i + 3..];
+        if rest.starts_with(b"ip{") {
+            flag = 1;
+            i += 6;
+        } else if rest.starts_with(b"preip{") {
+            flag = 3;
+            i += 9;
+        } else {
+            let mut j = i + 3;
+            let n = parse_uint(s, &mut j)?;
+            if n > 15 || s.get(j) != Some(&b'{') {
+                return None;
+            }
+            flag = n as i32;
+            i = j + 1;
+        }
+    } else {
+        i += 3;
+    }
+    let start = out.len();
+    out.extend_from_slice(&[IPOPT_TS, 0, 0, 0]);
+    let mut pointer: Option<usize> = None;
+    loop {
+        if s.get(i) == Some(&b'^') && pointer.is_none() {
+            pointer = Some(out.len() - start + 1);
+            i += 1;
+        }
+        if !s.get(i).is_some_and(|&c| c.is_ascii_digit() || c == b'!') {
+            break;
+        }
+        let entry = i;
+        let mut value_needed = true;
+        loop {
+            if matches!(flag, 1 | 3 | -2) {
+                out.extend_from_slice(&parse_quad(s, &mut i)?);
+                if pointer.is_some() && flag == -2 {
+                    flag = 3;
+                }
+                if s.get(i) == Some(&b'=') && s.get(i + 1).is_some_and(|&c| c.is_ascii_digit() || c == b'!') {
+                    i += 1;
+                } else if s.get(i) == Some(&b'=') && s.get(i + 1) == Some(&b'?') && pointer.is_some() {
+                    out.extend_from_slice(&[0; 4]);
+                    i += 2;
+                    value_needed = false;
+                } else if pointer.is_some() && s.get(i) != Some(&b'=') {
+                    out.extend_from_slice(&[0; 4]);
+                    value_needed = false;
+                } else {
+                    return None;
+                }
+            }
+            if !value_needed {
+                break;
+            }
+            let top = if s.get(i) == Some(&b'!') {
+                i += 1;
+                0x8000_0000u32
+            } else {
+                0
+            };
+            if !s.get(i).is_some_and(u8::is_ascii_digit) {
+                return None;
+            }
+            let v = parse_uint(s, &mut i)?;
+            if s.get(i) == Some(&b'.') && flag == -1 {
+                // An address, not a timestamp: read the entry again.
+                flag = -2;
+                i = entry;
+                continue;
+            }
+            if flag == -1 {
+                flag = 0;
+            }
+            out.extend_from_slice(&(v | top).to_be_bytes());
+            break;
+        }
+        if s.get(i) == Some(&b',') {
+            i += 1;
+        }
+    }
+    if i < s.len() {
+        if s[i] != b'}' {
+            return None;
+        }
+        i += 1;
+    }
+    if flag == -2 {
+        flag = 1;
+    }
+    let flag = flag.max(0) as u8;
+    out[start + 2] = pointer.unwrap_or(out.len() - start + 1) as u8;
+    if s.get(i) == Some(&b'+') && s.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+        let n = parse_uint(s, &mut i)?;
+        if n < 64 {
+            let size = if flag == 1 || flag == 3 { 8 } else { 4 };
+            out.resize(out.len() + n as usize * size, 0);
+        }
+    }
+    let mut overflow = 0;
+    if s.get(i) == Some(&b'+') && s.get(i + 1) == Some(&b'+') && s.get(i + 2).is_some_and(u8::is_ascii_digit) {
+        i += 2;
+        let n = parse_uint(s, &mut i)?;
+        if n < 16 {
+            overflow = n as u8;
+        }
+    }
+    out[start + 3] = (overflow << 4) | flag;
+    if out.len() - start > 255 {
+        return None;
+    }
+    out[start + 1] = (out.len() - start) as u8;
+    Some(i)
+}
+
+/// MD5 of `data` (RFC 1321 §3), for the payload_md5 fields.
+pub fn md5(data: &[u8]) -> [u8; 16] {
+    // §3.4: the sine table T[i] = floor(2^32 * |sin(i + 1)|) and the
+    // per-round shift amounts.
+    const S: [u32; 64] = [
+        7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14,
+        20, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6,
+        10, 15, 21,
+    ];
+    let t: Vec<u32> = (0..64)
+        .map(|i| ((i as f64 + 1.0).sin().abs() * 4_294_967_296.0) as u32)
+        .collect();
+    // §3.1-3.2: pad with 0x80, zeros, and the bit length (little-endian).
+    let mut msg = data.to_vec();
+    msg.push(0x80);
+    while msg.len() % 64 != 56 {
+        msg.push(0);
+    }
+    msg.extend_from_slice(&((data.len() as u64).wrapping_mul(8)).to_le_bytes());
+    // §3.3: the initial buffer.
+    let mut h: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
+    for block in msg.chunks_exact(64) {
+        let m: Vec<u32> = block
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
+        let [mut a, mut b, mut c, mut d] = h;
+        for i in 0..64 {
+            let (f, g) = match i / 16 {
+                0 => ((b & c) | (!b & d), i),
+                1 => ((d & b) | (!d & c), (5 * i + 1) % 16),
+                2 => (b ^ c ^ d, (3 * i + 5) % 16),
+                _ => (c ^ (b | !d), (7 * i) % 16),
+            };
+            let rotated = a
+                .wrapping_add(f)
+                .wrapping_add(t[i])
+                .wrapping_add(m[g])
+                .rotate_left(S[i]);
+            a = d;
+            d = c;
+            c = b;
+            b = b.wrapping_add(rotated);
+        }
+        h = [
+            h[0].wrapping_add(a),
+            h[1].wrapping_add(b),
+            h[2].wrapping_add(c),
+            h[3].wrapping_add(d),
+        ];
+    }
+    let mut out = [0u8; 16];
+    for (i, w) in h.iter().enumerate() {
+        out[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    out
+}
+
+/// An MD5 digest in the dump's 22-character text form: the bytes read
+/// as a little-endian bit string, six bits per character from
+/// `a-z A-Z 0-9 _ @`.
+pub fn md5_text(digest: &[u8; 16]) -> String {
+    const ALPHABET: &[u8; 64] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@";
+    let mut s = String::with_capacity(22);
+    for chunk in digest.chunks(3) {
+        let v = chunk.iter().rev().fold(0u32, |v, &b| (v << 8) | u32::from(b));
+        let chars = (chunk.len() * 8).div_ceil(6);
+        for k in 0..chars {
+            s.push(ALPHABET[((v >> (6 * k)) & 63) as usize] as char);
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod md5_tests {
+    use super::*;
+
+    fn hex(d: &[u8]) -> String {
+        d.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn md5_of_rfc_1321_test_suite() {
+        // RFC 1321 appendix A.5.
+        assert_eq!(hex(&md5(b"")), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(hex(&md5(b"abc")), "900150983cd24fb0d6963f7d28e17f72");
+        assert_eq!(
+            hex(&md5(
+                b"12345678901234567890123456789012345678901234567890123456789012345678901234567890"
+            )),
+            "57edf4a22be3c955ac49da2e2107b67a"
+        );
+    }
+
+    #[test]
+    fn md5_text_packs_six_bits_per_character() {
+        // d4 = 11010100: its low six bits, 010100 = 20, are 'u'; the last
+        // byte 7e gives 111110 = 62 '_' and then 01 'b'.
+        let t = md5_text(&md5(b""));
+        assert_eq!(t.len(), 22);
+        assert!(t.starts_with('u') && t.ends_with("_b"), "{t}");
+    }
+}
+
+// ---- The binary format (toipsumdump.hh "BINARY FORMAT"): after a
+// `!binary` line, records of a 4-byte big-endian word (the record's
+// length, itself included; the top bit marks a text line) and the fields
+// in the `!data` order, numbers in network byte order.
+
+/// How a field is stored in a binary record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binary {
+    Fixed(usize),
+    /// A length byte and that many bytes.
+    Variable,
+    /// The field cannot be in a binary dump (`payload`).
+    NotAllowed,
+}
+
+/// The binary size of a field (the table in toipsumdump.hh; the others
+/// as Click's field files store them).
+pub fn binary_kind(field: Field) -> Binary {
+    use Field::*;
+    match field {
+        Timestamp | NTimestamp | FirstTimestamp | FirstNTimestamp | TsUsec1 => Binary::Fixed(8),
+        IpSrc | IpDst | IpLen | IpCaptureLen | TcpSeq | TcpAck | UdpLen | PayloadLen | Count | Aggregate | WireLen
+        | TsSec | TsUsec => Binary::Fixed(4),
+        Sport | Dport | IpId | IpSum | IpFragoff | TcpWindow | TcpUrp | IcmpFlowid | IcmpSeq | IcmpNextmtu => {
+            Binary::Fixed(2)
+        }
+        IpProto | IpTos | IpDscp | IpEcn | IpTtl | IpFrag | IpHl | TcpOff | TcpFlags | Link | Direction | IcmpType
+        | IcmpCode | IcmpTypeName | IcmpCodeName => Binary::Fixed(1),
+        EthSrc | EthDst => Binary::Fixed(6),
+        PayloadMd5 | PayloadMd5Hex => Binary::Fixed(16),
+        IpOpt | TcpOpt | TcpNtopt | TcpSack => Binary::Variable,
+        Payload => Binary::NotAllowed,
+    }
+}
+
+impl Desc<'_> {
+    /// The field in binary form; a field that does not apply is zeros
+    /// (an empty variable field), as Click writes it.
+    pub fn binary(&self, field: Field) -> Vec<u8> {
+        let kind = binary_kind(field);
+        let zero = || match kind {
+            Binary::Fixed(n) => vec![0; n],
+            _ => vec![0],
+        };
+        let ts = |ns: i64, nano: bool| {
+            let mut v = (ns.div_euclid(1_000_000_000) as u32).to_be_bytes().to_vec();
+            let sub = ns.rem_euclid(1_000_000_000);
+            v.extend_from_slice(&((if nano { sub } else { sub / 1000 }) as u32).to_be_bytes());
+            v
+        };
+        let first_ts = || {
+            let a = &self.p.anno().area;
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&a[FIRST_TIMESTAMP_ANNO..FIRST_TIMESTAMP_ANNO + 8]);
+            i64::from_ne_bytes(b)
+        };
+        match field {
+            Field::Timestamp => return ts(self.p.anno().timestamp_ns, false),
+            Field::NTimestamp => return ts(self.p.anno().timestamp_ns, true),
+            Field::FirstTimestamp => return ts(first_ts(), false),
+            Field::FirstNTimestamp => return ts(first_ts(), true),
+            Field::IpOpt | Field::TcpOpt | Field::TcpNtopt | Field::TcpSack => {
+                let opts = match field {
+                    Field::IpOpt => self
+                        .net()
+                        .filter(|n| n.len() >= usize::from(n[0] & 0xf) * 4)
+                        .map(|n| &n[20.min(n.len())..usize::from(n[0] & 0xf) * 4]),
+                    _ => {
+                        let t = self.transport_bytes();
+                        (self.tcp && t.len() >= 13 && t.len() >= usize::from(t[12] >> 4) * 4)
+                            .then(|| &t[20.min(usize::from(t[12] >> 4) * 4)..usize::from(t[12] >> 4) * 4])
+                    }
+                };
+                let opts = opts.unwrap_or(&[]);
+                let mut v = vec![opts.len().min(255) as u8];
+                v.extend_from_slice(&opts[..opts.len().min(255)]);
+                return v;
+            }
+            Field::PayloadMd5 | Field::PayloadMd5Hex => {
+                let (off, len) = self.payload_info();
+                let end = (off + len).min(self.data.len());
+                return md5(&self.data[off.min(end)..end]).to_vec();
+            }
+            Field::EthSrc | Field::EthDst => {
+                return match self.ip {
+                    Some(off) if off >= 14 => {
+                        let at = if field == Field::EthSrc { off - 8 } else { off - 14 };
+                        self.data[at..at + 6].to_vec()
+                    }
+                    _ => zero(),
+                };
+            }
+            _ => {}
+        }
+        let Some(text) = self.text(field) else {
+            return zero();
+        };
+        // The number behind the text (the reader's parser inverts the
+        // writer's format).
+        let n: u64 = match field {
+            Field::IpFrag => u64::from(text.as_bytes()[0]),
+            Field::IcmpCodeName => self.text(Field::IcmpCode).and_then(|t| t.parse().ok()).unwrap_or(0),
+            Field::TcpFlags => parse_tcp_flags(&text).unwrap_or(0).into(),
+            Field::TsUsec1 => text.parse().unwrap_or(0),
+            _ => match parse_value(field, &text, self.text(Field::IcmpType).and_then(|t| t.parse().ok())) {
+                Some(Value::Num(n)) => n,
+                _ => 0,
+            },
+        };
+        match kind {
+            Binary::Fixed(size) => n.to_be_bytes()[8 - size..].to_vec(),
+            _ => zero(),
+        }
+    }
+}
+
+/// Reads one field of a binary record at `b[at..]`: its value and the
+/// bytes it took; None if the record ends first.
+pub fn decode_binary(field: Field, b: &[u8], at: usize) -> Option<(Option<Value>, usize)> {
+    let rest = b.get(at..)?;
+    match binary_kind(field) {
+        Binary::Variable => {
+            let n = usize::from(*rest.first()?);
+            let bytes = rest.get(1..1 + n)?.to_vec();
+            Some((Some(Value::Bytes(bytes)), 1 + n))
+        }
+        Binary::NotAllowed => None,
+        Binary::Fixed(size) => {
+            let bytes = rest.get(..size)?;
+            let num = bytes.iter().fold(0u64, |v, &x| (v << 8) | u64::from(x));
+            let value = match field {
+                Field::Timestamp | Field::FirstTimestamp | Field::NTimestamp | Field::FirstNTimestamp => {
+                    let sec = i64::from(u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]));
+                    let sub = i64::from(u32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]));
+                    let nano = matches!(field, Field::NTimestamp | Field::FirstNTimestamp);
+                    Some(Value::Time(sec * 1_000_000_000 + if nano { sub } else { sub * 1000 }))
+                }
+                Field::IpFrag => parse_value(field, &(bytes[0] as char).to_string(), None),
+                Field::PayloadMd5 | Field::PayloadMd5Hex | Field::EthSrc | Field::EthDst => None,
+                _ => Some(Value::Num(num)),
+            };
+            Some((value, size))
+        }
+    }
+}
+
+#[cfg(test)]
+mod binary_tests {
+    use super::*;
+
+    #[test]
+    fn binary_sizes_follow_the_table() {
+        assert_eq!(binary_kind(Field::Timestamp), Binary::Fixed(8));
+        assert_eq!(binary_kind(Field::IpSrc), Binary::Fixed(4));
+        assert_eq!(binary_kind(Field::Sport), Binary::Fixed(2));
+        assert_eq!(binary_kind(Field::IpProto), Binary::Fixed(1));
+        assert_eq!(binary_kind(Field::IpOpt), Binary::Variable);
+        assert_eq!(binary_kind(Field::Payload), Binary::NotAllowed);
+    }
+
+    #[test]
+    fn binary_fields_decode() {
+        let rec = [0, 0, 0, 5, 0, 0, 0x03, 0xe8, 1, 2, 3, 4, 0, 80, 2, 7, 7];
+        let (v, n) = decode_binary(Field::Timestamp, &rec, 0).unwrap();
+        assert_eq!((v, n), (Some(Value::Time(5_001_000_000)), 8));
+        let (v, _) = decode_binary(Field::IpSrc, &rec, 8).unwrap();
+        assert_eq!(v, Some(Value::Num(0x0102_0304)));
+        let (v, _) = decode_binary(Field::Sport, &rec, 12).unwrap();
+        assert_eq!(v, Some(Value::Num(80)));
+        let (v, n) = decode_binary(Field::IpOpt, &rec, 14).unwrap();
+        assert_eq!((v, n), (Some(Value::Bytes(vec![7, 7])), 3));
+        assert!(decode_binary(Field::IpSrc, &rec, 15).is_none(), "record too short");
     }
 }

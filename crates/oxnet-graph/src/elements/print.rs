@@ -334,11 +334,7 @@ impl IpPrint {
                         }
                         *s += &format!("/{}", be16(e, ehl + 2));
                     }
-                    4 => {
-                        if t.len() >= 8 && be16(t, 6) != 0 {
-                            *s += &format!(" (mtu {})", be16(t, 6));
-                        }
-                    }
+                    4 if t.len() >= 8 && be16(t, 6) != 0 => *s += &format!(" (mtu {})", be16(t, 6)),
                     _ => {}
                 }
             }
