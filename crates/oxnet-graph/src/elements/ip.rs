@@ -18,7 +18,7 @@
 //! | IPEncap(PROTO, SRC, DST, ...) | 1/1 | agnostic | prepends an IP header |
 //! | UDPIPEncap(SRC, SPORT, DST, DPORT, [CHECKSUM]) | 1/1 | agnostic | prepends UDP (RFC 768) and IP headers |
 //! | IPFragmenter(MTU, ...) | 1/1-2 | push | fragments packets longer than MTU (RFC 791 §3.2); DF packets to output 1 |
-//! | IPReassembler(...) | 1/1-2 | push | reassembles fragments (RFC 815's hole list, as RFC 791 §3.2) |
+//! | IPReassembler(...) | 1/1-2 | push | reassembles fragments (RFC 791 §3.2); incomplete datagrams time out to output 1 |
 //! | IPGWOptions(MYADDR, [OTHERADDRS]) | 1/1-2 | a/ah | fills Record Route and Timestamp options (RFC 791 §3.1); bad options to output 1 |
 //! | FixIPSrc(IPADDR) | 1/1 | agnostic | sets the source of packets whose Fix IP Source annotation is set |
 //! | GetIPAddress(OFFSET, [ANNO], IP) | 1/1 | agnostic | copies 4 packet bytes to an address annotation |
@@ -109,13 +109,36 @@ enum Verdict {
 /// Runs `check` on every packet of `batch` and returns those that pass;
 /// rejected packets are pushed out of output 1 when the element has one.
 fn sort_batch(mut batch: PacketBatch, ctx: &mut Ctx<'_>, mut check: impl FnMut(&mut Packet) -> Verdict) -> PacketBatch {
+    // The common case, every packet good, moves nothing: the batch goes
+    // on as it came.
+    let mut first_other = None;
+    for (i, p) in batch.iter_mut().enumerate() {
+        let verdict = check(p);
+        if verdict != Verdict::Pass {
+            first_other = Some((i, verdict));
+            break;
+        }
+    }
+    let Some((bad, bad_verdict)) = first_other else {
+        return batch;
+    };
     let n = batch.len();
     let mut pass = PacketBatch::with_capacity(n);
     let mut reject = PacketBatch::with_capacity(0);
-    batch.consume_front(n, |mut p| match check(&mut p) {
-        Verdict::Pass => pass.push(p),
-        Verdict::Reject => reject.push(p),
-        Verdict::Drop => {}
+    let mut i = 0;
+    batch.consume_front(n, |mut p| {
+        // Packets before `bad` passed already; after it, not yet checked.
+        let verdict = match i.cmp(&bad) {
+            std::cmp::Ordering::Less => Verdict::Pass,
+            std::cmp::Ordering::Equal => bad_verdict,
+            std::cmp::Ordering::Greater => check(&mut p),
+        };
+        i += 1;
+        match verdict {
+            Verdict::Pass => pass.push(p),
+            Verdict::Reject => reject.push(p),
+            Verdict::Drop => {}
+        }
     });
     if ctx.noutputs() > 1 {
         ctx.push(1, reject);
@@ -125,7 +148,12 @@ fn sort_batch(mut batch: PacketBatch, ctx: &mut Ctx<'_>, mut check: impl FnMut(&
 
 /// Applies `edit` to the IP header of every packet; packets without a
 /// usable header are dropped and counted in `drops`.
-fn edit_headers(batch: PacketBatch, ctx: &mut Ctx<'_>, drops: &mut u64, mut edit: impl FnMut(&mut [u8])) -> PacketBatch {
+fn edit_headers(
+    batch: PacketBatch,
+    ctx: &mut Ctx<'_>,
+    drops: &mut u64,
+    mut edit: impl FnMut(&mut [u8]),
+) -> PacketBatch {
     sort_batch(batch, ctx, |p| match ip_header(p) {
         Some((offset, hlen)) => {
             edit(&mut p[offset..offset + hlen]);
@@ -138,7 +166,11 @@ fn edit_headers(batch: PacketBatch, ctx: &mut Ctx<'_>, drops: &mut u64, mut edit
     })
 }
 
-fn parse_with<T>(value: Option<String>, key: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
+fn parse_with<T>(
+    value: Option<String>,
+    key: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, String> {
     value.map(|v| parse(&v).map_err(|e| format!("{key}: {e}"))).transpose()
 }
 
@@ -734,7 +766,17 @@ impl Element for MarkIPCE {
 
 /// Writes a 20-byte IPv4 header (RFC 791 §3.1) at the front of `out`.
 #[allow(clippy::too_many_arguments)]
-fn write_ip_header(out: &mut [u8], tos: u8, total: u16, id: u16, frag: u16, ttl: u8, proto: u8, src: [u8; 4], dst: [u8; 4]) {
+fn write_ip_header(
+    out: &mut [u8],
+    tos: u8,
+    total: u16,
+    id: u16,
+    frag: u16,
+    ttl: u8,
+    proto: u8,
+    src: [u8; 4],
+    dst: [u8; 4],
+) {
     out[0] = 0x45;
     out[1] = tos;
     out[2..4].copy_from_slice(&total.to_be_bytes());
@@ -1044,12 +1086,28 @@ impl IPFragmenter {
 
     /// Fragments `p` (its IP header at `offset`, `hlen` long) into `out`;
     /// Err(p) if it must go to output 1.
-    fn fragment(&mut self, mut p: Packet, offset: usize, hlen: usize, pool: &oxnet_driver::Mempool, out: &mut PacketBatch) -> Result<(), Packet> {
+    fn fragment(
+        &mut self,
+        mut p: Packet,
+        offset: usize,
+        hlen: usize,
+        pool: &oxnet_driver::Mempool,
+        out: &mut PacketBatch,
+    ) -> Result<(), Packet> {
         let first_data = (self.mtu.saturating_sub(hlen)) & !7;
         let ip_len = usize::from(word(&p[offset..], 2)).clamp(hlen, p.len() - offset);
         let data_len = ip_len - hlen;
         let frag = word(&p[offset..], 6);
-        if (frag & IP_DF != 0 && self.honor_df) || first_data < 8 {
+        if data_len <= first_data {
+            // Only bytes past the IP length made it long: they go.
+            let _ = p.set_len(offset + ip_len);
+            out.push(p);
+            return Ok(());
+        }
+        let options = copied_options(&p[offset..offset + hlen]);
+        let out_hlen = IP_HEADER + options.len();
+        let later_data = self.mtu.saturating_sub(out_hlen) & !7;
+        if (frag & IP_DF != 0 && self.honor_df) || first_data < 8 || later_data < 8 {
             if self.verbose || self.drops < 5 {
                 let ip = &p[offset..];
                 eprintln!(
@@ -1071,8 +1129,6 @@ impl IPFragmenter {
         }
         let had_more = frag & IP_MF != 0;
         let base_offset = frag & IP_OFFSET_MASK;
-        let options = copied_options(&p[offset..offset + hlen]);
-        let out_hlen = IP_HEADER + options.len();
         let mut header = [0u8; IP_HEADER];
         header.copy_from_slice(&p[offset..offset + IP_HEADER]);
         // The rest first, built from the original's bytes, then the first
@@ -1080,11 +1136,7 @@ impl IPFragmenter {
         let mut rest = Vec::new();
         let mut at = first_data;
         while at < data_len {
-            let mut n = (self.mtu - out_hlen) & !7;
-            if n == 0 {
-                break;
-            }
-            n = n.min(data_len - at);
+            let n = later_data.min(data_len - at);
             let Ok(mut q) = pool.alloc() else { break };
             if q.set_len(out_hlen + n).is_err() {
                 break;
@@ -1173,6 +1225,291 @@ impl Element for IPFragmenter {
         match name {
             "drops" => Some(self.drops.to_string()),
             "fragments" => Some(self.fragments.to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// How long an incomplete datagram waits for its missing fragments
+/// (Click's 30 seconds; RFC 791 §3.2 suggests a timer of this order).
+const REASSEMBLY_TIMEOUT_US: u64 = 30_000_000;
+
+/// Fragments identify their datagram by source, destination, protocol
+/// and identification (RFC 791 §3.2).
+type DatagramKey = ([u8; 4], [u8; 4], u8, u16);
+
+/// One datagram being reassembled.
+struct Partial {
+    /// The fragment at offset 0 (its header and what precedes it are the
+    /// reassembled packet's), once it came.
+    first: Option<Packet>,
+    /// The header of the first fragment that came, if not at offset 0
+    /// (for a datagram whose offset-0 fragment never comes).
+    other: Option<Packet>,
+    /// The payload so far, at its offsets.
+    data: Vec<u8>,
+    /// Byte ranges received, sorted and merged.
+    have: Vec<(usize, usize)>,
+    /// The payload length, known once the last fragment (MF clear) came.
+    total: Option<usize>,
+    /// When a fragment last came (router microseconds).
+    last_us: u64,
+    /// The largest fragment seen (for MAX_MTU_ANNO).
+    max_fragment: usize,
+}
+
+impl Partial {
+    fn memory(&self) -> usize {
+        self.data.capacity() + 2 * 2048
+    }
+
+    fn add_range(&mut self, start: usize, end: usize) {
+        self.have.push((start, end));
+        self.have.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(self.have.len());
+        for &(s, e) in &self.have {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        self.have = merged;
+    }
+
+    fn complete(&self) -> bool {
+        self.first.is_some()
+            && self
+                .total
+                .is_some_and(|t| self.have == [(0, t)] || (t == 0 && self.have.is_empty()))
+    }
+}
+
+/// IPReassembler([keywords HIMEM, MAX_MTU_ANNO]): packets that are not
+/// fragments pass on output 0. Fragments (RFC 791 §3.2) are held until
+/// their datagram is whole, then it leaves on output 0: the header (and
+/// the bytes before it) of the fragment at offset 0, with the total
+/// length, no MF and no offset, a new checksum, the fragments' payloads
+/// at their offsets (later data overwrites earlier). A datagram that got
+/// no fragment for 30 seconds is dropped, or, if output 1 exists, pushed
+/// there with what came at its place (zeros in the holes). When the held
+/// fragments pass HIMEM bytes (256K), the oldest datagrams are dropped
+/// until they are under 3/4 of it. MAX_MTU_ANNO: a user annotation offset
+/// where the largest fragment's length is written (2 bytes, network
+/// order). A datagram longer than a packet buffer is dropped. Handlers:
+/// `drops` (fragments and datagrams dropped, packets without a header),
+/// `mem` (bytes held).
+pub struct IPReassembler {
+    partial: std::collections::HashMap<DatagramKey, Partial>,
+    himem: usize,
+    max_mtu_anno: Option<usize>,
+    drops: u64,
+    timer: Option<crate::timer::TimerId>,
+}
+
+impl Default for IPReassembler {
+    fn default() -> IPReassembler {
+        IPReassembler {
+            partial: std::collections::HashMap::new(),
+            himem: 256 * 1024,
+            max_mtu_anno: None,
+            drops: 0,
+            timer: None,
+        }
+    }
+}
+
+impl IPReassembler {
+    fn memory(&self) -> usize {
+        self.partial.values().map(Partial::memory).sum()
+    }
+
+    /// Takes one packet; returns a packet for output 0 if one is ready.
+    fn take(&mut self, p: Packet, now: u64, pool: &oxnet_driver::Mempool) -> Option<Packet> {
+        let Some((offset, hlen)) = ip_header(&p) else {
+            self.drops += 1;
+            return None;
+        };
+        let ip = &p[offset..];
+        let frag = word(ip, 6);
+        if frag & (IP_MF | IP_OFFSET_MASK) == 0 {
+            return Some(p);
+        }
+        let ip_len = usize::from(word(ip, 2)).clamp(hlen, p.len() - offset);
+        let start = usize::from(frag & IP_OFFSET_MASK) * 8;
+        let length = ip_len - hlen;
+        let end = start + length;
+        // A fragment whose data would pass 65535 bytes of datagram, or a
+        // non-last fragment whose length is not a multiple of 8, is bad.
+        if end + hlen > usize::from(u16::MAX) || (frag & IP_MF != 0 && length % 8 != 0) {
+            self.drops += 1;
+            return None;
+        }
+        let key: DatagramKey = (
+            ip[12..16].try_into().expect("header"),
+            ip[16..20].try_into().expect("header"),
+            ip[9],
+            word(ip, 4),
+        );
+        let payload = offset + hlen..offset + hlen + length;
+        let mut partial = match self.partial.remove(&key) {
+            Some(partial) => partial,
+            None => Partial {
+                first: None,
+                other: None,
+                data: Vec::new(),
+                have: Vec::new(),
+                total: None,
+                last_us: now,
+                max_fragment: 0,
+            },
+        };
+        partial.last_us = now;
+        partial.max_fragment = partial.max_fragment.max(ip_len);
+        if partial.data.len() < end {
+            partial.data.resize(end, 0);
+        }
+        partial.data[start..end].copy_from_slice(&p[payload]);
+        if length > 0 {
+            partial.add_range(start, end);
+        }
+        if frag & IP_MF == 0 {
+            partial.total = Some(end);
+        }
+        let mut header = p;
+        let _ = header.set_len(offset + hlen);
+        if start == 0 {
+            partial.first = Some(header);
+        } else if partial.other.is_none() {
+            partial.other = Some(header);
+        }
+        if partial.complete() {
+            return self.finish(partial, pool, false);
+        }
+        self.partial.insert(key, partial);
+        self.enforce_himem();
+        None
+    }
+
+    /// Builds the datagram of `partial` (holes as zeros when `incomplete`).
+    fn finish(&mut self, partial: Partial, pool: &oxnet_driver::Mempool, incomplete: bool) -> Option<Packet> {
+        let Some(first) = partial.first.as_ref().or(partial.other.as_ref().filter(|_| incomplete)) else {
+            self.drops += 1;
+            return None;
+        };
+        let Some((offset, hlen)) = ip_header(first) else {
+            self.drops += 1;
+            return None;
+        };
+        let total = partial.total.unwrap_or(partial.data.len()).max(partial.data.len());
+        let Ok(mut q) = pool.alloc() else {
+            self.drops += 1;
+            return None;
+        };
+        if q.set_len(offset + hlen + total).is_err() {
+            self.drops += 1;
+            return None;
+        }
+        q.copy_meta_from(first);
+        q[..offset + hlen].copy_from_slice(&first[..offset + hlen]);
+        q[offset + hlen..offset + hlen + partial.data.len()].copy_from_slice(&partial.data);
+        let ip = &mut q[offset..offset + hlen];
+        ip[2..4].copy_from_slice(&((hlen + total) as u16).to_be_bytes());
+        let flags = word(ip, 6) & !(IP_MF | IP_OFFSET_MASK);
+        ip[6..8].copy_from_slice(&flags.to_be_bytes());
+        set_ipv4_checksum(ip);
+        let _ = q.set_network_header(offset, hlen);
+        if let Some(at) = self.max_mtu_anno {
+            q.anno_mut().area[at..at + 2].copy_from_slice(&(partial.max_fragment as u16).to_be_bytes());
+        }
+        Some(q)
+    }
+
+    /// Drops the oldest datagrams while more than HIMEM bytes are held,
+    /// down to 3/4 of HIMEM.
+    fn enforce_himem(&mut self) {
+        if self.memory() <= self.himem {
+            return;
+        }
+        while self.memory() > self.himem * 3 / 4 {
+            let Some(oldest) = self.partial.iter().min_by_key(|(_, p)| p.last_us).map(|(k, _)| *k) else {
+                break;
+            };
+            self.partial.remove(&oldest);
+            self.drops += 1;
+        }
+    }
+}
+
+impl Element for IPReassembler {
+    fn class_name(&self) -> &'static str {
+        "IPReassembler"
+    }
+    fn port_count(&self) -> &'static str {
+        "1/1-2"
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        if let Some(v) = parse_with(a.keyword("HIMEM"), "HIMEM", args::unsigned)? {
+            self.himem = v as usize;
+        }
+        if let Some(v) = parse_with(a.keyword("MAX_MTU_ANNO"), "MAX_MTU_ANNO", args::unsigned)? {
+            let at = v as usize;
+            if at + 2 > oxnet_driver::packet::ANNO_AREA {
+                return Err(format!("MAX_MTU_ANNO: offset {at} is outside the annotation area"));
+            }
+            self.max_mtu_anno = Some(at);
+        }
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+        let now = ctx.now_us();
+        let n = batch.len();
+        let mut out = PacketBatch::with_capacity(n);
+        batch.consume_front(n, |p| {
+            if let Some(q) = self.take(p, now, ctx.pool()) {
+                out.push(q);
+            }
+        });
+        ctx.push(0, out);
+        if !self.partial.is_empty() && self.timer.is_none() {
+            self.timer = Some(ctx.schedule_after_us(REASSEMBLY_TIMEOUT_US));
+        }
+    }
+    fn run_timer(&mut self, _timer: crate::timer::TimerId, ctx: &mut Ctx<'_>) {
+        self.timer = None;
+        let now = ctx.now_us();
+        let expired: Vec<DatagramKey> = self
+            .partial
+            .iter()
+            .filter(|(_, p)| now.saturating_sub(p.last_us) >= REASSEMBLY_TIMEOUT_US)
+            .map(|(k, _)| *k)
+            .collect();
+        let mut incomplete = PacketBatch::with_capacity(expired.len());
+        for key in expired {
+            let partial = self.partial.remove(&key).expect("listed");
+            self.drops += 1;
+            if ctx.noutputs() > 1 {
+                if let Some(q) = self.finish(partial, ctx.pool(), true) {
+                    incomplete.push(q);
+                }
+            }
+        }
+        if ctx.noutputs() > 1 {
+            ctx.push(1, incomplete);
+        }
+        if let Some(next) = self.partial.values().map(|p| p.last_us + REASSEMBLY_TIMEOUT_US).min() {
+            self.timer = Some(ctx.schedule_after_us(next.saturating_sub(now).max(1)));
+        }
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("drops", true, false), ("mem", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        match name {
+            "drops" => Some(self.drops.to_string()),
+            "mem" => Some(self.memory().to_string()),
             _ => None,
         }
     }
@@ -1304,7 +1641,12 @@ impl IPGWOptions {
         if hlen == IP_HEADER {
             return Verdict::Pass;
         }
-        match gateway_options(&mut p[offset..offset + hlen], self.me, &self.others, ms_since_midnight()) {
+        match gateway_options(
+            &mut p[offset..offset + hlen],
+            self.me,
+            &self.others,
+            ms_since_midnight(),
+        ) {
             Ok(_) => Verdict::Pass,
             Err(at) => {
                 self.drops += 1;
@@ -1632,6 +1974,7 @@ pub const MODULE: super::Module = super::Module {
         "IPGWOptions",
         "IPInputCombo",
         "IPOutputCombo",
+        "IPReassembler",
         "MarkIPCE",
         "MarkIPHeader",
         "SetIPAddress",
@@ -1668,6 +2011,7 @@ fn create(class: &str) -> Option<Box<dyn Element>> {
         "UDPIPEncap" => Box::<UDPIPEncap>::default(),
         "IPFragmenter" => Box::<IPFragmenter>::default(),
         "IPGWOptions" => Box::<IPGWOptions>::default(),
+        "IPReassembler" => Box::<IPReassembler>::default(),
         "FixIPSrc" => Box::<FixIPSrc>::default(),
         "GetIPAddress" => Box::<GetIPAddress>::default(),
         "SetIPAddress" => Box::<SetIPAddress>::default(),
@@ -1817,9 +2161,11 @@ mod tests {
 
     #[test]
     fn dscp_and_ce_keep_the_other_tos_bits_and_the_checksum_valid() {
-        let r = run("InfiniteSource(DATA \\<45010014 00000000 40110000 0a000001 0a000002>, LIMIT 2, STOP true)
+        let r = run(
+            "InfiniteSource(DATA \\<45010014 00000000 40110000 0a000001 0a000002>, LIMIT 2, STOP true)
                 -> SetIPChecksum -> MarkIPHeader -> s :: SetIPDSCP(46) -> MarkIPCE -> CheckIPHeader
-                -> c :: Counter -> Discard;");
+                -> c :: Counter -> Discard;",
+        );
         // ECT(1) passes MarkIPCE; the checksum checks after both edits.
         assert_eq!(handler(&r, "c.count"), "2");
         assert_eq!(handler(&r, "s.dscp"), "46");
@@ -1829,9 +2175,14 @@ mod tests {
         assert_eq!(h[1], 0xb9);
         assert_eq!(checksum(&h), 0);
         // Not ECN-capable: dropped, unless FORCE.
-        let r = run("InfiniteSource(DATA \\<45000014 00000000 40110000 0a000001 0a000002>, LIMIT 2, STOP true)
-                -> SetIPChecksum -> MarkIPHeader -> m :: MarkIPCE -> c :: Counter -> Discard;");
-        assert_eq!((handler(&r, "c.count"), handler(&r, "m.drops")), ("0".into(), "2".into()));
+        let r = run(
+            "InfiniteSource(DATA \\<45000014 00000000 40110000 0a000001 0a000002>, LIMIT 2, STOP true)
+                -> SetIPChecksum -> MarkIPHeader -> m :: MarkIPCE -> c :: Counter -> Discard;",
+        );
+        assert_eq!(
+            (handler(&r, "c.count"), handler(&r, "m.drops")),
+            ("0".into(), "2".into())
+        );
     }
 
     #[test]
@@ -1946,5 +2297,156 @@ mod tests {
         assert_eq!(&p[12..16], &[9, 9, 9, 9]);
         assert_eq!(checksum(&p[..IP_HEADER]), 0);
         assert_eq!(p.anno().area[FIX_IP_SRC_ANNO], 0);
+    }
+
+    #[test]
+    fn reassembly_restores_fragments_in_any_order() {
+        let pool = Mempool::new("t", 64, MemoryKind::Plain).unwrap();
+        let mut data = header(64, 0, 1000);
+        for (i, b) in data[IP_HEADER..].iter_mut().enumerate() {
+            *b = (i * 7) as u8;
+        }
+        set_ipv4_checksum(&mut data[..IP_HEADER]);
+        let mut p = packet(&pool, &data);
+        p.set_network_header(0, IP_HEADER).unwrap();
+        let mut fragmenter = IPFragmenter {
+            mtu: 300,
+            ..IPFragmenter::default()
+        };
+        let mut frags = PacketBatch::with_capacity(8);
+        fragmenter.fragment(p, 0, IP_HEADER, &pool, &mut frags).unwrap();
+        let mut frags: Vec<Packet> = frags.drain_front(4).collect();
+        // Last first, the second one twice, the offset-0 one last.
+        let dup = packet(&pool, &frags[1]);
+        frags.swap(0, 3);
+        frags.insert(1, dup);
+        let mut r = IPReassembler::default();
+        let mut out = Vec::new();
+        for mut f in frags {
+            let n = f.len();
+            f.set_network_header(0, IP_HEADER.min(n)).unwrap();
+            out.extend(r.take(f, 0, &pool));
+        }
+        assert_eq!(out.len(), 1);
+        assert_eq!(&out[0][..], &data[..]);
+        assert!(r.partial.is_empty());
+        // A non-fragment passes as it is; a bad fragment (MF with a length
+        // that is not a multiple of 8) is dropped.
+        let mut whole = packet(&pool, &data);
+        whole.set_network_header(0, IP_HEADER).unwrap();
+        assert!(r.take(whole, 0, &pool).is_some());
+        let mut odd = header(64, 0, 13);
+        odd[6] = 0x20;
+        let mut odd = packet(&pool, &odd);
+        odd.set_network_header(0, IP_HEADER).unwrap();
+        assert!(r.take(odd, 0, &pool).is_none());
+        assert_eq!(r.drops, 1);
+    }
+
+    #[test]
+    fn fragmenter_and_reassembler_in_a_graph() {
+        let mut data = header(64, 0, 1400);
+        set_ipv4_checksum(&mut data[..IP_HEADER]);
+        let hex: String = data.iter().map(|b| format!("{b:02x}")).collect();
+        let r = run(&format!(
+            "InfiniteSource(DATA \\<{hex}>, LIMIT 5, STOP true) -> MarkIPHeader
+                -> f :: IPFragmenter(576) -> frags :: Counter -> IPReassembler -> CheckIPHeader
+                -> c :: Counter -> Discard;"
+        ));
+        // 1400 bytes of payload in 552-byte pieces: 3 fragments a packet.
+        assert_eq!(handler(&r, "frags.count"), "15");
+        assert_eq!(handler(&r, "f.fragments"), "15");
+        assert_eq!(handler(&r, "c.count"), "5");
+        assert_eq!(handler(&r, "c.byte_count"), (5 * 1420).to_string());
+    }
+
+    #[test]
+    fn incomplete_datagrams_time_out_to_output_1() {
+        let mut first = header(64, 0, 16);
+        first[6] = 0x20; // MF, offset 0: the rest never comes
+        set_ipv4_checksum(&mut first[..IP_HEADER]);
+        let hex: String = first.iter().map(|b| format!("{b:02x}")).collect();
+        // Another datagram of which only the last fragment (offset 8)
+        // comes.
+        let mut last = header(64, 0, 16);
+        last[4] = 0x99;
+        last[7] = 1;
+        set_ipv4_checksum(&mut last[..IP_HEADER]);
+        let last: String = last.iter().map(|b| format!("{b:02x}")).collect();
+        let mut r = crate::build(
+            "test",
+            &format!(
+                "InfiniteSource(DATA \\<{hex}>, LIMIT 2, STOP false) -> MarkIPHeader -> re :: IPReassembler
+                    -> whole :: Counter -> Discard;
+                 InfiniteSource(DATA \\<{last}>, LIMIT 1, STOP false) -> MarkIPHeader -> re;
+                 re[1] -> late :: Counter -> Discard;
+                 DriverManager(wait 29s, read re.mem, wait 2s, stop);"
+            ),
+            &[],
+        )
+        .unwrap();
+        r.use_simulated_time();
+        r.run(&|| false);
+        // Both copies of the first are one datagram (same key): two
+        // incomplete packets, the second with 8 zero bytes in front of
+        // its 16.
+        assert_eq!(handler(&r, "whole.count"), "0");
+        assert_eq!(handler(&r, "late.count"), "2");
+        assert_eq!(handler(&r, "late.byte_count"), (36 + 44).to_string());
+        assert_eq!(handler(&r, "re.drops"), "2");
+        assert_eq!(handler(&r, "re.mem"), "0");
+    }
+
+    #[test]
+    fn fragmenter_refuses_what_it_cannot_split_and_trims_trailing_bytes() {
+        let pool = Mempool::new("t", 16, MemoryKind::Plain).unwrap();
+        let mut f = IPFragmenter {
+            mtu: 40,
+            honor_df: false,
+            ..IPFragmenter::default()
+        };
+        let mut out = PacketBatch::with_capacity(4);
+        // 24 bytes of copied options: later fragments would need 44-byte
+        // headers, more than the MTU.
+        let mut h = vec![0x4b, 0, 0, 84, 0, 0, 0, 0, 64, 6, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2];
+        h.extend_from_slice(&[130, 24]);
+        h.extend_from_slice(&[0; 22]);
+        h.extend_from_slice(&[0; 40]);
+        set_ipv4_checksum(&mut h[..44]);
+        let mut p = packet(&pool, &h);
+        p.set_network_header(0, 44).unwrap();
+        assert!(f.fragment(p, 0, 44, &pool, &mut out).is_err());
+        // A 30-byte datagram in a 60-byte packet: trimmed, not fragmented.
+        let mut short = header(64, 0, 10);
+        short.extend_from_slice(&[0xee; 30]);
+        let mut p = packet(&pool, &short);
+        p.set_network_header(0, IP_HEADER).unwrap();
+        f.fragment(p, 0, IP_HEADER, &pool, &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].len(), 30);
+    }
+
+    #[test]
+    fn interfaces_make_broadcast_sources_bad_unless_for_the_router() {
+        // checkipheader.hh: INTERFACES 18.26.4.9/24 18.32.9.44/28 is BADSRC
+        // 18.26.4.255 18.32.9.47 0.0.0.0 255.255.255.255 and GOODDST
+        // 18.26.4.9 18.32.9.44.
+        let mut check = HeaderCheck::default();
+        check
+            .configure_addresses(&mut Args::new("INTERFACES 18.26.4.9/24 18.32.9.44/28"))
+            .unwrap();
+        assert_eq!(
+            check.bad_src,
+            [[18, 26, 4, 255], [18, 32, 9, 47], [0, 0, 0, 0], [255, 255, 255, 255]]
+        );
+        assert_eq!(check.good_dst, [[18, 26, 4, 9], [18, 32, 9, 44]]);
+        let pool = Mempool::new("t", 4, MemoryKind::Plain).unwrap();
+        let mut h = header(64, 0, 0);
+        h[12..16].copy_from_slice(&[18, 32, 9, 47]);
+        set_ipv4_checksum(&mut h);
+        assert_eq!(check.check(&mut packet(&pool, &h)), Err(5));
+        h[16..20].copy_from_slice(&[18, 32, 9, 44]);
+        set_ipv4_checksum(&mut h);
+        assert_eq!(check.check(&mut packet(&pool, &h)), Ok(()));
     }
 }

@@ -216,7 +216,11 @@ impl RouteTable for LinearTable {
     }
 
     fn remove(&mut self, route: &Route) -> Option<Route> {
-        let i = self.slots.routes.iter().position(|r| r.is_some_and(|r| r.matches(route)))?;
+        let i = self
+            .slots
+            .routes
+            .iter()
+            .position(|r| r.is_some_and(|r| r.matches(route)))?;
         self.slots.routes[i].take()
     }
 
@@ -341,6 +345,182 @@ impl RouteTable for RadixTable {
     }
 }
 
+/// A [`DirectTable`] entry that names a second-level segment (the rest of
+/// the bits: its index).
+const SEGMENT: u16 = 0x8000;
+/// Entries of the first-level table: one per /24.
+const TBL24: usize = 1 << 24;
+
+/// DirectIPLookup's table, DIR-24-8-BASIC (Gupta, Lin and McKeown,
+/// "Routing Lookups in Hardware at Memory Access Speeds", Infocom 1998):
+/// a first-level table indexed by the top 24 address bits, whose entry
+/// is a route or, for a /24 that holds longer prefixes, a 256-entry
+/// segment indexed by the last 8 bits. Every entry is expanded to the
+/// longest prefix covering it, so a lookup is one or two reads. Entries
+/// hold a route's slot plus one (0: the default route, kept aside so that
+/// 0/0 costs no expansion). At most 32767 routes and 32768 segments.
+#[derive(Default)]
+pub struct DirectTable {
+    /// 2^24 entries, allocated with the first route longer than /0.
+    tbl24: Vec<u16>,
+    /// Segments of 256 entries each.
+    tbl_long: Vec<u16>,
+    slots: Slots,
+    default: Option<Route>,
+}
+
+impl DirectTable {
+    /// The prefix length of the route an entry names (0 for none).
+    fn entry_len(&self, entry: u16) -> u32 {
+        if entry == 0 {
+            0
+        } else {
+            self.slots.get(u32::from(entry) - 1).prefix_len()
+        }
+    }
+
+    /// Writes `entry` (of prefix length `len`) over the entries in
+    /// `range` of `table` that hold a shorter prefix (or `only`).
+    fn fill(&mut self, long: bool, range: std::ops::Range<usize>, entry: u16, len: u32, only: Option<u16>) {
+        for i in range {
+            let current = if long { self.tbl_long[i] } else { self.tbl24[i] };
+            if !long && current & SEGMENT != 0 {
+                let base = usize::from(current & !SEGMENT) * 256;
+                self.fill(true, base..base + 256, entry, len, only);
+                continue;
+            }
+            let replace = match only {
+                Some(old) => current == old,
+                None => self.entry_len(current) <= len,
+            };
+            if replace {
+                if long {
+                    self.tbl_long[i] = entry;
+                } else {
+                    self.tbl24[i] = entry;
+                }
+            }
+        }
+    }
+
+    /// The slice of the tables a route covers: (second level?, range).
+    fn span(&mut self, route: &Route) -> Result<(bool, std::ops::Range<usize>), ()> {
+        if self.tbl24.is_empty() {
+            self.tbl24 = vec![0; TBL24];
+        }
+        let len = route.prefix_len();
+        let top = (route.addr >> 8) as usize;
+        if len <= 24 {
+            return Ok((false, top..top + (1usize << (24 - len))));
+        }
+        let mut entry = self.tbl24[top];
+        if entry & SEGMENT == 0 {
+            let segment = self.tbl_long.len() / 256;
+            if segment >= usize::from(SEGMENT) {
+                return Err(());
+            }
+            self.tbl_long.extend_from_slice(&[entry; 256]);
+            entry = SEGMENT | segment as u16;
+            self.tbl24[top] = entry;
+        }
+        let base = usize::from(entry & !SEGMENT) * 256 + (route.addr & 0xff) as usize;
+        Ok((true, base..base + (1usize << (32 - len))))
+    }
+}
+
+impl RouteTable for DirectTable {
+    fn add(&mut self, route: Route, replace: bool) -> Result<Option<Route>, Route> {
+        if route.mask == 0 {
+            return match self.default {
+                Some(old) if !replace => Err(old),
+                old => {
+                    self.default = Some(route);
+                    Ok(old)
+                }
+            };
+        }
+        let existing = self
+            .slots
+            .routes
+            .iter_mut()
+            .flatten()
+            .find(|r| r.addr == route.addr && r.mask == route.mask);
+        match existing {
+            Some(r) if !replace => return Err(*r),
+            // The same prefix: the entries stay, the slot changes.
+            Some(r) => return Ok(Some(std::mem::replace(r, route))),
+            None => {}
+        }
+        let slot = self.slots.insert(route);
+        let Ok(entry) = u16::try_from(slot + 1)
+            .map_err(|_| ())
+            .and_then(|e| if e < SEGMENT { Ok(e) } else { Err(()) })
+        else {
+            // Full: refused (reported by the caller as a conflict with
+            // itself would be wrong, so the route is simply not added).
+            self.slots.take(slot);
+            return Err(route);
+        };
+        match self.span(&route) {
+            Ok((long, range)) => {
+                self.fill(long, range, entry, route.prefix_len(), None);
+                Ok(None)
+            }
+            Err(()) => {
+                self.slots.take(slot);
+                Err(route)
+            }
+        }
+    }
+
+    fn remove(&mut self, route: &Route) -> Option<Route> {
+        if route.mask == 0 {
+            return match self.default {
+                Some(d) if d.matches(route) => self.default.take(),
+                _ => None,
+            };
+        }
+        let slot = self
+            .slots
+            .routes
+            .iter()
+            .position(|r| r.is_some_and(|r| r.matches(route)))? as u32;
+        let removed = *self.slots.get(slot);
+        // What covered the removed prefix before it came: the longest
+        // shorter prefix that contains it (the default route: entry 0).
+        let cover = self
+            .slots
+            .routes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.map(|r| (i, r)))
+            .filter(|(_, r)| r.prefix_len() < removed.prefix_len() && r.contains(removed.addr))
+            .max_by_key(|(_, r)| r.prefix_len())
+            .map_or(0, |(i, _)| i as u16 + 1);
+        let (long, range) = self.span(&removed).ok()?;
+        self.fill(long, range, cover, 0, Some(slot as u16 + 1));
+        self.slots.take(slot)
+    }
+
+    fn lookup(&self, addr: u32) -> Option<(u32, i32)> {
+        let entry = match self.tbl24.get((addr >> 8) as usize) {
+            Some(&e) if e & SEGMENT != 0 => self.tbl_long[usize::from(e & !SEGMENT) * 256 + (addr & 0xff) as usize],
+            Some(&e) => e,
+            None => 0,
+        };
+        let route = if entry == 0 {
+            self.default.as_ref()?
+        } else {
+            self.slots.get(u32::from(entry) - 1)
+        };
+        Some((route.gw, route.port))
+    }
+
+    fn routes(&self) -> Vec<Route> {
+        self.default.iter().copied().chain(self.slots.list()).collect()
+    }
+}
+
 /// A routing table element: the class's table, the configured routes and
 /// the handlers every IPRouteTable has.
 pub struct IPLookup<T: RouteTable> {
@@ -370,7 +550,11 @@ impl<T: RouteTable> IPLookup<T> {
 
     fn check_mask(&self, route: &Route) -> Result<(), String> {
         if self.prefixes_only && args::mask_len(route.mask.to_be_bytes()).is_none() {
-            return Err(format!("{}: mask {} is not a prefix length", self.class, dotted(route.mask)));
+            return Err(format!(
+                "{}: mask {} is not a prefix length",
+                self.class,
+                dotted(route.mask)
+            ));
         }
         Ok(())
     }
@@ -463,7 +647,11 @@ impl<T: RouteTable> Element for IPLookup<T> {
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
         for (i, text) in a.rest_positional().iter().enumerate() {
             let route = parse_route(text, false).map_err(|_| {
-                format!("argument {} should be 'ADDR/MASK [GATEWAY] OUTPUT', not '{}'", i + 1, text.trim())
+                format!(
+                    "argument {} should be 'ADDR/MASK [GATEWAY] OUTPUT', not '{}'",
+                    i + 1,
+                    text.trim()
+                )
             })?;
             if route.port < 0 {
                 return Err(format!("argument {}: output {} does not exist", i + 1, route.port));
@@ -488,27 +676,49 @@ impl<T: RouteTable> Element for IPLookup<T> {
     }
     fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
         let n = ctx.noutputs();
-        let mut outs: Vec<PacketBatch> = (0..n).map(|_| PacketBatch::with_capacity(0)).collect();
         let len = batch.len();
-        let mut drops = 0;
-        batch.consume_front(len, |mut p| {
-            let dst = u32::from_be_bytes(p.anno().dst_ip());
-            match self.table.lookup(dst) {
-                Some((gw, port)) if (port as usize) < n => {
-                    if gw != 0 {
-                        p.anno_mut().set_dst_ip(gw.to_be_bytes());
-                    }
-                    outs[port as usize].push(p);
-                }
-                _ => {
-                    if self.drops + drops < 5 {
-                        eprintln!("{}: no route for {}", ctx.name(), dotted(dst));
-                    }
-                    drops += 1;
+        // Look every packet up once; a batch whose packets all take the
+        // same output goes on whole (the common case of a flow).
+        let mut routes: Vec<Option<(u32, usize)>> = Vec::with_capacity(len);
+        for p in batch.iter() {
+            let route = self
+                .table
+                .lookup(u32::from_be_bytes(p.anno().dst_ip()))
+                .and_then(|(gw, port)| usize::try_from(port).ok().filter(|&k| k < n).map(|k| (gw, k)));
+            routes.push(route);
+        }
+        for (p, route) in batch.iter_mut().zip(&routes) {
+            if let Some((gw, _)) = route {
+                if *gw != 0 {
+                    p.anno_mut().set_dst_ip(gw.to_be_bytes());
                 }
             }
+        }
+        let first = routes.first().copied().flatten();
+        if let Some((_, port)) = first {
+            if routes.iter().all(|r| r.map(|(_, k)| k) == Some(port)) {
+                ctx.push(port, batch);
+                return;
+            }
+        }
+        let mut outs: Vec<PacketBatch> = (0..n).map(|_| PacketBatch::with_capacity(0)).collect();
+        let mut i = 0;
+        batch.consume_front(len, |p| {
+            match routes[i] {
+                Some((_, port)) => outs[port].push(p),
+                None => {
+                    if self.drops < 5 {
+                        eprintln!(
+                            "{}: no route for {}",
+                            ctx.name(),
+                            dotted(u32::from_be_bytes(p.anno().dst_ip()))
+                        );
+                    }
+                    self.drops += 1;
+                }
+            }
+            i += 1;
         });
-        self.drops += drops;
         for (k, b) in outs.into_iter().enumerate() {
             ctx.push(k, b);
         }
@@ -578,7 +788,7 @@ impl<T: RouteTable> Element for IPLookup<T> {
 
 /// The classes of this module (see [`super::MODULES`]).
 pub const MODULE: super::Module = super::Module {
-    classes: &["LinearIPLookup", "RadixIPLookup", "StaticIPLookup"],
+    classes: &["DirectIPLookup", "LinearIPLookup", "RadixIPLookup", "StaticIPLookup"],
     create,
 };
 
@@ -587,6 +797,7 @@ fn create(class: &str) -> Option<Box<dyn Element>> {
         "LinearIPLookup" => Box::new(IPLookup::<LinearTable>::new("LinearIPLookup", true, false)),
         "StaticIPLookup" => Box::new(IPLookup::<LinearTable>::new("StaticIPLookup", false, false)),
         "RadixIPLookup" => Box::new(IPLookup::<RadixTable>::new("RadixIPLookup", true, true)),
+        "DirectIPLookup" => Box::new(IPLookup::<DirectTable>::new("DirectIPLookup", true, true)),
         _ => return None,
     })
 }
@@ -681,11 +892,11 @@ mod tests {
         }
     }
 
-    fn check_against_reference<T: RouteTable>(seed: u64) {
+    fn check_against_reference<T: RouteTable>(seed: u64, steps: usize) {
         let mut rng = Rng(seed);
         let mut table = T::default();
         let mut reference: Vec<Route> = Vec::new();
-        for step in 0..3000 {
+        for step in 0..steps {
             let r = random_route(&mut rng);
             match rng.below(4) {
                 0 | 1 => {
@@ -755,14 +966,22 @@ mod tests {
     #[test]
     fn linear_table_is_a_longest_prefix_match() {
         for seed in 1..=4 {
-            check_against_reference::<LinearTable>(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(seed));
+            check_against_reference::<LinearTable>(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(seed), 3000);
         }
     }
 
     #[test]
     fn radix_table_is_a_longest_prefix_match() {
         for seed in 1..=4 {
-            check_against_reference::<RadixTable>(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(seed));
+            check_against_reference::<RadixTable>(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(seed), 3000);
+        }
+    }
+
+    #[test]
+    fn direct_table_is_a_longest_prefix_match() {
+        // Fewer steps: a short prefix rewrites millions of entries.
+        for seed in 1..=2 {
+            check_against_reference::<DirectTable>(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(seed), 400);
         }
     }
 
@@ -779,7 +998,10 @@ mod tests {
         assert_eq!(t.table_text(), "0.0.0.0/0\t1.1.1.1\t0\n1.0.0.0/8\t-\t2\n");
         assert_eq!(t.table.lookup(0x0102_0304), Some((0, 2)));
         assert!(t.ctrl("frobnicate 1/8 1", 4).unwrap_err().contains("bad command"));
-        assert!(t.command("add", "2.0.0.0/8 9", 4).unwrap_err().contains("does not exist"));
+        assert!(t
+            .command("add", "2.0.0.0/8 9", 4)
+            .unwrap_err()
+            .contains("does not exist"));
         assert!(t.command("remove", "2.0.0.0/8", 4).unwrap_err().contains("not found"));
         assert!(t.command("add", "2.0.0.0/255.0.255.0 1", 4).is_err(), "not a prefix");
     }
@@ -801,5 +1023,28 @@ mod tests {
         let read = |e: &str, h: &str| r.read_handler(r.find(e).unwrap(), h).unwrap();
         assert_eq!((read("a", "count"), read("b", "count")), ("0".into(), "4".into()));
         assert!(crate::build("t", "Idle -> rt :: LinearIPLookup(10/8 3); rt[0] -> Idle;", &[]).is_err());
+    }
+
+    #[test]
+    fn a_mixed_batch_is_split_per_output_in_order() {
+        // The queue hands the lookup batches of 4 with both destinations
+        // and one without a route.
+        let mut r = crate::build(
+            "test",
+            "q :: Queue(100);
+             InfiniteSource(LIMIT 6, BURST 1, STOP false) -> SetIPAddress(10.0.0.1) -> q;
+             InfiniteSource(LIMIT 6, BURST 1, STOP false) -> SetIPAddress(11.0.0.1) -> q;
+             InfiniteSource(LIMIT 2, BURST 1, STOP false) -> SetIPAddress(12.0.0.1) -> q;
+             q -> Unqueue(BURST 4) -> rt :: DirectIPLookup(10/8 0, 11/8 1);
+             rt[0] -> a :: Counter -> Discard;
+             rt[1] -> b :: Counter -> Discard;
+             DriverManager(wait 50ms, stop);",
+            &[],
+        )
+        .unwrap();
+        r.run(&|| false);
+        let read = |e: &str, h: &str| r.read_handler(r.find(e).unwrap(), h).unwrap();
+        assert_eq!((read("a", "count"), read("b", "count")), ("6".into(), "6".into()));
+        assert_eq!(read("rt", "drops"), "2");
     }
 }
