@@ -932,7 +932,7 @@ impl Element for ARPQuerier {
 
 /// ARPPrint([TAG], TIMESTAMP, ETHER, OUTFILE, ACTIVE): prints each ARP
 /// packet as tcpdump does (`TAG: TIME: arp who-has B tell A`, `arp reply
-/// A is-at ETH`, rarp and inverse ARP too) on standard error, or appended
+/// A is-at ETH`, rarp and inverse ARP too) on standard error, or written
 /// to OUTFILE. TIMESTAMP (default true) prints the packet's timestamp;
 /// ETHER (default false) its Ethernet addresses (`SRC > DST: `). The ARP
 /// packet starts at the network header mark; an unmarked packet is read

@@ -541,6 +541,10 @@ impl Element for EnsureEther {
             if ip < 0 {
                 return Verdict::Pass;
             }
+            if ip as usize > p.len() {
+                // The mark lies past the data (cut short): nothing to frame.
+                return Verdict::Drop;
+            }
             if ip == ETHER_LEN as isize && is_ip_type(&p[12..14]) {
                 return Verdict::Pass;
             }
@@ -844,9 +848,16 @@ pub(crate) mod testkit {
         }
         fn simple_action(&mut self, mut batch: PacketBatch, _ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
             for p in batch.iter_mut() {
-                let hl = usize::from(p[self.0] & 0xf) * 4;
-                let dst = [p[self.0 + 16], p[self.0 + 17], p[self.0 + 18], p[self.0 + 19]];
-                p.set_network_header(self.0, hl).unwrap();
+                let off = self.0.min(p.len());
+                let Some(h) = p.get(off..off + 20) else {
+                    // Too short for an IP header: marked with no length.
+                    p.set_network_header(off, 0).unwrap();
+                    continue;
+                };
+                let hl = usize::from(h[0] & 0xf) * 4;
+                let dst = [h[16], h[17], h[18], h[19]];
+                let hl = hl.min(p.len() - off);
+                p.set_network_header(off, hl).unwrap();
                 p.anno_mut().set_dst_ip(dst);
             }
             Some(batch)
