@@ -231,10 +231,14 @@ fn be16(d: &[u8], at: usize) -> u16 {
 /// at `sums` (each updated by RFC 1624; `udp` fields: 0 stays "no
 /// checksum", a result of 0 is sent as 0xFFFF, RFC 768).
 fn rewrite_field(d: &mut [u8], at: usize, new: &[u8], sums: &[(usize, bool)]) {
-    let old = d[at..at + new.len()].to_vec();
+    // Fields are at most an address long: no allocation per packet.
+    let mut buf = [0u8; 4];
+    let old = &mut buf[..new.len()];
+    old.copy_from_slice(&d[at..at + new.len()]);
     if old == new {
         return;
     }
+    let old = &*old;
     for &(s, udp) in sums {
         let sum = be16(d, s);
         if udp && sum == 0 {
@@ -440,19 +444,26 @@ impl Rewriter {
         let l4 = h.first_fragment;
         // The transport checksum covers the addresses through the
         // pseudo-header (RFC 793 §3.1, RFC 768); ICMP's does not.
-        let mut sums = vec![(net + 10, false)];
-        match h.proto {
-            PROTO_TCP if l4 && tlen >= 18 => sums.push((t + 16, false)),
-            PROTO_UDP if l4 && tlen >= 8 => sums.push((t + 6, true)),
-            _ => {}
-        }
+        let mut all_sums = [(net + 10, false); 2];
+        let n = match h.proto {
+            PROTO_TCP if l4 && tlen >= 18 => {
+                all_sums[1] = (t + 16, false);
+                2
+            }
+            PROTO_UDP if l4 && tlen >= 8 => {
+                all_sums[1] = (t + 6, true);
+                2
+            }
+            _ => 1,
+        };
+        let sums = &all_sums[..n];
         let (src, dst) = match (self.kind, dir) {
             (Kind::IpAddr, 0) => (new.saddr, addr(d, net + 16)),
             (Kind::IpAddr, _) => (addr(d, net + 12), new.daddr),
             _ => (new.saddr, new.daddr),
         };
-        rewrite_field(d, net + 12, &src, &sums);
-        rewrite_field(d, net + 16, &dst, &sums);
+        rewrite_field(d, net + 12, &src, sums);
+        rewrite_field(d, net + 16, &dst, sums);
         let ports = !matches!(self.kind, Kind::IpAddr | Kind::IpAddrPair) && l4;
         if ports && h.proto == PROTO_ICMP {
             // The identifier, and the ICMP checksum over the message.
