@@ -244,7 +244,7 @@ fn rewrite_field(d: &mut [u8], at: usize, new: &[u8], sums: &[(usize, bool)]) {
         if udp && sum == 0 {
             continue;
         }
-        let mut v = checksum_update(sum, &old, new);
+        let mut v = checksum_update(sum, old, new);
         if udp && v == 0 {
             v = 0xFFFF;
         }
