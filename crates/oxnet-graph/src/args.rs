@@ -109,6 +109,18 @@ impl Args {
         self.raw.clone()
     }
 
+    /// Every keyword argument not read yet, marked read (for elements
+    /// whose arguments start with upper-case names of their own, as
+    /// IPRewriterPatterns' `NAME PATTERN`).
+    pub fn rest_keywords(&mut self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (k, v, used) in self.keywords.iter_mut().filter(|(_, _, used)| !*used) {
+            *used = true;
+            out.push((k.clone(), v.clone()));
+        }
+        out
+    }
+
     /// Every argument in order, keyword ones with their keyword (for
     /// Script and DriverManager, which read instructions).
     pub fn all_raw(config: &str) -> Vec<String> {

@@ -240,7 +240,7 @@ pub fn main(args: &[String]) -> u8 {
         }
     };
     let (name, text) = match (&options.expr, &options.file) {
-        (Some(e), _) => ("<expr>".to_string(), e.clone()),
+        (Some(e), _) => ("config".to_string(), e.clone()),
         (None, Some(f)) if f != "-" => match std::fs::read_to_string(f) {
             Ok(t) => (f.clone(), t),
             Err(e) => {

@@ -320,7 +320,7 @@ fn run_executes_click_configurations_and_reports_errors_with_their_place() {
     let o = oxnet(&["run", "-e", "Idle -> x :: Nope;"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains("<expr>:1:9: unknown element class 'Nope'"),
+        stderr(&o).contains("config:1:9: unknown element class 'Nope'"),
         "{}",
         stderr(&o)
     );

@@ -8,6 +8,23 @@ use std::path::PathBuf;
 
 /// Files that pass today (relative to the clicktests directory).
 const PASSING: &[&str] = &[
+    "IPRewriter/ICMPPingRewriter-01.clicktest",
+    "IPRewriter/ICMPPingRewriter-02.clicktest",
+    "IPRewriter/IPAddrRewriter-01.clicktest",
+    "IPRewriter/IPRewriter-01.clicktest",
+    "IPRewriter/IPRewriter-02.clicktest",
+    "IPRewriter/IPRewriter-04.clicktest",
+    "IPRewriter/IPRewriter-09.clicktest",
+    "IPRewriter/IPRewriter-10.clicktest",
+    "IPRewriter/IPRewriter-11.clicktest",
+    "IPRewriter/IPRewriter-12.clicktest",
+    "IPRewriter/IPRewriter-15.clicktest",
+    "IPRewriter/IPRewriter-17.clicktest",
+    "IPRewriter/TCPRewriter-02.clicktest",
+    "IPRewriter/UDPRewriter-01.clicktest",
+    "IPRewriter/UDPRewriter-03.clicktest",
+    "IPRewriter/UDPRewriter-09.clicktest",
+    "IPRewriter/UDPRewriter-13.clicktest",
     "compound/variables-01.clicktest",
     "ethernet/ARPQuerier-02.clicktest",
     "ethernet/ARPQuerier-05.clicktest",

@@ -20,6 +20,7 @@ pub mod paint;
 pub mod print;
 pub mod queues;
 pub mod rates;
+pub mod rewriter;
 pub mod script;
 pub mod standard;
 
@@ -52,6 +53,7 @@ pub const MODULES: &[Module] = &[
     print::MODULE,
     paint::MODULE,
     dump::MODULE,
+    rewriter::MODULE,
     ether::MODULE,
     arp::MODULE,
     icmp::MODULE,
