@@ -7,22 +7,26 @@
 //   oxnet run conf/router.click IF0=af_packet:veth0 MAC0=<veth0's MAC> \
 //       IF1=af_packet:veth1 MAC1=<veth1's MAC>
 //
-// The addresses are variables too (IP0, NET0, IP1, NET1). Counters:
+// The addresses are variables too (IP0, NET0, IP1, NET1); FLOW=true turns
+// on 802.3x pause frames. With -j N, thread i routes what RSS puts on
+// queue i; the ARP tables are shared between the threads (replies arrive
+// on one queue). Counters:
 // `oxnet handler` or -h: fwd0.count / fwd1.count (packets routed out of
 // each interface), local.count (packets for the router itself),
 // pings.count (echo requests answered), ttl.count (time exceeded sent).
 define($IF0 af_packet:veth0, $MAC0 02:00:00:00:00:01, $IP0 10.0.1.1, $NET0 10.0.1.0/24,
-       $IF1 af_packet:veth1, $MAC1 02:00:00:00:00:02, $IP1 10.0.2.1, $NET1 10.0.2.0/24)
+       $IF1 af_packet:veth1, $MAC1 02:00:00:00:00:02, $IP1 10.0.2.1, $NET1 10.0.2.0/24,
+       $FLOW false)
 
 AddressInfo(if0 $IP0 $MAC0, if1 $IP1 $MAC1);
 
 // Frames in: ARP requests, ARP replies, IP, the rest.
 c0 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);
 c1 :: Classifier(12/0806 20/0001, 12/0806 20/0002, 12/0800, -);
-FromDevice($IF0) -> c0;
-FromDevice($IF1) -> c1;
-out0 :: ToDevice($IF0);
-out1 :: ToDevice($IF1);
+FromDevice($IF0, FLOW_CONTROL $FLOW) -> c0;
+FromDevice($IF1, FLOW_CONTROL $FLOW) -> c1;
+out0 :: ToDevice($IF0, FLOW_CONTROL $FLOW);
+out1 :: ToDevice($IF1, FLOW_CONTROL $FLOW);
 
 // ARP: answer for our addresses; learn from replies.
 c0[0] -> ARPResponder(if0) -> out0;

@@ -358,6 +358,17 @@ thread_local! {
 pub fn set_scope(element_name: &str) {
     let scope = element_name.rfind('/').map_or("", |i| &element_name[..=i]);
     SCOPE.with(|s| *s.borrow_mut() = scope.to_string());
+    ELEMENT.with(|e| *e.borrow_mut() = element_name.to_string());
+}
+
+thread_local! {
+    static ELEMENT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// The name of the element being configured (set with [`set_scope`]):
+/// state that the graph threads of `-j` share is keyed by it.
+pub fn current_element() -> String {
+    ELEMENT.with(|e| e.borrow().clone())
 }
 
 /// `name` as defined in the current scope (its table key).

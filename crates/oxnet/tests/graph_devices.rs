@@ -112,3 +112,72 @@ fn device_errors_are_clear_and_nothing_runs() {
     assert!(!ok);
     assert!(err.contains("BURST 0"), "{err}");
 }
+
+/// The MAC address of simulated port `name` (its FromDevice's `device`
+/// handler, read without running: `-q`).
+fn sim_mac(name: &str) -> String {
+    let (ok, out, err) = run(&[
+        "-q",
+        "-e",
+        &format!("d :: FromDevice(sim:{name}) -> Discard;"),
+        "-h",
+        "d.device",
+    ]);
+    assert!(ok, "{err}");
+    out.split_whitespace().last().unwrap().to_string()
+}
+
+#[test]
+fn conf_router_click_on_two_threads_routes_every_packet_and_the_thread_counts_add_up() {
+    let router = std::fs::read_to_string(repo().join("conf/router.click")).unwrap();
+    let (mac0, mac1) = (sim_mac("grr0"), sim_mac("grr1"));
+    // Around the shipped router, in the same process: host A sends 64 UDP
+    // flows to host B through it (one generator per thread, 3000 packets
+    // each); host B answers ARP for 10.0.2.2 and counts what arrives.
+    let config = format!(
+        "{router}
+FastUDPFlows(0, 3000, 60, 02:aa:00:00:00:01, 10.0.1.2, $MAC0, 10.0.2.2, 64, 1, STOP true)
+  -> ToDevice(\"sim:grha,wire=grr0\", TIMEOUT 0, FLOW_CONTROL true);
+hb :: FromDevice(\"sim:grhb,wire=grr1\", PROMISC true, FLOW_CONTROL true)
+  -> hbc :: Classifier(12/0806 20/0001, 12/0800, -);
+hbc[0] -> ARPResponder(10.0.2.2 02:bb:00:00:00:02) -> ToDevice(\"sim:grhb,wire=grr1\", FLOW_CONTROL true);
+hbc[1] -> got :: Counter -> Discard;
+hbc[2] -> Discard;
+DriverManager(pause, wait 1s, stop)
+"
+    );
+    let (ok, out, err) = run(&[
+        "-j",
+        "2",
+        "-e",
+        &config,
+        "IF0=sim:grr0",
+        &format!("MAC0={mac0}"),
+        "IF1=sim:grr1",
+        &format!("MAC1={mac1}"),
+        "FLOW=true",
+        "-h",
+        "got.count",
+        "-h",
+        "fwd1.count",
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(value(&out, "fwd1.count"), 6000, "routed out of IF1: {out}\n{err}");
+    assert_eq!(value(&out, "got.count"), 6000, "every packet once at B: {out}\n{err}");
+    let per_thread = |handler: &str| -> Vec<u64> {
+        err.lines()
+            .filter_map(|l| {
+                l.strip_prefix("thread ")
+                    .and_then(|r| r.split_once(&format!(": {handler} ")))
+            })
+            .map(|(_, v)| v.trim().parse().unwrap())
+            .collect()
+    };
+    let routed = per_thread("fwd1.count");
+    assert_eq!(routed.len(), 2, "{err}");
+    assert!(
+        routed.iter().all(|&n| n > 0),
+        "RSS gave both router threads flows: {routed:?}"
+    );
+    assert_eq!(routed.iter().sum::<u64>(), 6000);
+}

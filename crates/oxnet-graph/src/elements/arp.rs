@@ -634,6 +634,10 @@ pub struct ARPQuerier {
     poll_timeout: u64,
     broadcast_poll: bool,
     table: ArpTable,
+    /// With `-j`: the table the ARPQuerier of this name shares with its
+    /// copies on the other graph threads (a reply arrives on one queue,
+    /// so one thread learns for all). Swapped into `table` while in use.
+    shared: Option<std::sync::Arc<std::sync::Mutex<ArpTable>>>,
     queries: u64,
     responses: u64,
     drops: u64,
@@ -649,6 +653,7 @@ impl Default for ARPQuerier {
             poll_timeout: 60_000_000,
             broadcast_poll: false,
             table: ArpTable::new(),
+            shared: None,
             queries: 0,
             responses: 0,
             drops: 0,
@@ -664,7 +669,38 @@ fn micros(text: &str) -> Result<u64, String> {
 /// Where a packet goes when ARPQuerier is done with it.
 type Out = Vec<(usize, Packet)>;
 
+/// ARP tables shared by the copies of one ARPQuerier on the graph threads
+/// of `-j`, by element name.
+static SHARED_TABLES: std::sync::Mutex<Option<HashMap<String, std::sync::Arc<std::sync::Mutex<ArpTable>>>>> =
+    std::sync::Mutex::new(None);
+
+/// Forgets the shared tables (a new configuration is built).
+pub fn reset_shared_tables() {
+    *SHARED_TABLES.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
 impl ARPQuerier {
+    /// Runs `f` with the table in `self.table`: the shared one (locked
+    /// for the call) with `-j`, else the element's own.
+    fn with_table<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let Some(shared) = self.shared.clone() else {
+            return f(self);
+        };
+        let mut guard = shared.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::swap(&mut self.table, &mut guard);
+        let r = f(self);
+        std::mem::swap(&mut self.table, &mut guard);
+        r
+    }
+
+    /// Reads the table (the shared one, locked, with `-j`).
+    fn view<R>(&self, f: impl FnOnce(&ArpTable) -> R) -> R {
+        match &self.shared {
+            Some(shared) => f(&shared.lock().unwrap_or_else(|e| e.into_inner())),
+            None => f(&self.table),
+        }
+    }
+
     /// An ARP request for `ip` (RFC 826: target hardware address zero),
     /// to `to` (broadcast, or the known address for a unicast renewal
     /// poll).
@@ -855,17 +891,36 @@ impl Element for ARPQuerier {
                 }
             }
         };
+        // With -j, every graph thread's copy of this element uses one
+        // table: ARP replies arrive on one receive queue (RSS does not hash
+        // ARP), and what one thread learns the others need.
+        if super::device::thread_place().count > 1 {
+            let mut tables = SHARED_TABLES.lock().unwrap_or_else(|e| e.into_inner());
+            let table = tables
+                .get_or_insert_with(HashMap::new)
+                .entry(args::current_element())
+                .or_insert_with(|| {
+                    std::sync::Arc::new(std::sync::Mutex::new(std::mem::replace(
+                        &mut self.table,
+                        ArpTable::new(),
+                    )))
+                })
+                .clone();
+            self.shared = Some(table);
+        }
         Ok(())
     }
     fn push(&mut self, port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
         let mut out = Out::with_capacity(batch.len());
         let n = batch.len();
-        batch.consume_front(n, |p| {
-            if port == 0 {
-                self.handle_ip(p, false, ctx, &mut out);
-            } else {
-                self.handle_response(&p, ctx, &mut out);
-            }
+        self.with_table(|me| {
+            batch.consume_front(n, |p| {
+                if port == 0 {
+                    me.handle_ip(p, false, ctx, &mut out);
+                } else {
+                    me.handle_response(&p, ctx, &mut out);
+                }
+            })
         });
         Self::send(out, ctx);
     }
@@ -888,7 +943,7 @@ impl Element for ARPQuerier {
     fn read_handler_with(&mut self, name: &str, _params: &str, ctx: &mut Ctx<'_>) -> Option<Result<String, String>> {
         let now = ctx.now_us();
         Some(Ok(match name {
-            "table" => self.table.text(now),
+            "table" => self.view(|t| t.text(now)),
             _ => return self.read_handler(name).map(Ok),
         }))
     }
@@ -896,11 +951,11 @@ impl Element for ARPQuerier {
         Some(match name {
             "stats" => format!(
                 "{} packets killed\n{} ARP queries sent\n",
-                self.drops + self.table.drops,
+                self.drops + self.view(|t| t.drops),
                 self.queries
             ),
-            "count" => self.table.entries.len().to_string(),
-            "length" => self.table.packets.to_string(),
+            "count" => self.view(|t| t.entries.len()).to_string(),
+            "length" => self.view(|t| t.packets).to_string(),
             "queries" => self.queries.to_string(),
             "responses" => self.responses.to_string(),
             "drops" => self.drops.to_string(),
@@ -910,6 +965,12 @@ impl Element for ARPQuerier {
         })
     }
     fn write_handler(&mut self, name: &str, value: &str, ctx: &mut Ctx<'_>) -> Option<Result<(), String>> {
+        self.with_table(|me| me.write_table_handler(name, value, ctx))
+    }
+}
+
+impl ARPQuerier {
+    fn write_table_handler(&mut self, name: &str, value: &str, ctx: &mut Ctx<'_>) -> Option<Result<(), String>> {
         let now = ctx.now_us();
         Some(match name {
             "ipaddr" => args::ip_address(value).map(|ip| self.ip = ip),

@@ -92,6 +92,11 @@ pub fn set_thread_place(place: ThreadPlace) {
     PLACE.with(|p| p.set(place));
 }
 
+/// This thread's place among the graph threads (`-j`).
+pub fn thread_place() -> ThreadPlace {
+    place()
+}
+
 fn place() -> ThreadPlace {
     PLACE.with(|p| p.get())
 }
@@ -141,6 +146,7 @@ fn with_device<T>(spec: &str, take: impl FnOnce(&mut Opened) -> Result<T, String
 /// are closed then).
 pub fn reset_devices() {
     *devices() = None;
+    super::arp::reset_shared_tables();
 }
 
 type Control = Arc<Mutex<Box<dyn ControlHandle>>>;
