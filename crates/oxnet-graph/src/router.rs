@@ -73,6 +73,8 @@ pub struct Shared {
     reentry_drops: Cell<u64>,
     /// Pushes that found their element busy, waiting for it to return.
     reentrant: RefCell<std::collections::VecDeque<(Link, PacketBatch)>>,
+    /// `reentrant` is not empty: the one test a push makes after its call.
+    reentrant_waiting: Cell<bool>,
     /// Re-entrant pushes delivered since the router's current step began
     /// (bounded by [`MAX_REENTRANT`]).
     reentrant_delivered: Cell<u64>,
@@ -132,14 +134,17 @@ impl Shared {
             return;
         }
         self.reentrant.borrow_mut().push_back((link, batch));
+        self.reentrant_waiting.set(true);
     }
 
     /// Delivers the waiting re-entrant pushes whose element is free now,
     /// in the order they were made.
+    #[cold]
     fn deliver_reentrant(&self) {
         loop {
             let next = {
                 let mut waiting = self.reentrant.borrow_mut();
+                self.reentrant_waiting.set(!waiting.is_empty());
                 let Some(i) = waiting
                     .iter()
                     .position(|(link, _)| self.elements[link.element].try_borrow_mut().is_ok())
@@ -234,7 +239,9 @@ impl Ctx<'_> {
                 };
                 element.push(link.port, batch, &mut ctx);
                 drop(element);
-                self.shared.deliver_reentrant();
+                if self.shared.reentrant_waiting.get() {
+                    self.shared.deliver_reentrant();
+                }
             }
             Err(_) => self.shared.defer_push(link, batch),
         }
@@ -671,6 +678,7 @@ impl Router {
                 room_target: (0..n).map(|_| Cell::new(0)).collect(),
                 reentry_drops: Cell::new(0),
                 reentrant: RefCell::new(std::collections::VecDeque::new()),
+                reentrant_waiting: Cell::new(false),
                 reentrant_delivered: Cell::new(0),
                 pool,
             },
