@@ -441,18 +441,20 @@ const MAX_WAITING: u64 = 384;
 /// forwarded inside [`measured_forward_step`] at batch size `batch`, with
 /// the arrival and tail mix of [`Mix`].
 pub fn run(batch: usize, packets: u64) -> Result<FwdRun> {
-    run_path(batch, packets, false)
+    run_path(batch, packets, None)
 }
 
 /// [`run`] with the forwarder replaced by the graph of conf/fwd.click, one
 /// direction: `FromDevice(fwd0) -> ToDevice(fwd1, TIMEOUT 0)`, measured
 /// inside [`measured_graph_step`] (one `Router::run_once`). The same
 /// devices, arrivals and checks: the difference is the graph's cost.
-pub fn run_graph(batch: usize, packets: u64) -> Result<FwdRun> {
-    run_path(batch, packets, true)
+pub fn run_graph(batch: usize, packets: u64, nulls: usize) -> Result<FwdRun> {
+    run_path(batch, packets, Some(nulls))
 }
 
-fn run_path(batch: usize, packets: u64, graph: bool) -> Result<FwdRun> {
+/// `graph`: None for the fwd loop, Some(N) for the graph with N Null
+/// elements between FromDevice and ToDevice.
+fn run_path(batch: usize, packets: u64, graph: Option<usize>) -> Result<FwdRun> {
     if batch == 0 || batch > 256 {
         return Err(Error::Config(format!("batch {batch} is outside 1..=256")));
     }
@@ -497,7 +499,7 @@ fn run_path(batch: usize, packets: u64, graph: bool) -> Result<FwdRun> {
     let fwd1_model = world.port(names[2]);
     let mut cap_dev = crate::commands::open(&format!("sim:{}", names[3]), &config)?;
 
-    let mut path = if graph {
+    let mut path = if let Some(nulls) = graph {
         BENCH_PORTS.with(|p| {
             let mut p = p.borrow_mut();
             p.push(("fwd0".to_string(), fwd0));
@@ -505,7 +507,8 @@ fn run_path(batch: usize, packets: u64, graph: bool) -> Result<FwdRun> {
         });
         oxnet_driver::register_spec_opener("benchport", open_bench_port);
         let text = format!(
-            "FromDevice(benchport:fwd0, BURST {batch}, PROMISC true) -> tx :: ToDevice(benchport:fwd1, BURST {batch}, TIMEOUT 0);"
+            "FromDevice(benchport:fwd0, BURST {batch}, PROMISC true){} -> tx :: ToDevice(benchport:fwd1, BURST {batch}, TIMEOUT 0);",
+            " -> Null".repeat(nulls)
         );
         let router = oxnet_graph::build("<bench>", &text, &[]).map_err(Error::Config)?;
         let tx = router

@@ -115,6 +115,10 @@ pub enum InnerCommand {
         /// Batch size (BURST of the graph's elements).
         #[arg(long, default_value_t = 32)]
         batch: usize,
+        /// Numbers of Null elements between FromDevice and ToDevice, each
+        /// measured (ClickNF's Figure 7 with I/O, in instructions).
+        #[arg(long, value_delimiter = ',', default_values_t = [0usize, 1, 5, 10, 50])]
+        nulls: Vec<usize>,
     },
     /// Forward --packets packets at --batch through the graph inside
     /// measured_graph_step.
@@ -124,6 +128,8 @@ pub enum InnerCommand {
         batch: usize,
         #[arg(long)]
         packets: u64,
+        #[arg(long, default_value_t = 0)]
+        nulls: usize,
     },
     /// Forward --packets packets at --batch inside measured_forward_loop.
     #[command(hide = true)]
@@ -238,12 +244,17 @@ pub fn main(args: &BenchArgs) -> Result<bool> {
             println!("{}", r.to_line());
             Ok(true)
         }
-        Some(InnerCommand::GraphFwdInner { batch, packets }) => {
-            let r = fwd::run_graph(*batch, *packets)?;
+        Some(InnerCommand::GraphFwdInner { batch, packets, nulls }) => {
+            let r = fwd::run_graph(*batch, *packets, *nulls)?;
             println!("{}", r.to_line());
             Ok(true)
         }
-        Some(InnerCommand::Graph { out, packets, batch }) => graph_outer(out, *packets, *batch),
+        Some(InnerCommand::Graph {
+            out,
+            packets,
+            batch,
+            nulls,
+        }) => graph_outer(out, *packets, *batch, nulls),
         Some(InnerCommand::MempoolInner { batch, packets, single }) => {
             let mode = if *single {
                 mempool::Mode::Single
@@ -285,23 +296,38 @@ pub fn main(args: &BenchArgs) -> Result<bool> {
 }
 
 /// `oxnet bench graph`: the `oxnet fwd` loop and the graph on the same
-/// ports and arrivals, instructions per packet of each; graph-fwd.json.
-/// False if a run was not clean (every packet captured once, in order).
-fn graph_outer(out: &Path, packets: u64, batch: usize) -> Result<bool> {
+/// ports and arrivals, instructions per packet of each, then the graph
+/// with N Null elements in the path (the cost of one element with I/O);
+/// graph-fwd.json. False if a run was not clean (every packet captured
+/// once, in order).
+fn graph_outer(out: &Path, packets: u64, batch: usize, nulls: &[usize]) -> Result<bool> {
     callgrind::check_installed()?;
     let exe = std::env::current_exe().map_err(|e| Error::Io(format!("cannot find the oxnet executable: {e}")))?;
     std::fs::create_dir_all(out).map_err(|e| Error::Io(format!("cannot create {}: {e}", out.display())))?;
+    // (label, nulls or None for the fwd loop)
+    let mut runs: Vec<(String, Option<usize>)> = vec![("oxnet fwd loop".to_string(), None)];
+    let mut nulls = nulls.to_vec();
+    if !nulls.contains(&0) {
+        nulls.insert(0, 0);
+    }
+    nulls.sort_unstable();
+    nulls.dedup();
+    for &n in &nulls {
+        runs.push((format!("graph FromDevice -> {n} x Null -> ToDevice"), Some(n)));
+    }
     let mut rows = Vec::new();
-    for (label, inner, symbol) in [
-        ("oxnet fwd loop", "fwd-inner", "measured_forward_step"),
-        ("graph FromDevice -> ToDevice", "graph-fwd-inner", "measured_graph_step"),
-    ] {
+    for (label, n) in &runs {
         eprint!("oxnet bench graph: {label} under callgrind ... ");
-        let out_file = out.join(format!("callgrind.{inner}.b{batch}.out"));
-        let args = inner_args(
-            &["bench", inner],
-            &[("batch", batch.to_string()), ("packets", packets.to_string())],
-        );
+        let (inner, symbol) = match n {
+            None => ("fwd-inner", "measured_forward_step"),
+            Some(_) => ("graph-fwd-inner", "measured_graph_step"),
+        };
+        let out_file = out.join(format!("callgrind.{inner}.b{batch}.n{}.out", n.unwrap_or(0)));
+        let mut values = vec![("batch", batch.to_string()), ("packets", packets.to_string())];
+        if let Some(n) = n {
+            values.push(("nulls", n.to_string()));
+        }
+        let args = inner_args(&["bench", inner], &values);
         let pattern = format!("*::{symbol}");
         let stdout = callgrind::run_toggles(&exe, &args, &[pattern.as_str(), fwd::TOGGLE_SYMBOLS[1]], &out_file)?;
         let run = fwd::FwdRun::parse(&stdout)
@@ -309,34 +335,41 @@ fn graph_outer(out: &Path, packets: u64, batch: usize) -> Result<bool> {
         let annotation = callgrind::annotate(&out_file, false)?;
         let leaked = callgrind::model_functions_with_cost(&annotation);
         if !leaked.is_empty() {
-            return Err(Error::Device(format!(
-                "the model's code was counted: {}",
-                leaked.join(", ")
-            )));
+            return Err(Error::Device(format!("the model's code was counted: {}", leaked.join(", "))));
         }
         let per_packet = annotation.total as f64 / run.forwarded.max(1) as f64;
         eprintln!("{per_packet:.1} instructions/packet");
-        rows.push((label, per_packet, run));
+        rows.push((label.clone(), *n, per_packet, run));
     }
-    let (fwd_ipp, graph_ipp) = (rows[0].1, rows[1].1);
+    let fwd_ipp = rows[0].2;
+    let graph_ipp = rows[1].2;
     println!("| path | instructions / packet (batch {batch}) | clean |");
     println!("|---|---|---|");
-    for (label, ipp, run) in &rows {
+    for (label, _, ipp, run) in &rows {
         println!("| {label} | {ipp:.1} | {} |", run.clean());
     }
     println!(
         "graph - fwd loop: {:+.1} instructions per packet (goal: at most +10; the fwd loop also touches one byte per packet)",
         graph_ipp - fwd_ipp
     );
+    let mut per_null = Vec::new();
+    for (_, n, ipp, _) in &rows[2..] {
+        if let Some(n) = n {
+            let each = (ipp - graph_ipp) / *n as f64;
+            println!("{n} x Null: {each:.2} instructions per packet per Null");
+            per_null.push(format!("{{\"nulls\": {n}, \"per_packet\": {ipp:.2}, \"per_null\": {each:.3}}}"));
+        }
+    }
+    let clean = rows.iter().all(|r| r.3.clean());
     let json = format!(
-        "{{\"batch\": {batch}, \"packets\": {packets}, \"fwd_loop_per_packet\": {fwd_ipp:.2}, \"graph_per_packet\": {graph_ipp:.2}, \"difference\": {:.2}, \"clean\": {}}}\n",
+        "{{\"batch\": {batch}, \"packets\": {packets}, \"fwd_loop_per_packet\": {fwd_ipp:.2}, \"graph_per_packet\": {graph_ipp:.2}, \"difference\": {:.2}, \"nulls\": [{}], \"clean\": {clean}}}\n",
         graph_ipp - fwd_ipp,
-        rows.iter().all(|r| r.2.clean())
+        per_null.join(", ")
     );
     let path = out.join("graph-fwd.json");
     std::fs::write(&path, json).map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
     println!("wrote {}", path.display());
-    Ok(rows.iter().all(|r| r.2.clean()))
+    Ok(clean)
 }
 
 /// `oxnet bench features`: table, features.json; false if a run was not clean.
