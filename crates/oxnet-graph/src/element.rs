@@ -29,6 +29,21 @@ pub const PORTS_0_1: &str = "0/1";
 /// One input, no output (a sink).
 pub const PORTS_1_0: &str = "1/0";
 
+/// Inside `impl Element for X`: the one handler of an element that drops
+/// what it cannot handle and counts it in a `drops: u64` field — `drops`,
+/// read-only (many of Click's elements have exactly this).
+#[macro_export]
+macro_rules! drops_handler {
+    () => {
+        fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+            &[("drops", true, false)]
+        }
+        fn read_handler(&self, name: &str) -> Option<String> {
+            (name == "drops").then(|| self.drops.to_string())
+        }
+    };
+}
+
 /// An element. `'static` so that a router can hold any of them.
 pub trait Element: 'static {
     /// The class name, as in configurations.

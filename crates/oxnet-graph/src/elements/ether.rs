@@ -387,12 +387,7 @@ impl Element for EtherMirror {
             Verdict::Pass
         }))
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 /// Click's packet type annotation values (`Packet::PacketType`).
@@ -482,12 +477,7 @@ impl Element for HostEtherFilter {
         self.drops += drops;
         Some(kept)
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 /// EnsureEther([ETHERTYPE, SRC, DST]): makes sure IP packets carry an
@@ -566,12 +556,7 @@ impl Element for EnsureEther {
             }
         }))
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 /// The classes of this module (see [`super::MODULES`]).

@@ -235,12 +235,7 @@ impl Element for ICMPPingResponder {
         }
         Some(replies)
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 // ---- ICMPError

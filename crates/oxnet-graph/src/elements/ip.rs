@@ -436,12 +436,7 @@ impl Element for MarkIPHeader {
             }
         }))
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 /// StripIPHeader and UnstripIPHeader: remove everything up to the
@@ -484,12 +479,7 @@ impl Element for StripIPHeader {
             }
         }))
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 // ---- TTL, checksum, DSCP, ECN.
@@ -619,12 +609,7 @@ impl Element for SetIPChecksum {
             Verdict::Pass
         }))
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 fn dscp(text: &str) -> Result<u8, String> {
@@ -714,12 +699,7 @@ impl Element for MarkIPCE {
             Verdict::Pass
         }))
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 // ---- Encapsulation.
@@ -1637,12 +1617,7 @@ impl Element for IPGWOptions {
     fn simple_action(&mut self, batch: PacketBatch, ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
         Some(sort_batch(batch, ctx, |p| self.process(p)))
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 /// Sets the source of a packet whose Fix IP Source annotation is set.
@@ -1753,12 +1728,7 @@ impl Element for GetIPAddress {
             Verdict::Pass
         }))
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 /// SetIPAddress(ADDR, [ANNO]): sets the address annotation ANNO (the
@@ -1839,12 +1809,7 @@ impl Element for IPInputCombo {
             Verdict::Pass
         }))
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 /// IPOutputCombo(COLOR, IPADDR, MTU): one element for `DropBroadcasts ->

@@ -135,12 +135,7 @@ impl Element for PaintSwitch {
             ctx.push(k, b);
         }
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 /// CheckPaint(COLOR, ANNO): packets painted COLOR go to output 0; the
@@ -181,12 +176,7 @@ impl Element for CheckPaint {
         ctx.push(0, good);
         self.reject(bad, ctx);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 impl CheckPaint {
@@ -247,12 +237,7 @@ impl Element for StripToNetworkHeader {
         self.drops += drops;
         Some(kept)
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 /// Pad(LENGTH, ZERO): packets shorter than LENGTH are extended to it;
@@ -307,12 +292,7 @@ impl Element for Pad {
         self.drops += drops;
         Some(kept)
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 /// The classes of this module (see [`super::MODULES`]).

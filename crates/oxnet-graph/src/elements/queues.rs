@@ -287,12 +287,7 @@ impl Element for Hub {
         }
         ctx.push(last, batch);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 /// Reads `ELEMENT VALUE` arguments (ScheduleInfo, StaticThreadSched).

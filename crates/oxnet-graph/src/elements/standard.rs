@@ -371,12 +371,7 @@ impl Element for Tee {
         }
         ctx.push(n.saturating_sub(1), batch);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("drops", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "drops").then(|| self.drops.to_string())
-    }
+    crate::drops_handler!();
 }
 
 /// Print(LABEL, MAXLENGTH, CONTENTS, ACTIVE): prints each packet on
