@@ -45,8 +45,9 @@ pub mod types {
     pub const MASK_REPLY: u8 = 18;
 }
 
-/// Click's names for ICMP types (its NameInfo database).
-const TYPE_NAMES: &[(&str, u8)] = &[
+/// Click's names for ICMP types (its NameInfo database); IPFilter,
+/// IPClassifier and the IP summary dumps use them too.
+pub const TYPE_NAMES: &[(&str, u8)] = &[
     ("echo-reply", types::ECHO_REPLY),
     ("unreachable", types::UNREACHABLE),
     ("sourcequench", types::SOURCE_QUENCH),

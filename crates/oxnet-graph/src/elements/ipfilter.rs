@@ -112,28 +112,18 @@ const TCP_FLAGS: &[(&str, u32)] = &[
     ("cwr", 0x80),
 ];
 
-/// ICMP types (RFC 792, RFC 1256 for router advertisement/solicitation).
-const ICMP_TYPES: &[(&str, u32)] = &[
-    ("echo-reply", 0),
-    ("unreachable", 3),
-    ("sourcequench", 4),
-    ("redirect", 5),
-    ("echo", 8),
-    ("routeradvert", 9),
-    ("routersolicit", 10),
-    ("timeexceeded", 11),
-    ("parameterproblem", 12),
-    ("timestamp", 13),
-    ("timestamp-reply", 14),
-    ("inforeq", 15),
-    ("inforeq-reply", 16),
-    ("maskreq", 17),
-    ("maskreq-reply", 18),
-];
-
 const TCP: u32 = 6;
 const UDP: u32 = 17;
 const ICMP: u32 = 1;
+
+/// An ICMP type by Click's name (RFC 792, RFC 1256; icmp.rs holds the
+/// table).
+fn icmp_type(word: &str) -> Option<u32> {
+    super::icmp::TYPE_NAMES
+        .iter()
+        .find(|(n, _)| *n == word)
+        .map(|&(_, v)| v.into())
+}
 
 fn lookup(table: &[(&str, u32)], word: &str) -> Option<u32> {
     table.iter().find(|(n, _)| *n == word).map(|&(_, v)| v)
@@ -559,7 +549,7 @@ impl<'a> Parser<'a> {
                 .or_else(|| lookup(TCP_FLAGS, w).map(Value::Int))
                 .ok_or_else(|| format!("'{w}' is not a TCP flag")),
             Kind::Field(f) if f.name == "icmp type" => number(w)
-                .or_else(|| lookup(ICMP_TYPES, w).map(Value::Int))
+                .or_else(|| icmp_type(w).map(Value::Int))
                 .ok_or_else(|| format!("'{w}' is not an ICMP type")),
             _ => number(w).ok_or_else(|| format!("'{w}' is not a number")),
         }
@@ -620,7 +610,7 @@ impl<'a> Parser<'a> {
             }
         }
         if matches!(transp, None | Some(ICMP)) {
-            if let Some(v) = lookup(ICMP_TYPES, w) {
+            if let Some(v) = icmp_type(w) {
                 found.push((Kind::Field(ICMP_TYPE), v, format!("icmp type {w}")));
             }
         }

@@ -11,6 +11,7 @@
 //! header of its protocol. Lengths the line does not give are worked out
 //! at the end (IP length, UDP length), as Click's FromIPSummaryDump does.
 
+use super::icmp::TYPE_NAMES as ICMP_TYPES;
 use oxnet_driver::Packet;
 
 /// Offsets in Click's annotation area (see `oxnet_driver::Annotations`).
@@ -187,24 +188,6 @@ pub fn find(name: &str) -> Option<(&'static str, Field, Option<i32>)> {
 }
 
 // ---- Names (Click's ipnameinfo.cc tables).
-
-const ICMP_TYPES: &[(&str, u8)] = &[
-    ("echo-reply", 0),
-    ("unreachable", 3),
-    ("sourcequench", 4),
-    ("redirect", 5),
-    ("echo", 8),
-    ("routeradvert", 9),
-    ("routersolicit", 10),
-    ("timeexceeded", 11),
-    ("parameterproblem", 12),
-    ("timestamp", 13),
-    ("timestamp-reply", 14),
-    ("inforeq", 15),
-    ("inforeq-reply", 16),
-    ("maskreq", 17),
-    ("maskreq-reply", 18),
-];
 
 const ICMP_UNREACH_CODES: &[(&str, u8)] = &[
     ("net", 0),

@@ -335,7 +335,10 @@ fn graph_outer(out: &Path, packets: u64, batch: usize, nulls: &[usize]) -> Resul
         let annotation = callgrind::annotate(&out_file, false)?;
         let leaked = callgrind::model_functions_with_cost(&annotation);
         if !leaked.is_empty() {
-            return Err(Error::Device(format!("the model's code was counted: {}", leaked.join(", "))));
+            return Err(Error::Device(format!(
+                "the model's code was counted: {}",
+                leaked.join(", ")
+            )));
         }
         let per_packet = annotation.total as f64 / run.forwarded.max(1) as f64;
         eprintln!("{per_packet:.1} instructions/packet");
@@ -357,7 +360,9 @@ fn graph_outer(out: &Path, packets: u64, batch: usize, nulls: &[usize]) -> Resul
         if let Some(n) = n {
             let each = (ipp - graph_ipp) / *n as f64;
             println!("{n} x Null: {each:.2} instructions per packet per Null");
-            per_null.push(format!("{{\"nulls\": {n}, \"per_packet\": {ipp:.2}, \"per_null\": {each:.3}}}"));
+            per_null.push(format!(
+                "{{\"nulls\": {n}, \"per_packet\": {ipp:.2}, \"per_null\": {each:.3}}}"
+            ));
         }
     }
     let clean = rows.iter().all(|r| r.3.clean());
