@@ -19,6 +19,7 @@ pub mod element;
 pub mod elements;
 pub mod lang;
 pub mod router;
+pub mod signals;
 pub mod timer;
 
 pub use element::Element;

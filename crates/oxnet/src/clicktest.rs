@@ -453,6 +453,15 @@ impl Runner {
             }
             std::thread::sleep(Duration::from_millis(10));
         };
+        if status.is_some() {
+            // The script is done; whatever it left running in its group
+            // (a `click &` it did not wait for) would hold the pipes open
+            // forever: it goes too.
+            // SAFETY: kill(2) on the process group created above.
+            unsafe {
+                libc::kill(-(child.id() as i32), libc::SIGKILL);
+            }
+        }
         let (stdout, stderr) = (t_out.join().unwrap_or_default(), t_err.join().unwrap_or_default());
         match status {
             None => Err(format!(

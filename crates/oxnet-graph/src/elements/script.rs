@@ -23,12 +23,17 @@ use crate::timer::TimerId;
 use oxnet_driver::PacketBatch;
 use std::collections::HashMap;
 
+/// How often a TYPE SIGNAL script looks for its signals, microseconds.
+const SIGNAL_POLL_US: u64 = 10_000;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Active,
     Passive,
     Packet,
     Driver,
+    /// Runs when one of these signals arrives (bit per signal number).
+    Signal(u32),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +76,8 @@ pub struct Script {
     pc: usize,
     state: State,
     status: i64,
+    /// TYPE SIGNAL: the timer that looks for arrived signals.
+    signal_timer: Option<TimerId>,
 }
 
 impl Script {
@@ -93,6 +100,7 @@ impl Script {
             pc: 0,
             state: State::Idle,
             status: 0,
+            signal_timer: None,
         }
     }
 
@@ -664,9 +672,22 @@ impl Element for Script {
                 "PASSIVE" => Kind::Passive,
                 "PACKET" => Kind::Packet,
                 "DRIVER" => Kind::Driver,
+                "SIGNAL" => {
+                    // Click's script.cc: TYPE SIGNAL SIG... (at least one).
+                    let mut mask = 0u32;
+                    for w in split_words(_rest) {
+                        let signo =
+                            crate::signals::parse(&w).ok_or_else(|| format!("TYPE SIGNAL: bad signal '{w}'"))?;
+                        mask |= 1 << signo;
+                    }
+                    if mask == 0 {
+                        return Err("TYPE SIGNAL: name at least one signal (INT, TERM, HUP, USR1, USR2, ...)".into());
+                    }
+                    Kind::Signal(mask)
+                }
                 other => {
                     return Err(format!(
-                        "TYPE: '{other}' is not ACTIVE, PASSIVE, PACKET or DRIVER (PROXY and SIGNAL are not supported)"
+                        "TYPE: '{other}' is not ACTIVE, PASSIVE, PACKET, DRIVER or SIGNAL (PROXY is not supported)"
                     ))
                 }
             });
@@ -728,13 +749,42 @@ impl Element for Script {
         Ok(())
     }
     fn start(&mut self, ctx: &mut Ctx<'_>) {
-        if matches!(self.kind(), Kind::Active | Kind::Driver) {
-            self.pc = 0;
-            let f = self.run(ctx, &HashMap::new());
-            self.after(&f, ctx);
+        match self.kind() {
+            Kind::Active | Kind::Driver => {
+                self.pc = 0;
+                let f = self.run(ctx, &HashMap::new());
+                self.after(&f, ctx);
+            }
+            Kind::Signal(mask) => {
+                // The signals are caught from now on (their default action,
+                // often ending the process, no longer happens); a timer
+                // looks for them every SIGNAL_POLL_US.
+                for signo in 0..32 {
+                    if mask & (1 << signo) != 0 {
+                        if let Err(e) = crate::signals::catch(signo) {
+                            eprintln!("{}: {e}", ctx.name());
+                        }
+                    }
+                }
+                self.signal_timer = Some(ctx.schedule_after_us(SIGNAL_POLL_US));
+            }
+            _ => {}
         }
     }
     fn run_timer(&mut self, timer: TimerId, ctx: &mut Ctx<'_>) {
+        if self.signal_timer == Some(timer) {
+            if let Kind::Signal(mask) = self.kind() {
+                // A signal that arrived runs the script from the start, if
+                // it is not in the middle of a run (then it waits).
+                if self.state == State::Idle && crate::signals::take(mask) != 0 {
+                    self.pc = 0;
+                    let f = self.run(ctx, &HashMap::new());
+                    self.after(&f, ctx);
+                }
+                self.signal_timer = Some(ctx.schedule_after_us(SIGNAL_POLL_US));
+            }
+            return;
+        }
         if self.state == State::Waiting(timer) {
             self.resume(ctx);
         }
