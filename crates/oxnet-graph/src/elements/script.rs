@@ -666,7 +666,7 @@ impl Element for Script {
     }
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
         if let Some(t) = a.keyword("TYPE") {
-            let (word, _rest) = split_first(&t);
+            let (word, rest) = split_first(&t);
             self.kind = Some(match word {
                 "ACTIVE" => Kind::Active,
                 "PASSIVE" => Kind::Passive,
@@ -675,7 +675,7 @@ impl Element for Script {
                 "SIGNAL" => {
                     // Click's script.cc: TYPE SIGNAL SIG... (at least one).
                     let mut mask = 0u32;
-                    for w in split_words(_rest) {
+                    for w in split_words(rest) {
                         let signo =
                             crate::signals::parse(&w).ok_or_else(|| format!("TYPE SIGNAL: bad signal '{w}'"))?;
                         mask |= 1 << signo;
