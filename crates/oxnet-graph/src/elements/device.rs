@@ -469,7 +469,7 @@ impl Element for ToDevice {
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
         if self.pull {
             let room = self.burst.saturating_sub(self.pending.len());
-            if room > 0 {
+            if room > 0 && ctx.upstream_nonempty(0) != Some(false) {
                 if let Some(mut b) = ctx.pull(0, room) {
                     self.pending.append(&mut b);
                 }

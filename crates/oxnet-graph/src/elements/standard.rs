@@ -723,6 +723,10 @@ impl Element for Queue {
         // A FrontDropQueue never refuses: it drops its oldest instead.
         (self.class != "FrontDropQueue").then(|| self.capacity.saturating_sub(self.packets.len()))
     }
+    fn nonempty(&self, _output: usize) -> Option<bool> {
+        // Click's empty notifier: a puller downstream sleeps while false.
+        Some(!self.packets.is_empty())
+    }
     fn pull(&mut self, _port: usize, max: usize, _ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
         if self.packets.is_empty() {
             return None;
@@ -834,7 +838,9 @@ impl Element for Unqueue {
             (self.limit as u64).saturating_sub(self.count) as usize
         };
         let n = self.burst.min(allowed).min(256);
-        if n == 0 {
+        // Asleep while the queue upstream says it is empty (Click's empty
+        // notifier): no pull call down an empty path.
+        if n == 0 || ctx.upstream_nonempty(0) == Some(false) {
             return false;
         }
         match ctx.pull(0, n) {
