@@ -164,7 +164,8 @@ impl Shared {
                 shared: self,
                 me: link.element,
             };
-            element.push(link.port, batch, &mut ctx);
+            let mut batch = batch;
+            element.push(link.port, &mut batch, &mut ctx);
         }
     }
 }
@@ -219,6 +220,19 @@ impl Ctx<'_> {
     /// connected, which the build check allows only for pull outputs).
     #[inline]
     pub fn push(&mut self, port: usize, batch: PacketBatch) {
+        let mut batch = batch;
+        self.forward(port, &mut batch);
+        // Empty and without room unless the receiver left it something.
+        batch.release();
+    }
+
+    /// Pushes the batch an element was given out of output `port`, in
+    /// place: a batch passed on unchanged (Null) is not copied at every
+    /// hop. The batch is the receiver's from then on: elements take it
+    /// (`std::mem::take`) or forward it in turn, so `batch` is left empty
+    /// (anything left in it is freed by its owner).
+    #[inline]
+    pub fn forward(&mut self, port: usize, batch: &mut PacketBatch) {
         if batch.is_empty() {
             return;
         }
@@ -226,6 +240,7 @@ impl Ctx<'_> {
         // made only for one), and `outputs` has an entry per element.
         let outs = unsafe { self.shared.outputs.get_unchecked(self.me) };
         let Some(&Some(link)) = outs.get(port) else {
+            drop(std::mem::take(batch));
             return;
         };
         // SAFETY: links are built from the router's own connections and
@@ -243,7 +258,7 @@ impl Ctx<'_> {
                     self.shared.deliver_reentrant();
                 }
             }
-            Err(_) => self.shared.defer_push(link, batch),
+            Err(_) => self.shared.defer_push(link, std::mem::take(batch)),
         }
     }
 
