@@ -907,6 +907,19 @@ impl PacketBatch {
         self.packets.len()
     }
 
+    /// Drops the batch; one that holds nothing, neither packets nor room
+    /// (what `std::mem::take` leaves), costs a test, not a call.
+    #[inline]
+    pub fn release(self) {
+        if self.packets.capacity() == 0 {
+            // Nothing to free: no packet (a Vec without room has none)
+            // and no allocation.
+            std::mem::forget(self);
+        } else {
+            drop(self);
+        }
+    }
+
     /// True if there are no packets.
     #[inline]
     pub fn is_empty(&self) -> bool {

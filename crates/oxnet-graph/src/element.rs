@@ -74,7 +74,8 @@ pub trait Element: 'static {
     }
 
     /// A batch arrives on push input `port`.
-    fn push(&mut self, port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let batch = std::mem::take(batch);
         let _ = port;
         if let Some(out) = self.simple_action(batch, ctx) {
             ctx.push(0, out);

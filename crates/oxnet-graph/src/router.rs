@@ -3,7 +3,8 @@
 //!
 //! Connections are resolved once into direct indices (DESIGN.md): an
 //! element pushing on output p calls the element and port at
-//! `outputs[me][p]` directly, depth first, as Click does; a pull follows
+//! `outputs[me][p]` (kept flat, `push_links`, for the hot path) directly,
+//! depth first, as Click does; a pull follows
 //! `inputs[me][p]`. Each element sits in a `RefCell`, so that an element
 //! can call its neighbours while it runs; a packet that would re-enter an
 //! element already on the call stack (a push cycle, such as ARPQuerier's
@@ -53,6 +54,11 @@ pub struct Shared {
     positions: Vec<Pos>,
     /// Per element, per output port: the input it pushes to.
     outputs: Vec<Vec<Option<Link>>>,
+    /// The same, flat, for [`Ctx::forward`]: element `e`'s output `p` is
+    /// `push_links[push_start[e] + p]`, below `push_start[e + 1]`; one
+    /// contiguous table, the hot path's only view of the links.
+    push_start: Box<[u32]>,
+    push_links: Box<[PushLink]>,
     /// Per element, per input port: the output it pulls from.
     inputs: Vec<Vec<Option<Link>>>,
     /// The router has stopped for good.
@@ -79,6 +85,18 @@ pub struct Shared {
     /// (bounded by [`MAX_REENTRANT`]).
     reentrant_delivered: Cell<u64>,
     pool: Mempool,
+}
+
+/// A link of [`Shared::push_links`]: element and input port, `element`
+/// [`PushLink::NONE`] for an output that is not connected.
+#[derive(Debug, Clone, Copy)]
+struct PushLink {
+    element: u32,
+    port: u32,
+}
+
+impl PushLink {
+    const NONE: u32 = u32::MAX;
 }
 
 impl Shared {
@@ -164,7 +182,8 @@ impl Shared {
                 shared: self,
                 me: link.element,
             };
-            element.push(link.port, batch, &mut ctx);
+            let mut batch = batch;
+            element.push(link.port, &mut batch, &mut ctx);
         }
     }
 }
@@ -219,18 +238,50 @@ impl Ctx<'_> {
     /// connected, which the build check allows only for pull outputs).
     #[inline]
     pub fn push(&mut self, port: usize, batch: PacketBatch) {
+        let mut batch = batch;
+        self.forward(port, &mut batch);
+        // Empty and without room unless the receiver left it something.
+        batch.release();
+    }
+
+    /// Pushes the batch an element was given out of output `port`, in
+    /// place: a batch passed on unchanged (Null) is not copied at every
+    /// hop. The batch is the receiver's from then on: elements take it
+    /// (`std::mem::take`) or forward it in turn, so `batch` is left empty
+    /// (anything left in it is freed by its owner).
+    #[inline(always)]
+    pub fn forward(&mut self, port: usize, batch: &mut PacketBatch) {
         if batch.is_empty() {
             return;
         }
+        let shared = self.shared;
         // SAFETY: `me` is the index of an element of this router (a Ctx is
-        // made only for one), and `outputs` has an entry per element.
-        let outs = unsafe { self.shared.outputs.get_unchecked(self.me) };
-        let Some(&Some(link)) = outs.get(port) else {
+        // made only for one), and `push_start` has an entry per element
+        // and one more (Router::build).
+        let (start, end) = unsafe {
+            (
+                *shared.push_start.get_unchecked(self.me),
+                *shared.push_start.get_unchecked(self.me + 1),
+            )
+        };
+        if port >= (end - start) as usize {
+            drop(std::mem::take(batch));
             return;
+        }
+        // SAFETY: start + port < push_start[me + 1] <= push_links.len()
+        // (Router::build).
+        let link = unsafe { *shared.push_links.get_unchecked(start as usize + port) };
+        if link.element == PushLink::NONE {
+            drop(std::mem::take(batch));
+            return;
+        }
+        let link = Link {
+            element: link.element as usize,
+            port: link.port as usize,
         };
         // SAFETY: links are built from the router's own connections and
         // name existing elements only (Router::build).
-        let cell = unsafe { self.shared.elements.get_unchecked(link.element) };
+        let cell = unsafe { shared.elements.get_unchecked(link.element) };
         match cell.try_borrow_mut() {
             Ok(mut element) => {
                 let mut ctx = Ctx {
@@ -243,7 +294,7 @@ impl Ctx<'_> {
                     self.shared.deliver_reentrant();
                 }
             }
-            Err(_) => self.shared.defer_push(link, batch),
+            Err(_) => self.shared.defer_push(link, std::mem::take(batch)),
         }
     }
 
@@ -662,6 +713,25 @@ impl Router {
         let pool = Mempool::new("router", POOL_SIZE, MemoryKind::Plain)
             .map_err(|e| BuildError(format!("router packet pool: {e}")))?;
         let tasks = (0..n).filter(|&i| elements[i].has_task()).collect();
+        if n >= PushLink::NONE as usize {
+            return Err(BuildError("too many elements".into()));
+        }
+        let mut push_start = Vec::with_capacity(n + 1);
+        let mut push_links = Vec::new();
+        for outs in &outputs {
+            push_start.push(u32::try_from(push_links.len()).map_err(|_| BuildError("too many connections".into()))?);
+            push_links.extend(outs.iter().map(|link| match link {
+                Some(l) => PushLink {
+                    element: l.element as u32,
+                    port: l.port as u32,
+                },
+                None => PushLink {
+                    element: PushLink::NONE,
+                    port: 0,
+                },
+            }));
+        }
+        push_start.push(u32::try_from(push_links.len()).map_err(|_| BuildError("too many connections".into()))?);
         Ok(Router {
             shared: Shared {
                 elements: elements.into_iter().map(RefCell::new).collect(),
@@ -669,6 +739,8 @@ impl Router {
                 configs: flat.elements.iter().map(|e| e.config.clone()).collect(),
                 positions: flat.elements.iter().map(|e| e.pos.clone()).collect(),
                 outputs,
+                push_start: push_start.into_boxed_slice(),
+                push_links: push_links.into_boxed_slice(),
                 inputs,
                 stopped: Cell::new(false),
                 stop_requests: Cell::new(0),

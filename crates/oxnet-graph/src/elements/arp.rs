@@ -910,7 +910,8 @@ impl Element for ARPQuerier {
         }
         Ok(())
     }
-    fn push(&mut self, port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let mut batch = std::mem::take(batch);
         let mut out = Out::with_capacity(batch.len());
         let n = batch.len();
         self.with_table(|me| {

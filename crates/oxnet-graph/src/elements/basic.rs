@@ -64,7 +64,8 @@ impl Element for StaticSwitch {
         }
         Ok(())
     }
-    fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let batch = std::mem::take(batch);
         if self.output >= 0 && (self.output as usize) < ctx.noutputs() {
             ctx.push(self.output as usize, batch);
         }
@@ -86,7 +87,8 @@ impl Element for RoundRobinSwitch {
     fn processing(&self) -> &'static str {
         PUSH
     }
-    fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let batch = std::mem::take(batch);
         let mut next = self.next;
         split_push(batch, ctx, |_| {
             next += 1;
@@ -120,7 +122,8 @@ impl Element for HashSwitch {
         }
         Ok(())
     }
-    fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let batch = std::mem::take(batch);
         let (offset, length) = (self.offset, self.length);
         split_push(batch, ctx, |p| match p.get(offset..offset + length) {
             // FNV-1a over the bytes: the same bytes, the same output.

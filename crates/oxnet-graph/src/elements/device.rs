@@ -440,7 +440,8 @@ impl Element for ToDevice {
         Ok(())
     }
     #[inline]
-    fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let mut batch = std::mem::take(batch);
         if self.pending.is_empty() && (batch.len() >= self.burst || self.timeout_us == 0) {
             // The common case: a whole burst, sent as it came.
             std::mem::swap(&mut self.pending, &mut batch);

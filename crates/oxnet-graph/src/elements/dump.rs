@@ -647,7 +647,8 @@ impl Element for ToDump {
         }
         self.write_header();
     }
-    fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let batch = std::mem::take(batch);
         self.write_batch(&batch);
         if ctx.noutputs() > 0 {
             ctx.push(0, batch);

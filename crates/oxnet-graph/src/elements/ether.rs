@@ -803,7 +803,8 @@ pub(crate) mod testkit {
             self.0 = a.positional_or("LABEL").unwrap_or_default();
             Ok(())
         }
-        fn push(&mut self, _port: usize, batch: PacketBatch, _ctx: &mut Ctx<'_>) {
+        fn push(&mut self, _port: usize, batch: &mut PacketBatch, _ctx: &mut Ctx<'_>) {
+            let batch = std::mem::take(batch);
             SEEN.with(|s| {
                 for p in batch.iter() {
                     s.borrow_mut().push(Seen {

@@ -1137,7 +1137,8 @@ impl Element for IPFragmenter {
         parse_with(a.keyword("HEADROOM"), "HEADROOM", args::unsigned)?;
         Ok(())
     }
-    fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let mut batch = std::mem::take(batch);
         let n = batch.len();
         let mut out = PacketBatch::with_capacity(n);
         let mut df = PacketBatch::with_capacity(0);
@@ -1403,7 +1404,8 @@ impl Element for IPReassembler {
         }
         Ok(())
     }
-    fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let mut batch = std::mem::take(batch);
         let now = ctx.now_us();
         let n = batch.len();
         let mut out = PacketBatch::with_capacity(n);
@@ -1843,7 +1845,8 @@ impl Element for IPOutputCombo {
         self.mtu = args::unsigned(&a.required("MTU")?).map_err(|e| format!("MTU: {e}"))? as usize;
         Ok(())
     }
-    fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let mut batch = std::mem::take(batch);
         let n = batch.len();
         let mut outs: Vec<PacketBatch> = (0..5).map(|_| PacketBatch::with_capacity(0)).collect();
         let me = self.options.me;

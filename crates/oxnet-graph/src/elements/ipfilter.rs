@@ -985,7 +985,8 @@ impl Element for IpFilter {
         self.program = Program::compile(&rules);
         Ok(())
     }
-    fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let batch = std::mem::take(batch);
         self.split.push(&self.program, batch, ctx);
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {

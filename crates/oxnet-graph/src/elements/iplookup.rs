@@ -674,7 +674,8 @@ impl<T: RouteTable> Element for IPLookup<T> {
             None => Ok(()),
         }
     }
-    fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let mut batch = std::mem::take(batch);
         let n = ctx.noutputs();
         let len = batch.len();
         // Look every packet up once; a batch whose packets all take the

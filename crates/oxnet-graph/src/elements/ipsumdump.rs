@@ -948,7 +948,8 @@ impl Element for ToIPSummaryDump {
         }
         Ok(())
     }
-    fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let mut batch = std::mem::take(batch);
         self.write_batch(&mut batch);
         if ctx.noutputs() > 0 {
             ctx.push(0, batch);

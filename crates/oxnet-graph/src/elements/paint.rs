@@ -104,7 +104,8 @@ impl Element for PaintSwitch {
         self.anno = anno_arg(a)?;
         Ok(())
     }
-    fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let batch = std::mem::take(batch);
         let n = ctx.noutputs();
         let mut outs: Vec<PacketBatch> = (0..n).map(|_| PacketBatch::with_capacity(batch.len())).collect();
         let mut batch = batch;
@@ -171,7 +172,8 @@ impl Element for CheckPaint {
         self.reject(bad, ctx);
         (!good.is_empty()).then_some(good)
     }
-    fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let batch = std::mem::take(batch);
         let (good, bad) = self.split(batch);
         ctx.push(0, good);
         self.reject(bad, ctx);

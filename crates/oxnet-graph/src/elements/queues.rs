@@ -156,7 +156,8 @@ impl Element for FullNoteQueue {
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
         self.q.configure(a)
     }
-    fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let mut batch = std::mem::take(batch);
         let take = self.q.room().min(batch.len());
         batch.consume_front(take, |p| self.q.packets.push_back(p));
         self.q.note_length();
@@ -206,7 +207,8 @@ impl Element for MixedQueue {
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
         self.q.configure(a)
     }
-    fn push(&mut self, port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let mut batch = std::mem::take(batch);
         let n = batch.len();
         let mut dropped = PacketBatch::with_capacity(0);
         let q = &mut self.q;
@@ -267,7 +269,8 @@ impl Element for Hub {
     fn processing(&self) -> &'static str {
         PUSH
     }
-    fn push(&mut self, port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let batch = std::mem::take(batch);
         let targets: Vec<usize> = (0..ctx.noutputs()).filter(|&o| o != port).collect();
         let Some((&last, copies)) = targets.split_last() else {
             return;

@@ -504,7 +504,8 @@ impl Element for RatedSplitter {
         (self.tb, self.burst) = configure_bucket(a, self.bandwidth)?;
         Ok(())
     }
-    fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let mut batch = std::mem::take(batch);
         self.tb.refill(jiffies(ctx));
         let mut pass = PacketBatch::with_capacity(batch.len());
         let mut rest = PacketBatch::with_capacity(batch.len());

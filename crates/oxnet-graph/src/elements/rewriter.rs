@@ -755,7 +755,8 @@ impl Element for Rewriter {
         }
     }
 
-    fn push(&mut self, port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let batch = std::mem::take(batch);
         self.resolve();
         let now = ctx.now_us();
         let n = ctx.noutputs();

@@ -798,7 +798,8 @@ impl Element for Script {
         self.step(1, ctx);
         true
     }
-    fn push(&mut self, port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let mut batch = std::mem::take(batch);
         let mut extra = HashMap::new();
         extra.insert("input".to_string(), port.to_string());
         let n = batch.len();

@@ -48,7 +48,9 @@ impl Element for Idle {
     fn port_count(&self) -> &'static str {
         "-/-"
     }
-    fn push(&mut self, _port: usize, _batch: PacketBatch, _ctx: &mut Ctx<'_>) {}
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, _ctx: &mut Ctx<'_>) {
+        drop(std::mem::take(batch));
+    }
     fn pull(&mut self, _port: usize, _max: usize, _ctx: &mut Ctx<'_>) -> Option<PacketBatch> {
         None
     }
@@ -91,7 +93,8 @@ impl Element for Discard {
         }
         Ok(())
     }
-    fn push(&mut self, _port: usize, batch: PacketBatch, _ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, _ctx: &mut Ctx<'_>) {
+        let batch = std::mem::take(batch);
         self.count += batch.len() as u64;
     }
     fn has_task(&self) -> bool {
@@ -175,8 +178,8 @@ impl Element for Null {
         self.processing
     }
     #[inline]
-    fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
-        ctx.push(0, batch);
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        ctx.forward(0, batch);
     }
 }
 
@@ -222,7 +225,8 @@ impl Element for Counter {
         }
         Ok(())
     }
-    fn push(&mut self, _port: usize, mut batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let mut batch = std::mem::take(batch);
         // A COUNT_CALL that this batch reaches: the packets before the Nth
         // go on first, then the call, then the rest, the Nth included, as
         // Click does packet by packet.
@@ -299,7 +303,8 @@ impl Element for Switch {
         }
         Ok(())
     }
-    fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let batch = std::mem::take(batch);
         if self.output >= 0 && (self.output as usize) < ctx.noutputs() {
             ctx.push(self.output as usize, batch);
         } else {
@@ -357,7 +362,8 @@ impl Element for Tee {
         self.outputs = outputs;
         Ok(())
     }
-    fn push(&mut self, _port: usize, batch: PacketBatch, ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let batch = std::mem::take(batch);
         let n = ctx.noutputs();
         for port in 0..n.saturating_sub(1) {
             let mut copy = PacketBatch::with_capacity(batch.len());
@@ -701,7 +707,8 @@ impl Element for Queue {
         }
         Ok(())
     }
-    fn push(&mut self, _port: usize, mut batch: PacketBatch, _ctx: &mut Ctx<'_>) {
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, _ctx: &mut Ctx<'_>) {
+        let mut batch = std::mem::take(batch);
         if self.class == "FrontDropQueue" {
             // Full: the oldest packets make room (Click's frontdropqueue.hh).
             let n = batch.len();
