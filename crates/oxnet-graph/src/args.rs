@@ -140,6 +140,17 @@ impl Args {
     }
 }
 
+/// An optional argument parsed with `parse`; an error names the argument
+/// (`KEY: what is wrong`). For `Args::keyword` / `Args::positional_or`
+/// results: `opt(a.keyword("LIMIT"), args::integer, "LIMIT")?`.
+pub fn opt<T>(
+    value: Option<String>,
+    parse: impl Fn(&str) -> Result<T, String>,
+    key: &str,
+) -> Result<Option<T>, String> {
+    value.map(|v| parse(&v).map_err(|e| format!("{key}: {e}"))).transpose()
+}
+
 /// Click's unquoting (click(5) "Backslash Substitutions"): double quotes
 /// with C escapes, `\<hex>` data, single quotes literally, and
 /// juxtaposed pieces concatenated. Returns bytes (DATA may hold any byte).

@@ -38,7 +38,7 @@
 //! ToDevice `count` (packets handed to the device), `dropped` (refused
 //! because IQUEUE was full), `pending` (held now); both `reset_counts`.
 
-use crate::args::{self, Args};
+use crate::args::{self, opt, Args};
 use crate::element::*;
 use crate::router::Ctx;
 use crate::timer::TimerId;
@@ -94,10 +94,6 @@ pub fn set_thread_place(place: ThreadPlace) {
 
 /// This thread's place among the graph threads (`-j`).
 pub fn thread_place() -> ThreadPlace {
-    place()
-}
-
-fn place() -> ThreadPlace {
     PLACE.with(|p| p.get())
 }
 
@@ -151,6 +147,28 @@ pub fn reset_devices() {
 
 type Control = Arc<Mutex<Box<dyn ControlHandle>>>;
 
+/// Takes queue `queue`'s handle of `spec` (`kind`: "receive" or
+/// "transmit", for the messages), opening the device if nobody has; a
+/// queue the device lacks or another element took is an error.
+fn take_handle<H>(
+    spec: &str,
+    queue: u16,
+    kind: &str,
+    class: &str,
+    handles: impl FnOnce(&mut Opened) -> &mut Vec<Option<H>>,
+) -> Result<(H, Control), String> {
+    with_device(spec, |d| {
+        let control = d.control.clone();
+        let slot = handles(d)
+            .get_mut(queue as usize)
+            .ok_or_else(|| format!("{spec} has no {kind} queue {queue}"))?;
+        let handle = slot
+            .take()
+            .ok_or_else(|| format!("{kind} queue {queue} of {spec} is taken by another {class}"))?;
+        Ok((handle, control))
+    })
+}
+
 fn lock_control(c: &Control) -> MutexGuard<'_, Box<dyn ControlHandle>> {
     c.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -161,12 +179,13 @@ struct Common {
     queue: u16,
     n_queues: u16,
     burst: usize,
+    flow_control: bool,
 }
 
 fn common(a: &mut Args) -> Result<Common, String> {
     let spec = args::string(&a.required("DEVNAME")?)?;
     // Without a QUEUE, graph thread i (of -j N) takes queue i of N.
-    let here = place();
+    let here = thread_place();
     let queue = match a.positional_or("QUEUE") {
         Some(q) if here.count > 1 => {
             return Err(format!(
@@ -194,11 +213,13 @@ fn common(a: &mut Args) -> Result<Common, String> {
     if burst == 0 || burst > 1024 {
         return Err(format!("BURST {burst} must be between 1 and 1024"));
     }
+    let flow_control = opt(a.keyword("FLOW_CONTROL"), args::boolean, "FLOW_CONTROL")?.unwrap_or(false);
     Ok(Common {
         spec,
         queue,
         n_queues,
         burst,
+        flow_control,
     })
 }
 
@@ -226,33 +247,14 @@ impl Element for FromDevice {
     }
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
         let c = common(a)?;
-        let promisc = match a.keyword("PROMISC") {
-            Some(v) => args::boolean(&v)?,
-            None => false,
-        };
-        self.timestamp = match a.keyword("TIMESTAMP") {
-            Some(v) => args::boolean(&v)?,
-            None => false,
-        };
-        let flow_control = match a.keyword("FLOW_CONTROL") {
-            Some(v) => args::boolean(&v)?,
-            None => false,
-        };
-        want(&c.spec, Some(c.n_queues), None, promisc, flow_control);
+        let promisc = opt(a.keyword("PROMISC"), args::boolean, "PROMISC")?.unwrap_or(false);
+        self.timestamp = opt(a.keyword("TIMESTAMP"), args::boolean, "TIMESTAMP")?.unwrap_or(false);
+        want(&c.spec, Some(c.n_queues), None, promisc, c.flow_control);
         (self.spec, self.queue, self.burst) = (c.spec, c.queue, c.burst);
         Ok(())
     }
     fn initialize(&mut self, _ports: &Ports) -> Result<(), String> {
-        let (queue, spec) = (self.queue, self.spec.clone());
-        let (rx, control) = with_device(&self.spec, |d| {
-            let slot =
-                d.rx.get_mut(queue as usize)
-                    .ok_or_else(|| format!("{spec} has no receive queue {queue}"))?;
-            let rx = slot
-                .take()
-                .ok_or_else(|| format!("receive queue {queue} of {spec} is taken by another FromDevice"))?;
-            Ok((rx, d.control.clone()))
-        })?;
+        let (rx, control) = take_handle(&self.spec, self.queue, "receive", "FromDevice", |d| &mut d.rx)?;
         (self.rx, self.control) = (Some(rx), Some(control));
         Ok(())
     }
@@ -416,26 +418,13 @@ impl Element for ToDevice {
         if let Some(q) = a.keyword("IQUEUE") {
             self.iqueue = args::unsigned(&q)? as usize;
         }
-        let flow_control = match a.keyword("FLOW_CONTROL") {
-            Some(v) => args::boolean(&v)?,
-            None => false,
-        };
-        want(&c.spec, None, Some(c.n_queues), false, flow_control);
+        want(&c.spec, None, Some(c.n_queues), false, c.flow_control);
         (self.spec, self.queue, self.burst) = (c.spec, c.queue, c.burst);
         Ok(())
     }
     fn initialize(&mut self, ports: &Ports) -> Result<(), String> {
         self.pull = ports.input_pull.first().copied().unwrap_or(false);
-        let (queue, spec) = (self.queue, self.spec.clone());
-        let (tx, control) = with_device(&self.spec, |d| {
-            let slot =
-                d.tx.get_mut(queue as usize)
-                    .ok_or_else(|| format!("{spec} has no transmit queue {queue}"))?;
-            let tx = slot
-                .take()
-                .ok_or_else(|| format!("transmit queue {queue} of {spec} is taken by another ToDevice"))?;
-            Ok((tx, d.control.clone()))
-        })?;
+        let (tx, control) = take_handle(&self.spec, self.queue, "transmit", "ToDevice", |d| &mut d.tx)?;
         (self.tx, self.control) = (Some(tx), Some(control));
         Ok(())
     }

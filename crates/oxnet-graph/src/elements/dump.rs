@@ -12,7 +12,7 @@
 //! | ToDump(FILENAME, ...) | 1/0-1 | agnostic | writes packets to a pcap file (`-`: standard output), passes them on if output 0 is connected |
 
 use super::ipsumdump_fields as f;
-use crate::args::{self, Args};
+use crate::args::{self, opt, Args};
 use crate::element::*;
 use crate::router::Ctx;
 use crate::timer::TimerId;
@@ -29,10 +29,6 @@ const DLT_NULL: u32 = 0;
 const DLT_LINUX_SLL: u32 = 113;
 /// A captured length beyond this is a corrupt record, not a packet.
 const MAX_CAPLEN: u32 = 256 * 1024;
-
-fn opt<T>(value: Option<String>, parse: impl Fn(&str) -> Result<T, String>, key: &str) -> Result<Option<T>, String> {
-    value.map(|v| parse(&v).map_err(|e| format!("{key}: {e}"))).transpose()
-}
 
 /// The link type of an ENCAP name (Click's names).
 fn encap_dlt(name: &str) -> Option<u32> {

@@ -18,7 +18,7 @@
 //! Click chooses each flow's ports at random; here they are fixed, so that
 //! a run is reproducible and a test can predict where each flow goes.
 
-use crate::args::{self, Args};
+use crate::args::{self, opt, Args};
 use crate::element::*;
 use crate::router::Ctx;
 use oxnet_driver::offload::{fold, ones_sum};
@@ -120,14 +120,8 @@ impl Element for FastUdpFlows {
         if self.flows == 0 || self.flows > 64512 || self.flow_size == 0 {
             return Err("FLOWS must be 1..64512 and FLOWSIZE at least 1".into());
         }
-        self.active = match a.positional_or("ACTIVE") {
-            Some(v) => args::boolean(&v)?,
-            None => true,
-        };
-        self.stop = match a.keyword("STOP") {
-            Some(v) => args::boolean(&v)?,
-            None => false,
-        };
+        self.active = opt(a.positional_or("ACTIVE"), args::boolean, "ACTIVE")?.unwrap_or(true);
+        self.stop = opt(a.keyword("STOP"), args::boolean, "STOP")?.unwrap_or(false);
         Ok(())
     }
     fn has_task(&self) -> bool {

@@ -16,16 +16,12 @@
 //! are ignored.
 
 use super::ipsumdump_fields::{self as f, Builder, Desc, Field, FlowId};
-use crate::args::{self, Args};
+use crate::args::{self, opt, Args};
 use crate::element::*;
 use crate::router::Ctx;
 use crate::timer::TimerId;
 use oxnet_driver::{Packet, PacketBatch};
 use std::io::Write;
-
-fn opt<T>(value: Option<String>, parse: impl Fn(&str) -> Result<T, String>, key: &str) -> Result<Option<T>, String> {
-    value.map(|v| parse(&v).map_err(|e| format!("{key}: {e}"))).transpose()
-}
 
 /// The fields of a `!data` line or FIELDS argument: (field, order), in
 /// the line's order; unknown names are kept as absent fields so that the

@@ -13,15 +13,11 @@
 //! adds ` (frag ID:LEN@OFFSET[+])`.
 
 use super::ipsumdump_fields::{self as f, format_timestamp};
-use crate::args::{self, Args};
+use crate::args::{self, opt, Args};
 use crate::element::*;
 use crate::router::Ctx;
 use oxnet_driver::{Packet, PacketBatch};
 use std::io::Write;
-
-fn opt<T>(value: Option<String>, parse: impl Fn(&str) -> Result<T, String>, key: &str) -> Result<Option<T>, String> {
-    value.map(|v| parse(&v).map_err(|e| format!("{key}: {e}"))).transpose()
-}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Contents {

@@ -1,15 +1,11 @@
 //! Click's basic elements (Click's `elements/standard/*.hh` documentation
 //! is the specification of each one's arguments, ports and handlers).
 
-use crate::args::{self, Args};
+use crate::args::{self, opt, Args};
 use crate::element::*;
 use crate::router::Ctx;
 use oxnet_driver::{Packet, PacketBatch};
 use std::collections::VecDeque;
-
-fn opt<T>(value: Option<String>, parse: impl Fn(&str) -> Result<T, String>, key: &str) -> Result<Option<T>, String> {
-    value.map(|v| parse(&v).map_err(|e| format!("{key}: {e}"))).transpose()
-}
 
 /// A packet from the router's pool holding `data` (None: pool empty).
 pub fn packet_from(ctx: &Ctx<'_>, data: &[u8]) -> Option<Packet> {
