@@ -3,7 +3,7 @@
 //!
 //! Connections are resolved once into direct indices (DESIGN.md): an
 //! element pushing on output p calls the element and port at
-//! `outputs[me][p]` (kept flat, `push_links`, for the hot path) directly,
+//! `push_links[push_start[me] + p]` (one flat table) directly,
 //! depth first, as Click does; a pull follows
 //! `inputs[me][p]`. Each element sits in a `RefCell`, so that an element
 //! can call its neighbours while it runs; a packet that would re-enter an
@@ -52,11 +52,10 @@ pub struct Shared {
     names: Vec<String>,
     configs: Vec<String>,
     positions: Vec<Pos>,
-    /// Per element, per output port: the input it pushes to.
-    outputs: Vec<Vec<Option<Link>>>,
-    /// The same, flat, for [`Ctx::forward`]: element `e`'s output `p` is
-    /// `push_links[push_start[e] + p]`, below `push_start[e + 1]`; one
-    /// contiguous table, the hot path's only view of the links.
+    /// Per element, per output port, the input it pushes to, flat: element
+    /// `e`'s output `p` is `push_links[push_start[e] + p]`, below
+    /// `push_start[e + 1]`; one contiguous table for the hot path
+    /// ([`Ctx::forward`]) and everything else ([`Shared::output`]).
     push_start: Box<[u32]>,
     push_links: Box<[PushLink]>,
     /// Per element, per input port: the output it pulls from.
@@ -100,6 +99,24 @@ impl PushLink {
 }
 
 impl Shared {
+    /// Output ports element `e` has.
+    fn noutputs(&self, e: usize) -> usize {
+        (self.push_start[e + 1] - self.push_start[e]) as usize
+    }
+
+    /// Where output `port` of element `e` pushes to (None: no such port,
+    /// or not connected).
+    fn output(&self, e: usize, port: usize) -> Option<Link> {
+        if port >= self.noutputs(e) {
+            return None;
+        }
+        let link = self.push_links[self.push_start[e] as usize + port];
+        (link.element != PushLink::NONE).then_some(Link {
+            element: link.element as usize,
+            port: link.port as usize,
+        })
+    }
+
     /// `element.handler` → (element index, handler name).
     fn resolve<'s>(&self, spec: &'s str) -> Result<(usize, &'s str), String> {
         let (element, handler) = spec
@@ -121,7 +138,7 @@ impl Shared {
             "config" => Ok(self.configs[index].clone()),
             "ports" => {
                 let ins = self.inputs[index].len();
-                let outs = self.outputs[index].len();
+                let outs = self.noutputs(index);
                 Ok(format!(
                     "{ins} input{}\n{outs} output{}\n",
                     if ins == 1 { "" } else { "s" },
@@ -342,7 +359,7 @@ impl Ctx<'_> {
     /// its room, through single-output elements; Err if an element on the
     /// way is busy (nothing can be said).
     fn walk_to_room(&self, port: usize) -> Result<Option<Link>, ()> {
-        let Some(Some(mut link)) = self.shared.outputs[self.me].get(port).copied() else {
+        let Some(mut link) = self.shared.output(self.me, port) else {
             return Ok(None);
         };
         for _ in 0..32 {
@@ -350,11 +367,10 @@ impl Ctx<'_> {
             if element.room(link.port).is_some() {
                 return Ok(Some(link));
             }
-            let outs = &self.shared.outputs[link.element];
-            if outs.len() != 1 {
+            if self.shared.noutputs(link.element) != 1 {
                 return Ok(None);
             }
-            match outs[0] {
+            match self.shared.output(link.element, 0) {
                 Some(next) => link = next,
                 None => return Ok(None),
             }
@@ -384,7 +400,7 @@ impl Ctx<'_> {
 
     /// Output ports in use.
     pub fn noutputs(&self) -> usize {
-        self.shared.outputs[self.me].len()
+        self.shared.noutputs(self.me)
     }
 
     /// Input ports in use.
@@ -738,7 +754,6 @@ impl Router {
                 names: flat.elements.iter().map(|e| e.name.clone()).collect(),
                 configs: flat.elements.iter().map(|e| e.config.clone()).collect(),
                 positions: flat.elements.iter().map(|e| e.pos.clone()).collect(),
-                outputs,
                 push_start: push_start.into_boxed_slice(),
                 push_links: push_links.into_boxed_slice(),
                 inputs,
@@ -773,7 +788,9 @@ impl Router {
             };
             f(&mut **element, &mut ctx);
         }
-        self.shared.deliver_reentrant();
+        if self.shared.reentrant_waiting.get() {
+            self.shared.deliver_reentrant();
+        }
         self.run_deferred();
     }
 
