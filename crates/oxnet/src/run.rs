@@ -317,7 +317,6 @@ fn run_threads(options: &ClickOptions, name: &str, text: &str, control: &str) ->
     let built = Arc::new(Barrier::new(n + 1));
     let go = Arc::new(Barrier::new(n + 1));
     let failed = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
     oxnet_graph::elements::device::reset_devices();
     let mut threads = Vec::new();
     for t in 0..n {
@@ -327,7 +326,7 @@ fn run_threads(options: &ClickOptions, name: &str, text: &str, control: &str) ->
             text.to_string()
         };
         let (name, vars, handlers) = (name.to_string(), options.vars.clone(), options.handlers.clone());
-        let (built, go, failed, stop) = (built.clone(), go.clone(), failed.clone(), stop.clone());
+        let (built, go, failed) = (built.clone(), go.clone(), failed.clone());
         let (simtime, quit) = (options.simtime, options.quit);
         let spawned = std::thread::Builder::new().name(format!("graph{t}")).spawn(move || {
             let _ = crate::apps::multiqueue::pin_to_core(t % cores);
@@ -358,9 +357,7 @@ fn run_threads(options: &ClickOptions, name: &str, text: &str, control: &str) ->
             if quit {
                 return Some(read_handler_values(&router, &handlers));
             }
-            router.run(&|| {
-                crate::signal::stop_requested() || stop.load(Ordering::Relaxed) || STOP_ALL.load(Ordering::Relaxed)
-            });
+            router.run(&|| crate::signal::stop_requested() || STOP_ALL.load(Ordering::Relaxed));
             Some(read_handler_values(&router, &handlers))
         });
         match spawned {
