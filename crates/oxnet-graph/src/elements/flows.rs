@@ -18,10 +18,11 @@
 //! Click chooses each flow's ports at random; here they are fixed, so that
 //! a run is reproducible and a test can predict where each flow goes.
 
+use super::ip::write_ip_header;
 use crate::args::{self, opt, Args};
 use crate::element::*;
 use crate::router::Ctx;
-use oxnet_driver::offload::{fold, ones_sum};
+use oxnet_driver::offload::set_l4_checksum;
 use oxnet_driver::PacketBatch;
 
 /// The element.
@@ -56,30 +57,11 @@ impl FastUdpFlows {
         buf[6..12].copy_from_slice(&self.src_eth);
         buf[12..14].copy_from_slice(&[0x08, 0x00]);
         let ip_len = (self.length - 14) as u16;
-        let ip = &mut buf[14..34];
-        ip[0] = 0x45;
-        ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
-        ip[4..6].copy_from_slice(&(n as u16).to_be_bytes());
-        ip[8] = 64;
-        ip[9] = 17;
-        ip[12..16].copy_from_slice(&self.src_ip);
-        ip[16..20].copy_from_slice(&self.dst_ip);
-        let sum = fold(ones_sum(ip, 0));
-        ip[10..12].copy_from_slice(&(!sum).to_be_bytes());
-        let udp_len = ip_len - 20;
+        write_ip_header(&mut buf[14..], 0, ip_len, n as u16, 0, 64, 17, self.src_ip, self.dst_ip);
         buf[34..36].copy_from_slice(&port);
         buf[36..38].copy_from_slice(&port);
-        buf[38..40].copy_from_slice(&udp_len.to_be_bytes());
-        // RFC 768: the checksum covers a pseudo header (addresses,
-        // protocol, UDP length) and the datagram; 0 is sent as 0xffff.
-        let mut pseudo = [0u8; 12];
-        pseudo[0..4].copy_from_slice(&self.src_ip);
-        pseudo[4..8].copy_from_slice(&self.dst_ip);
-        pseudo[9] = 17;
-        pseudo[10..12].copy_from_slice(&udp_len.to_be_bytes());
-        let sum = !fold(ones_sum(&buf[34..self.length], ones_sum(&pseudo, 0)));
-        let sum = if sum == 0 { 0xffff } else { sum };
-        buf[40..42].copy_from_slice(&sum.to_be_bytes());
+        buf[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+        set_l4_checksum(&mut buf[..self.length], 14, 20, 17);
     }
 
     /// Packets the rate allows by now.
@@ -206,6 +188,7 @@ fn create(class: &str) -> Option<Box<dyn Element>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oxnet_driver::offload::{fold, ones_sum};
 
     fn element(config: &str) -> FastUdpFlows {
         let mut e = FastUdpFlows::default();

@@ -706,7 +706,7 @@ impl Element for MarkIPCE {
 
 /// Writes a 20-byte IPv4 header (RFC 791 §3.1) at the front of `out`.
 #[allow(clippy::too_many_arguments)]
-fn write_ip_header(
+pub fn write_ip_header(
     out: &mut [u8],
     tos: u8,
     total: u16,
