@@ -412,11 +412,11 @@ impl Element for ToDevice {
     }
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
         let c = common(a)?;
-        if let Some(t) = a.keyword("TIMEOUT") {
-            self.timeout_us = (args::seconds(&t)? * 1e6).round() as u64;
+        if let Some(t) = opt(a.keyword("TIMEOUT"), args::seconds, "TIMEOUT")? {
+            self.timeout_us = (t * 1e6).round() as u64;
         }
-        if let Some(q) = a.keyword("IQUEUE") {
-            self.iqueue = args::unsigned(&q)? as usize;
+        if let Some(q) = opt(a.keyword("IQUEUE"), args::unsigned, "IQUEUE")? {
+            self.iqueue = q as usize;
         }
         want(&c.spec, None, Some(c.n_queues), false, c.flow_control);
         (self.spec, self.queue, self.burst) = (c.spec, c.queue, c.burst);
@@ -431,18 +431,12 @@ impl Element for ToDevice {
     #[inline]
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
         let mut batch = std::mem::take(batch);
-        if self.pending.is_empty() && (batch.len() >= self.burst || self.timeout_us == 0) {
-            // The common case: a whole burst, sent as it came.
+        if self.pending.is_empty() {
+            // The common case: the batch becomes the pending one as it came.
             std::mem::swap(&mut self.pending, &mut batch);
-            crate::element::recycle_batch(batch);
-            self.flush();
-            if !self.pending.is_empty() {
-                self.bound();
-                self.arm(ctx);
-            }
-            return;
+        } else {
+            self.pending.append(&mut batch);
         }
-        self.pending.append(&mut batch);
         crate::element::recycle_batch(batch);
         if self.pending.len() >= self.burst || self.timeout_us == 0 {
             self.flush();
