@@ -92,7 +92,6 @@ pub struct ControlSocket {
     address: String,
     listener: Option<Listener>,
     conns: Vec<Conn>,
-    timer: Option<TimerId>,
 }
 
 impl Drop for ControlSocket {
@@ -154,11 +153,11 @@ impl Element for ControlSocket {
         Ok(())
     }
     fn start(&mut self, ctx: &mut Ctx<'_>) {
-        self.timer = Some(ctx.schedule_after_us(POLL_US));
+        ctx.schedule_after_us(POLL_US);
     }
     fn run_timer(&mut self, _timer: TimerId, ctx: &mut Ctx<'_>) {
         self.poll(ctx);
-        self.timer = Some(ctx.schedule_after_us(POLL_US));
+        ctx.schedule_after_us(POLL_US);
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
         &[("connections", true, false)]
