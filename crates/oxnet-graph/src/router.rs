@@ -1,24 +1,42 @@
 //! A router: one graph instance, built from a flat configuration,
 //! checked before anything runs, and run to completion on one core.
 //!
-//! Connections are resolved once into direct indices (DESIGN.md): an
-//! element pushing on output p calls the element and port at
-//! `push_links[push_start[me] + p]` (one flat table) directly,
-//! depth first, as Click does; a pull follows
-//! `inputs[me][p]`. Each element sits in a `RefCell`, so that an element
-//! can call its neighbours while it runs; a packet that would re-enter an
-//! element already on the call stack (a push cycle, such as ARPQuerier's
-//! query coming back through an ARPResponder as a reply) waits in a
-//! queue and is delivered as soon as that element returns, as if Click
-//! had called it recursively after its current work; beyond a bound (an
-//! endless cycle) such packets are dropped and counted.
+//! Connections are resolved once (DESIGN.md): each push output is a
+//! [`Target`], the receiving element's address, input port and context,
+//! and an element pushing on output p calls it directly, depth first, as
+//! Click does; a pull follows `inputs[me][p]`.
+//!
+//! Each element sits in a `RefCell`, so that an element can call its
+//! neighbours while it runs. Whether a push must check that cell depends
+//! on the graph:
+//!
+//! - **No cycle** (the usual case, and every benchmark configuration):
+//!   the call graph (push connections downstream, pull connections
+//!   upstream) has no cycle, so no push or pull can reach an element that
+//!   is already running. A push is then a direct call through the
+//!   element's vtable with nothing to do after it, which the compiler
+//!   makes a jump: a chain of N elements costs N jumps, as FastClick's
+//!   `output(0).push_batch()` does. The one other way back into a running
+//!   element is a handler call made by an element ([`Ctx::write_handler`],
+//!   e.g. a Script on the data path); such a call is checked against the
+//!   graph instead (`Shared::handler_would_reenter`), and treated as a
+//!   call into a busy element when it could reach a running one. Debug
+//!   builds borrow every cell anyway and panic if the analysis was wrong.
+//! - **A cycle** (ARPQuerier's query coming back through an ARPResponder
+//!   as a reply, a Tee feeding itself): every push borrows the cell of
+//!   its element. A packet that would re-enter an element already on the
+//!   call stack waits in a queue and is delivered as soon as that element
+//!   returns, as if Click had called it recursively after its current
+//!   work; beyond a bound (an endless cycle) such packets are dropped and
+//!   counted.
 
 use crate::args::Args;
 use crate::element::{port_flow, Element, Flow, PortCount};
 use crate::lang::{Flat, Pos};
 use crate::timer::{TimerId, TimerWheel};
 use oxnet_driver::{MemoryKind, Mempool, PacketBatch};
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
+use std::ptr::NonNull;
 
 /// Creates elements by class name.
 pub trait Registry {
@@ -84,6 +102,57 @@ pub struct Shared {
     /// (bounded by [`MAX_REENTRANT`]).
     reentrant_delivered: Cell<u64>,
     pool: Mempool,
+    /// The call graph has no cycle: pushes are direct calls (module doc).
+    direct: bool,
+    /// Per element: its push outputs' [`Target`]s (in the router's
+    /// target table) and how many there are.
+    out_ranges: Box<[(*const Target, usize)]>,
+    /// The call graph: `calls[a]` holds every element `a` may call (push
+    /// outputs, pull inputs); `called_by` the reverse.
+    calls: Vec<Vec<u32>>,
+    called_by: Vec<Vec<u32>>,
+    /// Direct mode: the element the router called to start the current
+    /// step (a task, a timer, a handler) and, for each handler call made
+    /// from inside that step, the (start, caller) pair it was made from:
+    /// every running element lies on a call path from a start to its
+    /// caller.
+    root: Cell<usize>,
+    chains: RefCell<Vec<(usize, usize)>>,
+}
+
+/// A push output, resolved: where a push goes (Router::build).
+struct Target {
+    /// The receiving element, called directly (no cycle in the graph);
+    /// None: through its `RefCell` (`Shared::checked_push`).
+    direct: Option<NonNull<dyn Element>>,
+    /// The receiver's context (direct only: it is not running, so this is
+    /// the one reference to it).
+    ctx: *mut Ctx<'static>,
+    /// Receiving element and input port; element [`PushLink::NONE`] for
+    /// an output that is not connected.
+    element: u32,
+    port: u32,
+}
+
+/// A slice the router owns through a raw pointer, so that pointers into
+/// it (targets, contexts) stay valid however the router is moved or
+/// borrowed.
+struct RawSlice<T>(NonNull<[T]>);
+
+impl<T> RawSlice<T> {
+    fn new(v: Vec<T>) -> RawSlice<T> {
+        RawSlice(NonNull::from(Box::leak(v.into_boxed_slice())))
+    }
+    fn base(&self) -> *mut T {
+        self.0.as_ptr() as *mut T
+    }
+}
+
+impl<T> Drop for RawSlice<T> {
+    fn drop(&mut self) {
+        // SAFETY: made by RawSlice::new from a boxed slice, freed once.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
 }
 
 /// A link of [`Shared::push_links`]: element and input port, `element`
@@ -99,6 +168,17 @@ impl PushLink {
 }
 
 impl Shared {
+    /// A context for element `e`.
+    fn ctx(&self, e: usize) -> Ctx<'_> {
+        let (outs, nouts) = self.out_ranges[e];
+        Ctx {
+            shared: self,
+            me: e,
+            outs,
+            nouts,
+        }
+    }
+
     /// Output ports element `e` has.
     fn noutputs(&self, e: usize) -> usize {
         (self.push_start[e + 1] - self.push_start[e]) as usize
@@ -161,6 +241,99 @@ impl Shared {
 }
 
 impl Shared {
+    /// A push through the element's `RefCell` (a graph with a cycle, or an
+    /// output that is not connected).
+    #[inline(never)]
+    fn checked_push(&self, element: u32, port: u32, batch: &mut PacketBatch) {
+        if element == PushLink::NONE {
+            return drop_batch(batch);
+        }
+        let link = Link {
+            element: element as usize,
+            port: port as usize,
+        };
+        match self.elements[link.element].try_borrow_mut() {
+            Ok(mut receiver) => {
+                let mut ctx = self.ctx(link.element);
+                receiver.push(link.port, batch, &mut ctx);
+                drop(receiver);
+                if self.reentrant_waiting.get() {
+                    self.deliver_reentrant();
+                }
+            }
+            Err(_) => self.defer_push(link, std::mem::take(batch)),
+        }
+    }
+
+    /// Elements reachable from `from` in the call graph (`forward`) or
+    /// reaching it (`!forward`), `from` included.
+    fn reach(&self, from: usize, forward: bool) -> Vec<bool> {
+        let edges = if forward { &self.calls } else { &self.called_by };
+        let mut seen = vec![false; edges.len()];
+        let mut todo = vec![from];
+        seen[from] = true;
+        while let Some(e) = todo.pop() {
+            for &next in &edges[e] {
+                if !std::mem::replace(&mut seen[next as usize], true) {
+                    todo.push(next as usize);
+                }
+            }
+        }
+        seen
+    }
+
+    /// Direct mode: whether a handler call from running element `me` into
+    /// element `x` could reach an element that is running, `x` included.
+    /// Every running element lies on a call path from a step's start to
+    /// the element that made the next handler call (or `me`), so it is in
+    /// the set below; the call is safe when `x` reaches none of it.
+    fn handler_would_reenter(&self, x: usize, me: usize) -> bool {
+        let from_x = self.reach(x, true);
+        let chains = self.chains.borrow();
+        let current = (self.root.get(), me);
+        chains.iter().chain(std::iter::once(&current)).any(|&(start, caller)| {
+            let after = self.reach(start, true);
+            let before = self.reach(caller, false);
+            (0..from_x.len()).any(|a| from_x[a] && after[a] && before[a])
+        })
+    }
+
+    /// Starts a step at element `e` (a task, timer or handler call from
+    /// outside the graph): nothing else runs.
+    fn begin_step(&self, e: usize) {
+        self.root.set(e);
+        self.chains.borrow_mut().clear();
+    }
+
+    /// A handler call made by element `me` into `x` starts a new call
+    /// path at `x` (direct mode's bookkeeping); returns what to restore.
+    fn enter_handler(&self, x: usize, me: usize) -> usize {
+        self.chains.borrow_mut().push((self.root.get(), me));
+        self.root.replace(x)
+    }
+
+    fn leave_handler(&self, root: usize) {
+        self.chains.borrow_mut().pop();
+        self.root.set(root);
+    }
+
+    /// Element `x`, for a handler call from running element `me`; None if
+    /// it is busy: running, or (direct mode) able to reach a running
+    /// element.
+    fn borrow_for_handler(&self, x: usize, me: usize) -> Option<std::cell::RefMut<'_, Box<dyn Element>>> {
+        if self.direct && self.handler_would_reenter(x, me) {
+            return None;
+        }
+        let borrowed = self.elements[x].try_borrow_mut().ok();
+        // Direct mode: every borrowed element is running, and the check
+        // above has ruled out every running element.
+        debug_assert!(
+            !self.direct || borrowed.is_some(),
+            "handler call into a running element (the router's cycle analysis is wrong)"
+        );
+        borrowed
+    }
+
     /// A push whose element is busy: kept until that element returns, up
     /// to [`MAX_REENTRANT`] per step, then dropped and counted.
     fn defer_push(&self, link: Link, batch: PacketBatch) {
@@ -195,10 +368,7 @@ impl Shared {
                 return;
             };
             self.reentrant_delivered.set(self.reentrant_delivered.get() + 1);
-            let mut ctx = Ctx {
-                shared: self,
-                me: link.element,
-            };
+            let mut ctx = self.ctx(link.element);
             let mut batch = batch;
             element.push(link.port, &mut batch, &mut ctx);
         }
@@ -217,28 +387,29 @@ const NO_ROOM: u64 = u64::MAX;
 /// task has work).
 pub struct Clock {
     start: std::time::Instant,
-    simulated: Option<Cell<u64>>,
+    /// Simulated: the time now.
+    simulated: Cell<Option<u64>>,
 }
 
 impl Clock {
     pub fn real() -> Clock {
         Clock {
             start: std::time::Instant::now(),
-            simulated: None,
+            simulated: Cell::new(None),
         }
     }
 
     pub fn simulated() -> Clock {
         Clock {
             start: std::time::Instant::now(),
-            simulated: Some(Cell::new(0)),
+            simulated: Cell::new(Some(0)),
         }
     }
 
     /// Microseconds since the start.
     pub fn now(&self) -> u64 {
-        match &self.simulated {
-            Some(t) => t.get(),
+        match self.simulated.get() {
+            Some(t) => t,
             None => self.start.elapsed().as_micros() as u64,
         }
     }
@@ -248,6 +419,9 @@ impl Clock {
 pub struct Ctx<'r> {
     shared: &'r Shared,
     me: usize,
+    /// This element's push outputs: `nouts` [`Target`]s.
+    outs: *const Target,
+    nouts: usize,
 }
 
 impl Ctx<'_> {
@@ -271,47 +445,29 @@ impl Ctx<'_> {
         if batch.is_empty() {
             return;
         }
-        let shared = self.shared;
-        // SAFETY: `me` is the index of an element of this router (a Ctx is
-        // made only for one), and `push_start` has an entry per element
-        // and one more (Router::build).
-        let (start, end) = unsafe {
-            (
-                *shared.push_start.get_unchecked(self.me),
-                *shared.push_start.get_unchecked(self.me + 1),
-            )
-        };
-        if port >= (end - start) as usize {
-            drop(std::mem::take(batch));
-            return;
+        if port >= self.nouts {
+            return drop_batch(batch);
         }
-        // SAFETY: start + port < push_start[me + 1] <= push_links.len()
-        // (Router::build).
-        let link = unsafe { *shared.push_links.get_unchecked(start as usize + port) };
-        if link.element == PushLink::NONE {
-            drop(std::mem::take(batch));
-            return;
-        }
-        let link = Link {
-            element: link.element as usize,
-            port: link.port as usize,
-        };
-        // SAFETY: links are built from the router's own connections and
-        // name existing elements only (Router::build).
-        let cell = unsafe { shared.elements.get_unchecked(link.element) };
-        match cell.try_borrow_mut() {
-            Ok(mut element) => {
-                let mut ctx = Ctx {
-                    shared: self.shared,
-                    me: link.element,
-                };
-                element.push(link.port, batch, &mut ctx);
-                drop(element);
-                if self.shared.reentrant_waiting.get() {
-                    self.shared.deliver_reentrant();
-                }
+        // SAFETY: `outs` points at this element's `nouts` targets in the
+        // router's target table, which lives as long as the router.
+        let target = unsafe { &*self.outs.add(port) };
+        match target.direct {
+            // SAFETY: direct targets exist only in a router whose call
+            // graph has no cycle, so the receiver is not running (nor is
+            // its context in use) and this is the only reference to both
+            // (module doc); both live as long as the router.
+            #[cfg(not(debug_assertions))]
+            Some(element) => unsafe { (*element.as_ptr()).push(target.port as usize, batch, &mut *target.ctx) },
+            #[cfg(debug_assertions)]
+            Some(_) => {
+                let cell = &self.shared.elements[target.element as usize];
+                let mut element = cell
+                    .try_borrow_mut()
+                    .expect("a direct push re-entered a running element (the router's cycle analysis is wrong)");
+                // SAFETY: as above; the borrow checks it.
+                element.push(target.port as usize, batch, unsafe { &mut *target.ctx });
             }
-            Err(_) => self.shared.defer_push(link, std::mem::take(batch)),
+            None => self.shared.checked_push(target.element, target.port, batch),
         }
     }
 
@@ -320,10 +476,7 @@ impl Ctx<'_> {
     pub fn pull(&mut self, port: usize, max: usize) -> Option<PacketBatch> {
         let link = (*self.shared.inputs[self.me].get(port)?)?;
         let mut element = self.shared.elements[link.element].try_borrow_mut().ok()?;
-        let mut ctx = Ctx {
-            shared: self.shared,
-            me: link.element,
-        };
+        let mut ctx = self.shared.ctx(link.element);
         element.pull(link.port, max, &mut ctx)
     }
 
@@ -444,17 +597,17 @@ impl Ctx<'_> {
         if index == self.me {
             return Err(format!("'{spec}': an element cannot call its own handler this way"));
         }
-        let mut element = self.shared.elements[index]
-            .try_borrow_mut()
-            .map_err(|_| format!("'{spec}': the element is busy (a handler cycle)"))?;
-        let mut ctx = Ctx {
-            shared: self.shared,
-            me: index,
+        let Some(mut element) = self.shared.borrow_for_handler(index, self.me) else {
+            return Err(format!("'{spec}': the element is busy (a handler cycle)"));
         };
-        match element.read_handler_with(handler, params, &mut ctx) {
+        let mut ctx = self.shared.ctx(index);
+        let root = self.shared.enter_handler(index, self.me);
+        let result = match element.read_handler_with(handler, params, &mut ctx) {
             Some(r) => r,
             None => self.shared.generic_read(index, &**element, handler),
-        }
+        };
+        self.shared.leave_handler(root);
+        result
     }
 
     /// Calls write handler `spec` (`element.handler`) with `value`. If
@@ -465,21 +618,21 @@ impl Ctx<'_> {
         if index == self.me {
             return Err(format!("'{spec}': an element cannot call its own handler this way"));
         }
-        let Ok(mut element) = self.shared.elements[index].try_borrow_mut() else {
+        let Some(mut element) = self.shared.borrow_for_handler(index, self.me) else {
             self.shared
                 .deferred
                 .borrow_mut()
                 .push((spec.to_string(), value.to_string()));
             return Ok(());
         };
-        let mut ctx = Ctx {
-            shared: self.shared,
-            me: index,
-        };
-        match element.write_handler(handler, value, &mut ctx) {
+        let mut ctx = self.shared.ctx(index);
+        let root = self.shared.enter_handler(index, self.me);
+        let result = match element.write_handler(handler, value, &mut ctx) {
             Some(r) => r,
             None => Err(format!("no '{spec}' write handler")),
-        }
+        };
+        self.shared.leave_handler(root);
+        result
     }
 
     /// The router's packet pool (plain memory), for sources and copies.
@@ -508,7 +661,10 @@ pub const POOL_SIZE: usize = 8192;
 
 /// A built router.
 pub struct Router {
-    shared: Shared,
+    // Dropped in this order: the contexts and targets refer to `shared`.
+    _ctxs: RawSlice<UnsafeCell<Ctx<'static>>>,
+    _targets: RawSlice<Target>,
+    shared: Box<Shared>,
     tasks: Vec<usize>,
     started: bool,
 }
@@ -748,27 +904,94 @@ impl Router {
             }));
         }
         push_start.push(u32::try_from(push_links.len()).map_err(|_| BuildError("too many connections".into()))?);
+        // The call graph: a push connection a -> b lets a call b, a pull
+        // connection a -> b lets b call a.
+        let mut calls = vec![Vec::new(); n];
+        let mut called_by = vec![Vec::new(); n];
+        for (a, outs) in outputs.iter().enumerate() {
+            for link in outs.iter().flatten() {
+                calls[a].push(link.element as u32);
+                called_by[link.element].push(a as u32);
+            }
+        }
+        for (b, ins) in inputs.iter().enumerate() {
+            for link in ins.iter().flatten() {
+                calls[b].push(link.element as u32);
+                called_by[link.element].push(b as u32);
+            }
+        }
+        let direct = !has_cycle(&calls);
+        // The targets, one per push output, in `push_links` order.
+        let targets = RawSlice::new(
+            push_links
+                .iter()
+                .map(|link| Target {
+                    direct: None,
+                    ctx: std::ptr::null_mut(),
+                    element: link.element,
+                    port: link.port,
+                })
+                .collect(),
+        );
+        let out_ranges = (0..n)
+            .map(|e| {
+                // SAFETY: push_start[e] <= push_links.len(), the table's length.
+                let outs = unsafe { targets.base().add(push_start[e] as usize) } as *const Target;
+                (outs, (push_start[e + 1] - push_start[e]) as usize)
+            })
+            .collect();
+        let shared = Box::new(Shared {
+            elements: elements.into_iter().map(RefCell::new).collect(),
+            names: flat.elements.iter().map(|e| e.name.clone()).collect(),
+            configs: flat.elements.iter().map(|e| e.config.clone()).collect(),
+            positions: flat.elements.iter().map(|e| e.pos.clone()).collect(),
+            push_start: push_start.into_boxed_slice(),
+            push_links: push_links.into_boxed_slice(),
+            inputs,
+            stopped: Cell::new(false),
+            stop_requests: Cell::new(0),
+            timers: RefCell::new(TimerWheel::new(0)),
+            clock: Clock::real(),
+            deferred: RefCell::new(Vec::new()),
+            room_target: (0..n).map(|_| Cell::new(0)).collect(),
+            reentry_drops: Cell::new(0),
+            reentrant: RefCell::new(std::collections::VecDeque::new()),
+            reentrant_waiting: Cell::new(false),
+            reentrant_delivered: Cell::new(0),
+            pool,
+            direct,
+            out_ranges,
+            calls,
+            called_by,
+            root: Cell::new(0),
+            chains: RefCell::new(Vec::new()),
+        });
+        // One context per element, for direct pushes.
+        // SAFETY: the contexts refer to the boxed Shared, which the router
+        // owns and never moves, mutably borrows or frees before them
+        // (field order below); the lifetime is the router's.
+        let shared_ref: &'static Shared = unsafe { &*(&*shared as *const Shared) };
+        let ctxs = RawSlice::new((0..n).map(|e| UnsafeCell::new(shared_ref.ctx(e))).collect());
+        if direct {
+            for i in 0..shared.push_links.len() {
+                // SAFETY: i < the table's length; nothing else refers to
+                // the targets yet.
+                let target = unsafe { &mut *targets.base().add(i) };
+                if target.element == PushLink::NONE {
+                    continue;
+                }
+                let e = target.element as usize;
+                // SAFETY: the element is boxed in the router's cell for
+                // the router's life; nothing borrows it while building.
+                target.direct = Some(NonNull::from(unsafe { &mut **shared.elements[e].as_ptr() }));
+                // SAFETY: e < n, the contexts' length.
+                target.ctx = unsafe { (*ctxs.base().add(e)).get() };
+            }
+        }
         Ok(Router {
-            shared: Shared {
-                elements: elements.into_iter().map(RefCell::new).collect(),
-                names: flat.elements.iter().map(|e| e.name.clone()).collect(),
-                configs: flat.elements.iter().map(|e| e.config.clone()).collect(),
-                positions: flat.elements.iter().map(|e| e.pos.clone()).collect(),
-                push_start: push_start.into_boxed_slice(),
-                push_links: push_links.into_boxed_slice(),
-                inputs,
-                stopped: Cell::new(false),
-                stop_requests: Cell::new(0),
-                timers: RefCell::new(TimerWheel::new(0)),
-                clock: Clock::real(),
-                deferred: RefCell::new(Vec::new()),
-                room_target: (0..n).map(|_| Cell::new(0)).collect(),
-                reentry_drops: Cell::new(0),
-                reentrant: RefCell::new(std::collections::VecDeque::new()),
-                reentrant_waiting: Cell::new(false),
-                reentrant_delivered: Cell::new(0),
-                pool,
-            },
+            shared,
+            _ctxs: ctxs,
+            _targets: targets,
             tasks,
             started: false,
         })
@@ -776,16 +999,14 @@ impl Router {
 
     /// Uses a simulated clock (Click's `--simtime`); call before running.
     pub fn use_simulated_time(&mut self) {
-        self.shared.clock = Clock::simulated();
+        self.shared.clock.simulated.set(Some(0));
     }
 
     fn call(&self, index: usize, f: &mut dyn FnMut(&mut dyn Element, &mut Ctx<'_>)) {
         self.shared.reentrant_delivered.set(0);
+        self.shared.begin_step(index);
         if let Ok(mut element) = self.shared.elements[index].try_borrow_mut() {
-            let mut ctx = Ctx {
-                shared: &self.shared,
-                me: index,
-            };
+            let mut ctx = self.shared.ctx(index);
             f(&mut **element, &mut ctx);
         }
         if self.shared.reentrant_waiting.get() {
@@ -805,11 +1026,9 @@ impl Router {
                 let Ok((index, handler)) = self.shared.resolve(&spec) else {
                     continue;
                 };
+                self.shared.begin_step(index);
                 if let Ok(mut element) = self.shared.elements[index].try_borrow_mut() {
-                    let mut ctx = Ctx {
-                        shared: &self.shared,
-                        me: index,
-                    };
+                    let mut ctx = self.shared.ctx(index);
                     if let Some(Err(e)) = element.write_handler(handler, &value, &mut ctx) {
                         eprintln!("{spec}: {e}");
                     }
@@ -909,8 +1128,9 @@ impl Router {
                 break;
             }
             let next = self.shared.timers.borrow().next_expiry();
-            match (&self.shared.clock.simulated, next) {
-                (Some(t), Some(at)) => t.set(at.max(t.get())),
+            let clock = &self.shared.clock.simulated;
+            match (clock.get(), next) {
+                (Some(t), Some(at)) => clock.set(Some(at.max(t))),
                 (Some(_), None) => {
                     // Simulated time, no timer, no task with work: nothing
                     // can ever happen again.
@@ -948,13 +1168,11 @@ impl Router {
     /// then the ones every element has (`class`, `name`, `config`,
     /// `ports`, `handlers`).
     pub fn read_handler(&self, index: usize, handler: &str) -> Result<String, String> {
+        self.shared.begin_step(index);
         let mut element = self.shared.elements[index]
             .try_borrow_mut()
             .map_err(|_| "element busy".to_string())?;
-        let mut ctx = Ctx {
-            shared: &self.shared,
-            me: index,
-        };
+        let mut ctx = self.shared.ctx(index);
         if let Some(v) = element.read_handler_with(handler, "", &mut ctx) {
             return v;
         }
@@ -963,14 +1181,12 @@ impl Router {
 
     /// Writes `handler` of element `index`.
     pub fn write_handler(&mut self, index: usize, handler: &str, value: &str) -> Result<(), String> {
+        self.shared.begin_step(index);
         let result = {
             let mut element = self.shared.elements[index]
                 .try_borrow_mut()
                 .map_err(|_| "element busy".to_string())?;
-            let mut ctx = Ctx {
-                shared: &self.shared,
-                me: index,
-            };
+            let mut ctx = self.shared.ctx(index);
             match element.write_handler(handler, value, &mut ctx) {
                 Some(result) => result,
                 None => Err(format!("no '{}.{handler}' write handler", self.shared.names[index])),
@@ -985,10 +1201,46 @@ impl Router {
         &self.shared.positions[index]
     }
 
+    /// Whether pushes are direct calls (the call graph has no cycle; the
+    /// module doc says what that means).
+    pub fn direct_pushes(&self) -> bool {
+        self.shared.direct
+    }
+
     /// Packets dropped because they would have re-entered an element.
     pub fn reentry_drops(&self) -> u64 {
         self.shared.reentry_drops.get()
     }
+}
+
+/// Frees what is in `batch` (a push to an output that does not exist),
+/// out of line so that a push needs no stack frame of its own.
+#[cold]
+#[inline(never)]
+fn drop_batch(batch: &mut PacketBatch) {
+    drop(std::mem::take(batch));
+}
+
+/// Whether a directed graph (adjacency lists) has a cycle (Kahn's
+/// algorithm: a cycle is what remains when no node without incoming
+/// edges is left).
+fn has_cycle(edges: &[Vec<u32>]) -> bool {
+    let mut incoming = vec![0usize; edges.len()];
+    for next in edges.iter().flatten() {
+        incoming[*next as usize] += 1;
+    }
+    let mut free: Vec<usize> = (0..edges.len()).filter(|&e| incoming[e] == 0).collect();
+    let mut removed = 0;
+    while let Some(e) = free.pop() {
+        removed += 1;
+        for &next in &edges[e] {
+            incoming[next as usize] -= 1;
+            if incoming[next as usize] == 0 {
+                free.push(next as usize);
+            }
+        }
+    }
+    removed < edges.len()
 }
 
 fn flow_name(f: Flow) -> &'static str {
@@ -1028,5 +1280,78 @@ mod tests {
         let delivered: u64 = d.parse().unwrap();
         assert_eq!(delivered, super::MAX_REENTRANT + 1);
         assert_eq!(r.reentry_drops(), 1);
+    }
+
+    #[test]
+    fn pushes_are_direct_exactly_when_the_call_graph_has_no_cycle() {
+        let build = |config: &str| crate::build("t.click", config, &[]).unwrap();
+        assert!(build("InfiniteSource(LIMIT 1) -> Null -> Discard").direct_pushes());
+        // Pull connections count upstream: a queue and its puller.
+        assert!(build("InfiniteSource(LIMIT 1) -> Queue -> Unqueue -> Discard").direct_pushes());
+        assert!(!build("InfiniteSource(LIMIT 1) -> t :: Tee; t[0] -> Null -> t; t[1] -> Discard").direct_pushes());
+        assert!(!build("Idle -> Discard; n :: Null; n -> n").direct_pushes());
+    }
+
+    /// Probe: on every push, reads `c.count` and `free.count` and writes
+    /// `c.reset`, and keeps what the reads returned.
+    struct Probe(std::rc::Rc<std::cell::RefCell<Vec<(Result<String, String>, Result<String, String>)>>>);
+
+    impl crate::Element for Probe {
+        fn class_name(&self) -> &'static str {
+            "Probe"
+        }
+        fn push(&mut self, _port: usize, batch: &mut oxnet_driver::PacketBatch, ctx: &mut super::Ctx<'_>) {
+            let running = ctx.read_handler("c.count", "");
+            let free = ctx.read_handler("free.count", "");
+            self.0.borrow_mut().push((running, free));
+            ctx.write_handler("c.reset", "").unwrap();
+            ctx.forward(0, batch);
+        }
+    }
+
+    struct WithProbe(std::rc::Rc<std::cell::RefCell<Vec<(Result<String, String>, Result<String, String>)>>>);
+
+    impl super::Registry for WithProbe {
+        fn create(&self, class: &str) -> Option<Box<dyn crate::Element>> {
+            if class == "Probe" {
+                return Some(Box::new(Probe(self.0.clone())));
+            }
+            super::Registry::create(&crate::elements::Standard, class)
+        }
+    }
+
+    #[test]
+    fn a_handler_call_into_a_running_element_waits_and_one_into_a_free_element_is_made() {
+        // Direct (no cycle) and checked (a cycle elsewhere): the same
+        // answers. `c` pushed the packet the probe has, so it is running:
+        // the read is refused and the reset waits until the step ends (so
+        // c counts 1 at each probe, then 0); `free` is not running.
+        for (config, direct) in [("", true), ("n :: Null; n -> n;", false)] {
+            let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+            let registry = WithProbe(seen.clone());
+            let text = format!(
+                "{config} InfiniteSource(LIMIT 3, STOP true) -> c :: Counter -> Probe -> d :: Discard; \
+                 Idle -> free :: Counter -> Discard;"
+            );
+            let flat = crate::lang::compile("t.click", &text, &[], &|c: &str| {
+                c == "Probe" || super::Registry::is_class(&crate::elements::Standard, c)
+            })
+            .unwrap();
+            let mut r = super::Router::build(&flat, &registry).unwrap();
+            assert_eq!(r.direct_pushes(), direct);
+            r.use_simulated_time();
+            r.run(&|| false);
+            let seen = seen.borrow();
+            assert_eq!(seen.len(), 3, "{config}");
+            for (running, free) in seen.iter() {
+                assert!(
+                    running.as_ref().is_err_and(|e| e.contains("busy")),
+                    "{config}: {running:?}"
+                );
+                assert_eq!(free.as_deref(), Ok("0"), "{config}");
+            }
+            assert_eq!(r.read_handler(r.find("c").unwrap(), "count").unwrap(), "0");
+            assert_eq!(r.read_handler(r.find("d").unwrap(), "count").unwrap(), "3");
+        }
     }
 }
