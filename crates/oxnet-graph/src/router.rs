@@ -8,27 +8,28 @@
 //!
 //! Each element sits in a `RefCell`, so that an element can call its
 //! neighbours while it runs. Whether a push must check that cell depends
-//! on the graph:
+//! on where the receiving element sits in the call graph (push
+//! connections downstream, pull connections upstream):
 //!
-//! - **No cycle** (the usual case, and every benchmark configuration):
-//!   the call graph (push connections downstream, pull connections
-//!   upstream) has no cycle, so no push or pull can reach an element that
-//!   is already running. A push is then a direct call through the
-//!   element's vtable with nothing to do after it, which the compiler
-//!   makes a jump: a chain of N elements costs N jumps, as FastClick's
-//!   `output(0).push_batch()` does. The one other way back into a running
-//!   element is a handler call made by an element ([`Ctx::write_handler`],
-//!   e.g. a Script on the data path); such a call is checked against the
-//!   graph instead (`Shared::handler_would_reenter`), and treated as a
-//!   call into a busy element when it could reach a running one. Debug
-//!   builds borrow every cell anyway and panic if the analysis was wrong.
-//! - **A cycle** (ARPQuerier's query coming back through an ARPResponder
-//!   as a reply, a Tee feeding itself): every push borrows the cell of
-//!   its element. A packet that would re-enter an element already on the
-//!   call stack waits in a queue and is delivered as soon as that element
-//!   returns, as if Click had called it recursively after its current
-//!   work; beyond a bound (an endless cycle) such packets are dropped and
-//!   counted.
+//! - **Not on a cycle** (every element of the usual graph, and of every
+//!   benchmark configuration): no push or pull can reach it while it is
+//!   already running, since the path back to it would close a cycle. A
+//!   push to it is a direct call through its vtable with nothing to do
+//!   after it, which the compiler makes a jump: a chain of N elements
+//!   costs N jumps, as FastClick's `output(0).push_batch()` does. The one
+//!   other way back into a running element is a handler call made by an
+//!   element ([`Ctx::write_handler`], e.g. a Script on the data path);
+//!   such a call is checked against the call graph instead
+//!   (`Shared::handler_would_reenter`) and treated as a call into a busy
+//!   element when it could reach a running one. Debug builds borrow every
+//!   cell anyway and panic if the analysis was wrong.
+//! - **On a cycle** (router.click's ICMP errors going back into the
+//!   routing table, ARPQuerier's queries coming back through an
+//!   ARPResponder, a Tee feeding itself): a push to it borrows its cell.
+//!   A packet that would re-enter an element already on the call stack
+//!   waits in a queue and is delivered as soon as that element returns,
+//!   as if Click had called it recursively after its current work; beyond
+//!   a bound (an endless cycle) such packets are dropped and counted.
 
 use crate::args::Args;
 use crate::element::{port_flow, Element, Flow, PortCount};
@@ -102,8 +103,13 @@ pub struct Shared {
     /// (bounded by [`MAX_REENTRANT`]).
     reentrant_delivered: Cell<u64>,
     pool: Mempool,
-    /// The call graph has no cycle: pushes are direct calls (module doc).
+    /// Some pushes are direct calls (module doc): handler calls are
+    /// checked against the call graph.
     direct: bool,
+    /// Elements on a cycle of the call graph (their pushes are checked).
+    on_cycle: Vec<bool>,
+    /// One of those cycles, element by element (empty if none).
+    cycle: Vec<usize>,
     /// Per element: its push outputs' [`Target`]s (in the router's
     /// target table) and how many there are.
     out_ranges: Box<[(*const Target, usize)]>,
@@ -122,8 +128,8 @@ pub struct Shared {
 
 /// A push output, resolved: where a push goes (Router::build).
 struct Target {
-    /// The receiving element, called directly (no cycle in the graph);
-    /// None: through its `RefCell` (`Shared::checked_push`).
+    /// The receiving element, called directly (it is on no cycle of the
+    /// call graph); None: through its `RefCell` (`Shared::checked_push`).
     direct: Option<NonNull<dyn Element>>,
     /// The receiver's context (direct only: it is not running, so this is
     /// the one reference to it).
@@ -452,9 +458,9 @@ impl Ctx<'_> {
         // router's target table, which lives as long as the router.
         let target = unsafe { &*self.outs.add(port) };
         match target.direct {
-            // SAFETY: direct targets exist only in a router whose call
-            // graph has no cycle, so the receiver is not running (nor is
-            // its context in use) and this is the only reference to both
+            // SAFETY: a target is direct only if its element is on no
+            // cycle of the call graph, so it is not running (nor is its
+            // context in use) and this is the only reference to both
             // (module doc); both live as long as the router.
             #[cfg(not(debug_assertions))]
             Some(element) => unsafe { (*element.as_ptr()).push(target.port as usize, batch, &mut *target.ctx) },
@@ -920,7 +926,9 @@ impl Router {
                 called_by[link.element].push(b as u32);
             }
         }
-        let direct = !has_cycle(&calls);
+        let on_cycle = on_cycles(&calls, &called_by);
+        let cycle = find_cycle(&calls).unwrap_or_default();
+        let direct = on_cycle.iter().any(|c| !c);
         // The targets, one per push output, in `push_links` order.
         let targets = RawSlice::new(
             push_links
@@ -960,6 +968,8 @@ impl Router {
             reentrant_delivered: Cell::new(0),
             pool,
             direct,
+            on_cycle,
+            cycle,
             out_ranges,
             calls,
             called_by,
@@ -972,12 +982,12 @@ impl Router {
         // (field order below); the lifetime is the router's.
         let shared_ref: &'static Shared = unsafe { &*(&*shared as *const Shared) };
         let ctxs = RawSlice::new((0..n).map(|e| UnsafeCell::new(shared_ref.ctx(e))).collect());
-        if direct {
+        {
             for i in 0..shared.push_links.len() {
                 // SAFETY: i < the table's length; nothing else refers to
                 // the targets yet.
                 let target = unsafe { &mut *targets.base().add(i) };
-                if target.element == PushLink::NONE {
+                if target.element == PushLink::NONE || shared.on_cycle[target.element as usize] {
                     continue;
                 }
                 let e = target.element as usize;
@@ -1201,10 +1211,30 @@ impl Router {
         &self.shared.positions[index]
     }
 
-    /// Whether pushes are direct calls (the call graph has no cycle; the
-    /// module doc says what that means).
+    /// Whether every push is a direct call (no element is on a cycle of
+    /// the call graph; the module doc says what that means).
     pub fn direct_pushes(&self) -> bool {
-        self.shared.direct
+        self.shared.cycle.is_empty()
+    }
+
+    /// The elements pushes to which are checked (on a cycle of the call
+    /// graph), by name.
+    pub fn checked_elements(&self) -> Vec<&str> {
+        (0..self.shared.names.len())
+            .filter(|&e| self.shared.on_cycle[e])
+            .map(|e| self.shared.names[e].as_str())
+            .collect()
+    }
+
+    /// A cycle of the call graph, if there is one, as element names, each
+    /// calling the next and the last the first (a push downstream or a
+    /// pull upstream).
+    pub fn call_cycle(&self) -> Vec<&str> {
+        self.shared
+            .cycle
+            .iter()
+            .map(|&e| self.shared.names[e].as_str())
+            .collect()
     }
 
     /// Packets dropped because they would have re-entered an element.
@@ -1221,18 +1251,37 @@ fn drop_batch(batch: &mut PacketBatch) {
     drop(std::mem::take(batch));
 }
 
-/// Whether a directed graph (adjacency lists) has a cycle (Kahn's
-/// algorithm: a cycle is what remains when no node without incoming
-/// edges is left).
-fn has_cycle(edges: &[Vec<u32>]) -> bool {
+/// Which nodes of a directed graph (adjacency lists both ways) lie on a
+/// cycle: those from which a predecessor can be reached.
+fn on_cycles(edges: &[Vec<u32>], reverse: &[Vec<u32>]) -> Vec<bool> {
+    let n = edges.len();
+    (0..n)
+        .map(|v| {
+            let mut seen = vec![false; n];
+            let mut todo: Vec<usize> = edges[v].iter().map(|&w| w as usize).collect();
+            while let Some(e) = todo.pop() {
+                if !std::mem::replace(&mut seen[e], true) {
+                    todo.extend(edges[e].iter().map(|&w| w as usize));
+                }
+            }
+            seen[v] || reverse[v].iter().any(|&u| seen[u as usize])
+        })
+        .collect()
+}
+
+/// A cycle of a directed graph (adjacency lists), as the nodes along it,
+/// if it has one. Kahn's algorithm removes every node without incoming
+/// edges until none is left; each node that remains has a predecessor
+/// that remains, so walking back through those must come round.
+fn find_cycle(edges: &[Vec<u32>]) -> Option<Vec<usize>> {
     let mut incoming = vec![0usize; edges.len()];
     for next in edges.iter().flatten() {
         incoming[*next as usize] += 1;
     }
     let mut free: Vec<usize> = (0..edges.len()).filter(|&e| incoming[e] == 0).collect();
-    let mut removed = 0;
+    let mut removed = vec![false; edges.len()];
     while let Some(e) = free.pop() {
-        removed += 1;
+        removed[e] = true;
         for &next in &edges[e] {
             incoming[next as usize] -= 1;
             if incoming[next as usize] == 0 {
@@ -1240,7 +1289,29 @@ fn has_cycle(edges: &[Vec<u32>]) -> bool {
             }
         }
     }
-    removed < edges.len()
+    let start = removed.iter().position(|r| !r)?;
+    let mut before = vec![usize::MAX; edges.len()];
+    for (a, nexts) in edges.iter().enumerate() {
+        for &b in nexts {
+            if !removed[a] && !removed[b as usize] {
+                before[b as usize] = a;
+            }
+        }
+    }
+    let mut seen = vec![false; edges.len()];
+    let mut node = start;
+    while !seen[node] {
+        seen[node] = true;
+        node = before[node];
+    }
+    let mut cycle = vec![node];
+    let mut back = before[node];
+    while back != node {
+        cycle.push(back);
+        back = before[back];
+    }
+    cycle.reverse();
+    Some(cycle)
 }
 
 fn flow_name(f: Flow) -> &'static str {
@@ -1283,13 +1354,23 @@ mod tests {
     }
 
     #[test]
-    fn pushes_are_direct_exactly_when_the_call_graph_has_no_cycle() {
+    fn pushes_are_checked_exactly_into_elements_on_a_call_cycle() {
         let build = |config: &str| crate::build("t.click", config, &[]).unwrap();
         assert!(build("InfiniteSource(LIMIT 1) -> Null -> Discard").direct_pushes());
         // Pull connections count upstream: a queue and its puller.
         assert!(build("InfiniteSource(LIMIT 1) -> Queue -> Unqueue -> Discard").direct_pushes());
-        assert!(!build("InfiniteSource(LIMIT 1) -> t :: Tee; t[0] -> Null -> t; t[1] -> Discard").direct_pushes());
-        assert!(!build("Idle -> Discard; n :: Null; n -> n").direct_pushes());
+        let r = build("InfiniteSource(LIMIT 1) -> t :: Tee; t[0] -> n :: Null -> t; t[1] -> d :: Discard");
+        assert!(!r.direct_pushes());
+        assert_eq!(r.checked_elements(), ["t", "n"]);
+        let r = build("Idle -> Discard; n :: Null; n -> n");
+        assert_eq!(r.checked_elements(), ["n"]);
+        assert_eq!(r.call_cycle(), ["n"]);
+        let r = build("InfiniteSource(LIMIT 1) -> a :: Null -> t :: Tee; t[0] -> b :: Null -> a; t[1] -> Discard");
+        let cycle = r.call_cycle();
+        assert_eq!(cycle.len(), 3, "{cycle:?}");
+        let at = cycle.iter().position(|&n| n == "a").unwrap();
+        let from_a: Vec<_> = cycle.iter().cycle().skip(at).take(3).copied().collect();
+        assert_eq!(from_a, ["a", "t", "b"]);
     }
 
     /// Probe: on every push, reads `c.count` and `free.count` and writes
@@ -1322,16 +1403,19 @@ mod tests {
 
     #[test]
     fn a_handler_call_into_a_running_element_waits_and_one_into_a_free_element_is_made() {
-        // Direct (no cycle) and checked (a cycle elsewhere): the same
-        // answers. `c` pushed the packet the probe has, so it is running:
+        // Direct (no cycle) and checked (the path is on a cycle that no
+        // packet takes): the same answers. `c` pushed the packet the probe has, so it is running:
         // the read is refused and the reset waits until the step ends (so
         // c counts 1 at each probe, then 0); `free` is not running.
-        for (config, direct) in [("", true), ("n :: Null; n -> n;", false)] {
+        for (before, after, direct) in [
+            ("p :: Null -> d :: Discard;", "", true),
+            ("p :: Switch(0); p[0] -> d :: Discard;", "p[1] -> c;", false),
+        ] {
             let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
             let registry = WithProbe(seen.clone());
             let text = format!(
-                "{config} InfiniteSource(LIMIT 3, STOP true) -> c :: Counter -> Probe -> d :: Discard; \
-                 Idle -> free :: Counter -> Discard;"
+                "{before} InfiniteSource(LIMIT 3, STOP true) -> c :: Counter -> Probe -> p; \
+                 Idle -> free :: Counter -> Discard; {after}"
             );
             let flat = crate::lang::compile("t.click", &text, &[], &|c: &str| {
                 c == "Probe" || super::Registry::is_class(&crate::elements::Standard, c)
@@ -1342,13 +1426,13 @@ mod tests {
             r.use_simulated_time();
             r.run(&|| false);
             let seen = seen.borrow();
-            assert_eq!(seen.len(), 3, "{config}");
+            assert_eq!(seen.len(), 3, "{before}");
             for (running, free) in seen.iter() {
                 assert!(
                     running.as_ref().is_err_and(|e| e.contains("busy")),
-                    "{config}: {running:?}"
+                    "{before}: {running:?}"
                 );
-                assert_eq!(free.as_deref(), Ok("0"), "{config}");
+                assert_eq!(free.as_deref(), Ok("0"), "{before}");
             }
             assert_eq!(r.read_handler(r.find("c").unwrap(), "count").unwrap(), "0");
             assert_eq!(r.read_handler(r.find("d").unwrap(), "count").unwrap(), "3");

@@ -42,7 +42,8 @@ const USAGE: &str = "usage: oxnet run [OPTION]... [PARAM=VALUE]... [ROUTERFILE]
   -j, --threads N        N graph threads, one per core; thread i owns queue i of each device
   -q, --quit             build the router but do not run it (useful with -h)
   -w, --no-warnings      do not print warnings
-  -t, --time             print the time the router ran
+  -t, --time             print the time the router ran (and whether
+                         pushes are direct calls)
       --simtime          simulated time: timers fire at once when nothing else runs
       --help             this text";
 
@@ -154,6 +155,22 @@ pub type HandlerValue = (String, String, String);
 
 /// Reads the `-h` handlers (element globs expanded) in order; errors for
 /// those that do not exist or fail.
+/// What `-t` says about how pushes are made (docs/graph.md, "How a push
+/// is made").
+fn pushes_line(router: &Router) -> String {
+    if router.direct_pushes() {
+        return "pushes: direct (no call cycle in the graph)".to_string();
+    }
+    let mut cycle = router.call_cycle();
+    cycle.push(cycle[0]);
+    format!(
+        "pushes: direct, checked into the {} elements on call cycles ({}; one cycle: {})",
+        router.checked_elements().len(),
+        router.checked_elements().join(" "),
+        cycle.join(" -> ")
+    )
+}
+
 pub fn read_handler_values(router: &Router, handlers: &[String]) -> (Vec<HandlerValue>, Vec<String>) {
     let mut values = Vec::new();
     let mut errors = Vec::new();
@@ -291,6 +308,7 @@ pub fn main(args: &[String]) -> u8 {
         router.run(&crate::signal::stop_requested);
     }
     if options.time {
+        eprintln!("{}", pushes_line(&router));
         eprintln!("{:.6} real", start.elapsed().as_secs_f64());
     }
     let (out, errors) = read_handlers(&router, &options.handlers);
@@ -327,7 +345,7 @@ fn run_threads(options: &ClickOptions, name: &str, text: &str, control: &str) ->
         };
         let (name, vars, handlers) = (name.to_string(), options.vars.clone(), options.handlers.clone());
         let (built, go, failed) = (built.clone(), go.clone(), failed.clone());
-        let (simtime, quit) = (options.simtime, options.quit);
+        let (simtime, quit, time) = (options.simtime, options.quit, options.time);
         let spawned = std::thread::Builder::new().name(format!("graph{t}")).spawn(move || {
             let _ = crate::apps::multiqueue::pin_to_core(t % cores);
             let place = oxnet_graph::elements::device::ThreadPlace {
@@ -353,6 +371,9 @@ fn run_threads(options: &ClickOptions, name: &str, text: &str, control: &str) ->
             }
             if simtime {
                 router.use_simulated_time();
+            }
+            if time && t == 0 {
+                eprintln!("{}", pushes_line(&router));
             }
             if quit {
                 return Some(read_handler_values(&router, &handlers));
