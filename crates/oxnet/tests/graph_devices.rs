@@ -168,7 +168,10 @@ DriverManager(pause, wait 1s, stop)
     // The routing table, TTL and ICMP errors form cycles (an error is
     // routed like any packet): pushes into those 14 elements are checked,
     // the rest (devices, classifiers, ARP, queues) are direct calls.
-    assert!(err.contains("pushes: direct, checked into the 14 elements on call cycles (rt local"), "{err}");
+    assert!(
+        err.contains("pushes: direct, checked into the 14 elements on call cycles (rt local"),
+        "{err}"
+    );
     assert_eq!(value(&out, "fwd1.count"), 6000, "routed out of IF1: {out}\n{err}");
     assert_eq!(value(&out, "got.count"), 6000, "every packet once at B: {out}\n{err}");
     let per_thread = |handler: &str| -> Vec<u64> {
