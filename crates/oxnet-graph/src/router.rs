@@ -1375,7 +1375,10 @@ mod tests {
 
     /// Probe: on every push, reads `c.count` and `free.count` and writes
     /// `c.reset`, and keeps what the reads returned.
-    struct Probe(std::rc::Rc<std::cell::RefCell<Vec<(Result<String, String>, Result<String, String>)>>>);
+    /// What the probe's two reads returned, push by push.
+    type Seen = std::rc::Rc<std::cell::RefCell<Vec<(Result<String, String>, Result<String, String>)>>>;
+
+    struct Probe(Seen);
 
     impl crate::Element for Probe {
         fn class_name(&self) -> &'static str {
@@ -1390,7 +1393,7 @@ mod tests {
         }
     }
 
-    struct WithProbe(std::rc::Rc<std::cell::RefCell<Vec<(Result<String, String>, Result<String, String>)>>>);
+    struct WithProbe(Seen);
 
     impl super::Registry for WithProbe {
         fn create(&self, class: &str) -> Option<Box<dyn crate::Element>> {
