@@ -1,0 +1,1 @@
+//! Wire formats: one typed view per header (smoltcp's style, STYLE.md).
