@@ -6,4 +6,6 @@
 //! | module | what |
 //! |---|---|
 //! | [`wire`] | a typed view per header (Ethernet, ARP, IPv4, IPv6, ICMP, ICMPv6 and Neighbor Discovery, UDP, TCP and its options): parse checks lengths and never panics, emit writes |
+//! | [`tcp`] | TCP's state and elements (docs/stack.md) |
+pub mod tcp;
 pub mod wire;
