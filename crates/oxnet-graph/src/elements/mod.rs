@@ -59,9 +59,29 @@ pub const MODULES: &[Module] = &[
     icmp::MODULE,
 ];
 
+/// Modules other crates add (the stack's elements: the graph does not
+/// depend on them), in the order added.
+static ADDED: std::sync::RwLock<Vec<&'static [Module]>> = std::sync::RwLock::new(Vec::new());
+
+/// Adds another crate's modules to the library, for every router built
+/// after (the `oxnet` binary adds the stack's at start-up). Adding the
+/// same list twice adds it once.
+pub fn add_modules(modules: &'static [Module]) {
+    let mut added = ADDED.write().unwrap_or_else(|e| e.into_inner());
+    if !added.iter().any(|m| std::ptr::eq(*m, modules)) {
+        added.push(modules);
+    }
+}
+
+/// This library's modules, then the ones added.
+fn all_modules() -> Vec<&'static Module> {
+    let added = ADDED.read().unwrap_or_else(|e| e.into_inner());
+    MODULES.iter().chain(added.iter().flat_map(|m| m.iter())).collect()
+}
+
 /// Every class this library has, sorted by name.
 pub fn classes() -> Vec<&'static str> {
-    let mut all: Vec<&'static str> = MODULES.iter().flat_map(|m| m.classes.iter().copied()).collect();
+    let mut all: Vec<&'static str> = all_modules().iter().flat_map(|m| m.classes.iter().copied()).collect();
     all.sort_unstable();
     all
 }
@@ -72,14 +92,14 @@ pub struct Standard;
 
 impl Registry for Standard {
     fn create(&self, class: &str) -> Option<Box<dyn Element>> {
-        MODULES
+        all_modules()
             .iter()
             .filter(|m| m.classes.contains(&class))
             .find_map(|m| (m.create)(class))
     }
 
     fn is_class(&self, class: &str) -> bool {
-        MODULES.iter().any(|m| m.classes.contains(&class))
+        all_modules().iter().any(|m| m.classes.contains(&class))
     }
 }
 
@@ -112,4 +132,33 @@ pub fn reference() -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Marker;
+
+    impl Element for Marker {
+        fn class_name(&self) -> &'static str {
+            "AddedMarkerForTest"
+        }
+    }
+
+    static ADDED_FOR_TEST: &[Module] = &[Module {
+        classes: &["AddedMarkerForTest"],
+        create: |c| (c == "AddedMarkerForTest").then(|| Box::new(Marker) as Box<dyn Element>),
+    }];
+
+    #[test]
+    fn modules_added_by_another_crate_are_classes_of_the_library() {
+        assert!(!Standard.is_class("AddedMarkerForTest"));
+        add_modules(ADDED_FOR_TEST);
+        add_modules(ADDED_FOR_TEST);
+        assert!(Standard.is_class("AddedMarkerForTest"));
+        assert_eq!(classes().iter().filter(|c| **c == "AddedMarkerForTest").count(), 1);
+        let router = crate::build("t.click", "Idle -> AddedMarkerForTest -> Discard", &[]).unwrap();
+        assert_eq!(router.names().len(), 3);
+    }
 }
