@@ -5,5 +5,7 @@
 //! | module | RFC | what |
 //! |---|---|---|
 //! | [`rtt`] | 6298 | smoothed RTT, its variation, the retransmission timeout and its back-off |
+//! | [`newreno`] | 5681, 6582 | slow start, congestion avoidance, fast retransmit and NewReno's fast recovery |
 
+pub mod newreno;
 pub mod rtt;

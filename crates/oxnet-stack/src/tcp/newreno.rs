@@ -1,0 +1,293 @@
+//! NewReno congestion control (RFC 5681 and RFC 6582): slow start,
+//! congestion avoidance, fast retransmit on the third duplicate ACK, and
+//! fast recovery that stays in recovery through partial ACKs until every
+//! segment outstanding at the loss is acknowledged.
+//!
+//! The element TCPNewRenoAck calls this on each ACK, with the acked-bytes
+//! annotation TCPProcessAck computed; the retransmission timer calls
+//! [`NewReno::on_timeout`]. Sequence numbers are the raw 32-bit values,
+//! compared modulo 2^32 (RFC 9293 §3.4).
+
+/// What the sender must do after an ACK.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckAction {
+    /// Nothing beyond sending what the new window allows.
+    None,
+    /// Retransmit the first unacknowledged segment: fast retransmit
+    /// (RFC 5681 §3.2 step 2), or a partial ACK in recovery (RFC 6582
+    /// §3.2 step 5). `restart_timer` is set for fast retransmit and for
+    /// the first partial ACK only (RFC 6582 §3.2 step 5, the "impatient"
+    /// variant).
+    Retransmit { restart_timer: bool },
+}
+
+/// The congestion state of one connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewReno {
+    smss: u32,
+    cwnd: u32,
+    ssthresh: u32,
+    dup_acks: u32,
+    /// RFC 6582 §3.2: the highest sequence number sent when recovery
+    /// began; starts at the initial send sequence number (step 1).
+    recover: u32,
+    in_recovery: bool,
+    /// A partial ACK already restarted the timer in this recovery.
+    partial_ack_seen: bool,
+}
+
+/// a > b, modulo 2^32 (RFC 9293 §3.4).
+fn after(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
+impl NewReno {
+    /// A connection's start: `smss` the sender's maximum segment size,
+    /// `iss` its initial send sequence number. The initial window is
+    /// RFC 5681 §3.1's (equation 1) unless `initial_segments` gives
+    /// another (RFC 6928's 10, as Linux, is a setting).
+    pub fn new(smss: u32, iss: u32, initial_segments: Option<u32>) -> NewReno {
+        let smss = smss.max(1);
+        let segments = initial_segments.unwrap_or(match smss {
+            0..=1095 => 4,
+            1096..=2190 => 3,
+            _ => 2,
+        });
+        NewReno {
+            smss,
+            cwnd: smss.saturating_mul(segments.max(1)),
+            // §3.1: "arbitrarily high".
+            ssthresh: u32::MAX,
+            dup_acks: 0,
+            recover: iss,
+            in_recovery: false,
+            partial_ack_seen: false,
+        }
+    }
+
+    /// The congestion window, bytes.
+    pub fn cwnd(&self) -> u32 {
+        self.cwnd
+    }
+
+    /// The slow-start threshold, bytes.
+    pub fn ssthresh(&self) -> u32 {
+        self.ssthresh
+    }
+
+    /// Whether fast recovery is under way.
+    pub fn in_recovery(&self) -> bool {
+        self.in_recovery
+    }
+
+    /// Duplicate ACKs counted since the last new one.
+    pub fn dup_acks(&self) -> u32 {
+        self.dup_acks
+    }
+
+    /// RFC 5681 §3.1 equation 4: half the data in flight, at least two
+    /// segments.
+    fn halve(&self, flight_size: u32) -> u32 {
+        (flight_size / 2).max(2 * self.smss)
+    }
+
+    /// An ACK that acknowledges new data: `ack` its acknowledgment
+    /// number, `acked` the bytes it newly acknowledges, `flight_size`
+    /// the bytes still outstanding after it.
+    pub fn on_new_ack(&mut self, ack: u32, acked: u32, flight_size: u32) -> AckAction {
+        self.dup_acks = 0;
+        if self.in_recovery {
+            // RFC 6582 §3.2 step 6: a full acknowledgment, of everything up
+            // to and including `recover`: leave recovery with
+            // min(ssthresh, max(FlightSize, SMSS) + SMSS) (option 1).
+            if after(ack, self.recover) {
+                self.in_recovery = false;
+                self.cwnd = self.ssthresh.min(flight_size.max(self.smss) + self.smss);
+                return AckAction::None;
+            }
+            // Step 5: a partial acknowledgment: retransmit the first
+            // unacknowledged segment, deflate the window by what was
+            // acknowledged, and add one segment back if that was at least
+            // one segment, so about ssthresh stays in flight.
+            self.cwnd = self.cwnd.saturating_sub(acked);
+            if acked >= self.smss {
+                self.cwnd += self.smss;
+            }
+            let first = !self.partial_ack_seen;
+            self.partial_ack_seen = true;
+            return AckAction::Retransmit { restart_timer: first };
+        }
+        if self.cwnd < self.ssthresh {
+            // RFC 5681 §3.1 equation 2: slow start, at most one segment
+            // per ACK (appropriate byte counting with L = 1, RFC 3465).
+            self.cwnd = self.cwnd.saturating_add(acked.min(self.smss));
+        } else {
+            // Equation 3: congestion avoidance, about one segment per RTT.
+            let step = ((self.smss as u64 * self.smss as u64) / self.cwnd.max(1) as u64).max(1);
+            self.cwnd = self.cwnd.saturating_add(step as u32);
+        }
+        AckAction::None
+    }
+
+    /// A duplicate ACK (RFC 5681 §2's definition, which the caller
+    /// checks: no data, no window change, outstanding data, the same
+    /// acknowledgment number). `high_data` is the highest sequence number
+    /// sent so far.
+    pub fn on_dup_ack(&mut self, ack: u32, flight_size: u32, high_data: u32) -> AckAction {
+        self.dup_acks = self.dup_acks.saturating_add(1);
+        if self.in_recovery {
+            // RFC 5681 §3.2 step 4: each further duplicate means a segment
+            // has left the network: inflate the window by one.
+            self.cwnd = self.cwnd.saturating_add(self.smss);
+            return AckAction::None;
+        }
+        if self.dup_acks != 3 {
+            return AckAction::None;
+        }
+        // RFC 6582 §3.2 step 1: only if the ACK covers more than
+        // `recover`; otherwise these duplicates are from segments sent
+        // before an earlier loss, and ssthresh stays as it is. (So the
+        // loss of a connection's first data segment is left to the
+        // retransmission timer, as the RFC says.)
+        if !after(ack.wrapping_sub(1), self.recover) {
+            return AckAction::None;
+        }
+        self.recover = high_data;
+        // RFC 5681 §3.2 steps 2 and 3.
+        self.ssthresh = self.halve(flight_size);
+        self.cwnd = self.ssthresh.saturating_add(3 * self.smss);
+        self.in_recovery = true;
+        self.partial_ack_seen = false;
+        AckAction::Retransmit { restart_timer: true }
+    }
+
+    /// The retransmission timer expired (RFC 5681 §3.1: ssthresh from
+    /// equation 4, the loss window of one segment; RFC 6582 §4: recovery
+    /// ends and `recover` becomes the highest sequence number sent).
+    pub fn on_timeout(&mut self, flight_size: u32, high_data: u32) {
+        self.ssthresh = self.halve(flight_size);
+        self.cwnd = self.smss;
+        self.recover = high_data;
+        self.in_recovery = false;
+        self.dup_acks = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u32 = 1000;
+    const ISS: u32 = 0xffff_ff00;
+
+    fn reno() -> NewReno {
+        NewReno::new(MSS, ISS, None)
+    }
+
+    #[test]
+    fn the_initial_window_follows_rfc_5681_equation_1() {
+        assert_eq!(NewReno::new(1000, 0, None).cwnd(), 4000);
+        assert_eq!(NewReno::new(1460, 0, None).cwnd(), 3 * 1460);
+        assert_eq!(NewReno::new(8960, 0, None).cwnd(), 2 * 8960);
+        assert_eq!(NewReno::new(1460, 0, Some(10)).cwnd(), 14600);
+        assert_eq!(NewReno::new(1460, 0, None).ssthresh(), u32::MAX);
+    }
+
+    #[test]
+    fn slow_start_grows_by_at_most_a_segment_per_ack_then_avoidance_by_a_segment_per_window() {
+        let mut r = reno();
+        assert_eq!(r.on_new_ack(ISS.wrapping_add(3001), 3000, 1000), AckAction::None);
+        assert_eq!(r.cwnd(), 5000, "one segment for an ACK of three");
+        r.on_new_ack(ISS.wrapping_add(3501), 500, 1000);
+        assert_eq!(r.cwnd(), 5500);
+        r.on_timeout(8000, ISS.wrapping_add(9000));
+        assert_eq!((r.cwnd(), r.ssthresh()), (1000, 4000));
+        // Slow start to ssthresh, then cwnd grows SMSS*SMSS/cwnd per ACK.
+        for _ in 0..3 {
+            r.on_new_ack(ISS.wrapping_add(9000), 1000, 0);
+        }
+        assert_eq!(r.cwnd(), 4000);
+        r.on_new_ack(ISS.wrapping_add(10000), 1000, 0);
+        assert_eq!(r.cwnd(), 4250);
+    }
+
+    #[test]
+    fn the_third_duplicate_ack_starts_fast_retransmit_and_recovery() {
+        let mut r = reno();
+        let una = ISS.wrapping_add(1001);
+        r.on_new_ack(una, 1000, 8000);
+        let high = ISS.wrapping_add(9000);
+        assert_eq!(r.on_dup_ack(una, 8000, high), AckAction::None);
+        assert_eq!(r.on_dup_ack(una, 8000, high), AckAction::None);
+        assert_eq!(
+            r.on_dup_ack(una, 8000, high),
+            AckAction::Retransmit { restart_timer: true }
+        );
+        assert!(r.in_recovery());
+        assert_eq!(r.ssthresh(), 4000);
+        assert_eq!(r.cwnd(), 4000 + 3 * MSS);
+        // Each further duplicate inflates by one segment.
+        assert_eq!(r.on_dup_ack(una, 8000, high), AckAction::None);
+        assert_eq!(r.cwnd(), 8000);
+    }
+
+    #[test]
+    fn partial_acks_keep_recovery_and_retransmit_and_a_full_ack_ends_it() {
+        let mut r = reno();
+        let una = ISS.wrapping_add(1001);
+        r.on_new_ack(una, 1000, 8000);
+        let high = ISS.wrapping_add(9001);
+        for _ in 0..3 {
+            r.on_dup_ack(una, 8000, high);
+        }
+        let cwnd = r.cwnd();
+        // Partial: 2000 bytes acknowledged, below recover.
+        let action = r.on_new_ack(una.wrapping_add(2000), 2000, 6000);
+        assert_eq!(action, AckAction::Retransmit { restart_timer: true });
+        assert_eq!(r.cwnd(), cwnd - 2000 + MSS);
+        assert!(r.in_recovery());
+        // A second partial ACK does not restart the timer again.
+        let action = r.on_new_ack(una.wrapping_add(2500), 500, 5500);
+        assert_eq!(action, AckAction::Retransmit { restart_timer: false });
+        assert_eq!(r.cwnd(), cwnd - 2000 + MSS - 500);
+        // Full: everything through recover (high) acknowledged.
+        assert_eq!(r.on_new_ack(high.wrapping_add(1), 5500, 0), AckAction::None);
+        assert!(!r.in_recovery());
+        assert_eq!(r.cwnd(), 2 * MSS, "min(ssthresh, max(FlightSize, SMSS) + SMSS)");
+    }
+
+    #[test]
+    fn duplicates_not_covering_recover_do_not_start_another_recovery() {
+        let mut r = reno();
+        let una = ISS.wrapping_add(1001);
+        r.on_new_ack(una, 1000, 8000);
+        r.on_timeout(8000, ISS.wrapping_add(9001));
+        let ssthresh = r.ssthresh();
+        // Duplicates for data sent before the timeout: the ACK does not
+        // cover more than recover.
+        for _ in 0..5 {
+            assert_eq!(r.on_dup_ack(una, 8000, ISS.wrapping_add(9001)), AckAction::None);
+        }
+        assert!(!r.in_recovery());
+        assert_eq!(r.ssthresh(), ssthresh);
+    }
+
+    #[test]
+    fn the_first_data_segment_lost_is_left_to_the_timer() {
+        // RFC 6582 §3.2 step 1 with recover = ISS: an ACK of only the SYN
+        // (ISS + 1) does not cover more than recover.
+        let mut r = reno();
+        let syn_acked = ISS.wrapping_add(1);
+        for _ in 0..3 {
+            assert_eq!(r.on_dup_ack(syn_acked, 4000, ISS.wrapping_add(4001)), AckAction::None);
+        }
+        assert!(!r.in_recovery());
+    }
+
+    #[test]
+    fn sequence_numbers_compare_across_the_wrap() {
+        assert!(after(5, 0xffff_fff0));
+        assert!(!after(0xffff_fff0, 5));
+        assert!(!after(7, 7));
+    }
+}
