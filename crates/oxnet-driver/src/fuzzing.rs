@@ -169,7 +169,7 @@ pub fn rx_writeback(data: &[u8]) {
         bytes[8] |= 1; // DD (dword 2, bit 0)
         queue.write_descriptor_for_fuzzing(next % size, &bytes);
         next += 1;
-        if next % 4 == 0 {
+        if next.is_multiple_of(4) {
             received += queue.rx_batch(&NoRegisters, &mut batch, max);
         }
     }

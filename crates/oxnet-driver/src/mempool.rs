@@ -92,7 +92,7 @@ impl Mempool {
                 "mempool '{name}': {num_entries} entries is not a usable size"
             )));
         }
-        if entry_size > crate::memory::HUGE_PAGE_SIZE || entry_size % 64 != 0 {
+        if entry_size > crate::memory::HUGE_PAGE_SIZE || !entry_size.is_multiple_of(64) {
             return Err(Error::Config(format!(
                 "mempool '{name}': head room + data room ({}) must be a multiple of 64 below 2 MiB",
                 headroom + data_room

@@ -84,9 +84,12 @@ pub fn queue_of(reta: &[u8; RETA_ENTRIES], hash: u32) -> u8 {
 mod tests {
     use super::*;
 
-    /// Microsoft's verification suite, IPv4 part: (destination, destination
-    /// port, source, source port, IPv4 hash, TCP/IPv4 hash).
-    const VECTORS: [([u8; 4], u16, [u8; 4], u16, u32, u32); 5] = [
+    /// (destination, destination port, source, source port, IPv4 hash,
+    /// TCP/IPv4 hash).
+    type Vector = ([u8; 4], u16, [u8; 4], u16, u32, u32);
+
+    /// Microsoft's verification suite, IPv4 part.
+    const VECTORS: [Vector; 5] = [
         (
             [161, 142, 100, 80],
             1766,

@@ -247,7 +247,7 @@ fn backslash(b: &[u8], i: usize, out: &mut Vec<u8>) -> Result<usize, String> {
                 .copied()
                 .filter(|d| !d.is_ascii_whitespace())
                 .collect();
-            if hex.len() % 2 != 0 || !hex.iter().all(u8::is_ascii_hexdigit) {
+            if !hex.len().is_multiple_of(2) || !hex.iter().all(u8::is_ascii_hexdigit) {
                 return Err("'\\<...>' must hold pairs of hex digits".into());
             }
             for pair in hex.chunks(2) {

@@ -366,7 +366,7 @@ fn ignore_regexes(test: &Test, file: &str) -> Result<Vec<Regex>, String> {
             let re = match ig.mode {
                 'x' => compile(&format!("^(?:{})\\s*$", strip_comments(line).trim_end())),
                 'v' => Regex::new(&format!("^{}\\s*$", regex::escape(line.trim_end()))),
-                _ => line_regex(line, ' ', false, false).map_err(|e| regex::Error::Syntax(e)),
+                _ => line_regex(line, ' ', false, false).map_err(regex::Error::Syntax),
             }
             .map_err(|e| format!("bad %ignore line '{line}': {e}"))?;
             out.push(re);

@@ -86,7 +86,7 @@ impl Runner {
     /// Prints live statistics when a second has passed. Called every
     /// iteration; checks the clock only every 4096th call.
     fn tick(&mut self, iteration: u64, devices: &mut [&mut dyn Device]) {
-        if !self.live || iteration % 4096 != 0 || !self.printer.due() {
+        if !self.live || !iteration.is_multiple_of(4096) || !self.printer.due() {
             return;
         }
         let stats: Vec<DeviceStats> = devices.iter_mut().map(|d| d.stats()).collect();

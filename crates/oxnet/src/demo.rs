@@ -109,7 +109,7 @@ pub fn run(options: &DemoOptions, prefix: &str) -> Result<DemoResult> {
     let mut iteration = 0u64;
     loop {
         iteration += 1;
-        let check_clock = iteration % 1024 == 0;
+        let check_clock = iteration.is_multiple_of(1024);
         if drain_deadline.is_none() {
             let time_up = check_clock && (signal::stop_requested() || deadline.is_some_and(|d| Instant::now() >= d));
             if time_up || generator.is_done() {

@@ -26,7 +26,7 @@ pub fn parse_seconds(value: &str) -> Result<f64, String> {
         .trim()
         .parse()
         .map_err(|_| format!("`{value}` is not a number of seconds"))?;
-    if !seconds.is_finite() || seconds < 0.0 || seconds > MAX_SECONDS {
+    if !seconds.is_finite() || !(0.0..=MAX_SECONDS).contains(&seconds) {
         return Err(format!(
             "`{value}`: seconds must be a finite number from 0 to {MAX_SECONDS}"
         ));

@@ -622,7 +622,7 @@ fn multiqueue_child(tap2: &str) {
             "lladdr",
             &mac,
             "dev",
-            &tap2,
+            tap2,
             "nud",
             "permanent",
         ])

@@ -39,7 +39,7 @@ fn rework(batch: &mut PacketBatch, own: &Mempool, cpu: &Mempool, seen: &mut usiz
     let mut out = PacketBatch::with_capacity(batch.len() + 1);
     for i in 0..batch.len() {
         let n = *seen + i;
-        let mut p = if n % 5 == 0 {
+        let mut p = if n.is_multiple_of(5) {
             let mut copy = cpu.alloc().unwrap();
             copy.set_len(batch[i].len()).unwrap();
             copy.copy_from_slice(&batch[i]);
@@ -50,7 +50,7 @@ fn rework(batch: &mut PacketBatch, own: &Mempool, cpu: &Mempool, seen: &mut usiz
             copy.copy_from_slice(&batch[i]);
             copy
         };
-        if n % 3 == 0 {
+        if n.is_multiple_of(3) {
             p.set_tx_offload(TxOffload {
                 flags: TX_UDP_CSUM,
                 l2_len: 14,
@@ -59,7 +59,7 @@ fn rework(batch: &mut PacketBatch, own: &Mempool, cpu: &Mempool, seen: &mut usiz
                 mss: 0,
             });
         }
-        if n % 4 == 0 {
+        if n.is_multiple_of(4) {
             let mut tail = cpu.alloc().unwrap();
             tail.set_len(40).unwrap();
             tail.fill(n as u8);

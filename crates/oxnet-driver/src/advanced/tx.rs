@@ -664,7 +664,7 @@ impl<N: Nic> TxQueue<N> {
         let (tx_checksum, tso) = (state.tx_checksum, state.tso);
         let packet = &batch[0];
         let request = packet.tx_offload();
-        if packet.len() == 0 {
+        if packet.is_empty() {
             return Err(Error::Config("empty packet".into()));
         }
         let foreign = !domain::in_domain(packet, self.domain);

@@ -164,6 +164,6 @@ mod tests {
         assert_eq!(libc::PACKET_IGNORE_OUTGOING, PACKET_IGNORE_OUTGOING);
         assert_eq!(libc::TP_STATUS_VLAN_VALID, TP_STATUS_VLAN_VALID);
         assert_eq!(libc::TP_STATUS_CSUM_VALID, TP_STATUS_CSUM_VALID);
-        assert_eq!(libc::PACKET_OUTGOING as u8, PACKET_OUTGOING);
+        assert_eq!(libc::PACKET_OUTGOING, PACKET_OUTGOING);
     }
 }

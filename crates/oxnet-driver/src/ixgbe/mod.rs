@@ -178,7 +178,7 @@ impl<R: RegisterAccess> IxgbeDevice<R> {
     /// the device reads and writes memory. Use [`Self::read_register`] to
     /// look.
     pub unsafe fn registers(&self) -> &R {
-        &*self.regs
+        &self.regs
     }
 
     /// §4.6.3.1 disable interrupts, §4.6.3.2 global reset, then wait for the

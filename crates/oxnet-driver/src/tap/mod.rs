@@ -899,9 +899,9 @@ mod tests {
         // _IOW(type, nr, size) = 1 << 30 | size << 16 | type << 8 | nr
         // (include/uapi/asm-generic/ioctl.h); 'T' = 0x54, int = 4 bytes.
         let iow = |nr: u64| (1u64 << 30) | (4 << 16) | (0x54 << 8) | nr;
-        assert_eq!(TUNSETIFF as u64, iow(202));
-        assert_eq!(TUNSETOFFLOAD as u64, iow(208));
-        assert_eq!(TUNSETTXFILTER as u64, iow(209));
-        assert_eq!(TUNSETVNETHDRSZ as u64, iow(216));
+        assert_eq!(TUNSETIFF, iow(202));
+        assert_eq!(TUNSETOFFLOAD, iow(208));
+        assert_eq!(TUNSETTXFILTER, iow(209));
+        assert_eq!(TUNSETVNETHDRSZ, iow(216));
     }
 }

@@ -267,7 +267,7 @@ impl Transport for LegacyPci {
 
     fn setup_queue(&mut self, queue: &Virtqueue) -> Result<()> {
         let iova = queue.desc_iova();
-        if iova % LEGACY_ALIGN as u64 != 0 || iova >> 12 > u32::MAX as u64 {
+        if !iova.is_multiple_of(LEGACY_ALIGN as u64) || iova >> 12 > u32::MAX as u64 {
             return Err(Error::Device(format!(
                 "{}: virtqueue {} at {iova:#x} is not a 4 KiB aligned address below 16 TiB",
                 self.address, queue.index

@@ -518,7 +518,7 @@ impl VhostUser {
             // guest address, size, user address, mmap offset
             payload.extend_from_slice(&value.to_ne_bytes());
         }
-        debug_assert!(1 <= MAX_REGIONS);
+        const { assert!(1 <= MAX_REGIONS) };
         self.command(request::SET_MEM_TABLE, &payload, &[arena.fd])
     }
 

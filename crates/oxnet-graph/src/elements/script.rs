@@ -81,6 +81,8 @@ pub struct Script {
 }
 
 impl Script {
+    /// The class Script (the other constructor makes DriverManager).
+    #[allow(clippy::self_named_constructors)]
     pub fn script() -> Script {
         Script::new("Script", None)
     }

@@ -248,6 +248,6 @@ mod tests {
 
     #[test]
     fn thresholds_have_hysteresis() {
-        assert!(INTERRUPT_BELOW_PPS < POLL_ABOVE_PPS);
+        const { assert!(INTERRUPT_BELOW_PPS < POLL_ABOVE_PPS) };
     }
 }

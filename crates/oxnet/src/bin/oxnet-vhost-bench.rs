@@ -48,13 +48,13 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        while iterations % 1024 != 0 || deadline.is_none_or(|d| Instant::now() < d) {
+        while !iterations.is_multiple_of(1024) || deadline.is_none_or(|d| Instant::now() < d) {
             generator.step(&mut *dev);
             iterations += 1;
         }
     } else {
         let mut packets = PacketBatch::with_capacity(batch);
-        while iterations % 1024 != 0 || deadline.is_none_or(|d| Instant::now() < d) {
+        while !iterations.is_multiple_of(1024) || deadline.is_none_or(|d| Instant::now() < d) {
             dev.rx_batch(0, &mut packets, batch);
             packets.clear();
             iterations += 1;
