@@ -78,7 +78,20 @@
 //! flag and, if it was clear, appends the key under the ready queue's
 //! mutex, which another thread can take too (a control thread waking a
 //! task; it is seen at the owner's next `run_ready`, as the graph polls).
-//! Same thread, uncontended: WAKE_COST.
+//! Measured on the same thread, uncontended (1024 parked tasks woken one
+//! after the other, `rustc -O`, AMD EPYC, shared machine; rerun with
+//! `cargo test -p oxnet-stack --release --lib exec::tests::measure_wake_cost
+//! -- --ignored --nocapture`):
+//!
+//! | | instructions (callgrind) | time (median) |
+//! |---|---|---|
+//! | wake of a task not yet queued (swap, lock, push, unlock) | 71 | 8.5 ns |
+//! | wake of a task already queued (swap) | 11 | 3.5 ns |
+//! | one poll in `run_ready`, with the task's own body | 198 | 20 ns |
+//!
+//! The lock is two of the three atomic operations of a first wake; a
+//! lock-free queue for the same thread would save them, at the price of
+//! `unsafe` and a thread check on every wake. Not worth it at 8.5 ns.
 //!
 //! | file | what |
 //! |---|---|

@@ -70,11 +70,11 @@ impl Wake for TaskWaker {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        // The load skips the read-modify-write when the task is already
-        // queued (a socket that wakes its reader per segment of a burst).
-        if self.queued.load(Ordering::Relaxed) {
-            return;
-        }
+        // A swap even when the flag is already set (a socket waking its
+        // reader per segment of a burst): a plain load that saw "queued"
+        // and returned would not publish what the waking thread wrote
+        // before it, and the executor's poll, which clears the flag with a
+        // swap first, could miss it (a lost wake-up from another thread).
         if !self.queued.swap(true, Ordering::AcqRel) {
             self.ready.push(self.key);
         }

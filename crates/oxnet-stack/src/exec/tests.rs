@@ -484,3 +484,40 @@ fn dropping_the_executor_drops_its_tasks_and_cancels_their_handles() {
     // The waker left in the socket is harmless.
     wake(&slot);
 }
+
+/// Not a test: prints what a wake and a poll cost (the table in the module
+/// documentation). Asserts only that every wake was seen.
+#[test]
+#[ignore = "a measurement; run in release with --nocapture"]
+fn measure_wake_cost() {
+    use std::time::Instant;
+    const TASKS: usize = 1024;
+    let exec = Executor::new();
+    let log = Log::default();
+    let slots: Vec<Slot> = (0..TASKS).map(|_| spawn_parker(&exec, &log, "")).collect();
+    exec.run_ready(TASKS);
+    let wakers: Vec<Waker> = slots.iter().map(|s| s.borrow().clone().unwrap()).collect();
+    let (mut first, mut again, mut polls) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..2000 {
+        let t0 = Instant::now();
+        wakers.iter().for_each(Waker::wake_by_ref);
+        let t1 = Instant::now();
+        wakers.iter().for_each(Waker::wake_by_ref);
+        let t2 = Instant::now();
+        assert_eq!(exec.run_ready(TASKS), TASKS);
+        let t3 = Instant::now();
+        let per = |d: Duration| d.as_nanos() as f64 / TASKS as f64;
+        first.push(per(t1 - t0));
+        again.push(per(t2 - t1));
+        polls.push(per(t3 - t2));
+        log.take();
+    }
+    for (what, mut ns) in [
+        ("wake, not queued", first),
+        ("wake, already queued", again),
+        ("poll", polls),
+    ] {
+        ns.sort_by(f64::total_cmp);
+        println!("{what}: median {:.1} ns", ns[ns.len() / 2]);
+    }
+}
