@@ -6,10 +6,11 @@
 //! the elements: packet reception, TCP processing, timers. The
 //! *application context* is the application's code: it blocks on
 //! `accept`, `read`, `write`, and is rescheduled when the event it waits
-//! for happens (ClickNF's Figure 5: `TCPProcessData` wakes the task
-//! waiting for data). ClickNF switches stacks with Boost contexts; here the
-//! compiler turns each application into a state machine (`async`), and
-//! "block" is `.await` on a future that returns `Pending`.
+//! for happens (ClickNF's Figure 5: the element that takes in a data
+//! segment reschedules the task blocked on it). ClickNF switches stacks
+//! with Boost contexts; here the compiler turns each application into a
+//! state machine (`async`), and "block" is `.await` on a future that
+//! returns `Pending`.
 //!
 //! # What runs when
 //!
@@ -20,27 +21,32 @@
 //! 1. the router fires its timers and runs its tasks: the network context.
 //!    An element that changes a socket (data arrived, a connection was
 //!    accepted, room to send) wakes the waiting task, through the
-//!    [`Waker`](std::task::Waker) that the task left in the socket or by
+//!    `Waker` that the task left in the socket or by
 //!    [`Event::notify`]. A wake only appends the task to the ready queue:
 //!    no application code runs inside a push, so an element is never
 //!    re-entered by an application;
 //! 2. the executor's task element calls [`Executor::set_now`] with the
 //!    router's clock (which wakes the tasks whose [`sleep`] is due), then
 //!    [`Executor::run_ready`] with a budget: the tasks woken in step 1 run
-//!    in wake order, each polled once, as ClickNF handles "a batch of
-//!    events before the network context is re-scheduled". A task may call
+//!    in wake order, each polled once: a batch of application work per
+//!    round, as in ClickNF, to spread the cost of switching. A task may call
 //!    into the graph (a `write` pushes down the transmit path, ClickNF's
 //!    Figure 2, which is the application context's half of the work); a
 //!    wake made while tasks run queues the woken task for the *next*
 //!    round, so a task that keeps waking itself cannot starve the network
 //!    context, and the budget bounds a round;
-//! 3. the element returns whether it polled a task ("work happened"), so
-//!    an idle router with simulated time jumps to the earlier of its own
-//!    next timer and [`Executor::next_timer`].
+//! 3. the element returns whether it polled a task ("work happened"), and
+//!    keeps one router timer set at [`Executor::next_timer`], so that an
+//!    idle router in simulated time jumps to the next sleep's deadline as
+//!    it jumps to its own timers.
 //!
 //! Code that is not async calls the stack through [`block_on`], which
 //! drives the graph one round at a time and the executor until a future
 //! completes.
+//!
+//! The executor knows nothing of the graph (no `Router`, no `Ctx`): the
+//! element that runs it, and the sockets that wake its tasks, hold it and
+//! its wakers; it holds nothing of theirs.
 //!
 //! # Time
 //!
@@ -73,25 +79,26 @@
 //!
 //! # Cost of a wake
 //!
-//! A task's waker is an `Arc` of its [`task::TaskWaker`] (its key, a
+//! A task's waker is an `Arc` of its `TaskWaker` (`task.rs`: its key, a
 //! "queued" flag, the ready queue), made once at spawn. A wake swaps the
 //! flag and, if it was clear, appends the key under the ready queue's
 //! mutex, which another thread can take too (a control thread waking a
 //! task; it is seen at the owner's next `run_ready`, as the graph polls).
-//! Measured on the same thread, uncontended (1024 parked tasks woken one
-//! after the other, `rustc -O`, AMD EPYC, shared machine; rerun with
-//! `cargo test -p oxnet-stack --release --lib exec::tests::measure_wake_cost
-//! -- --ignored --nocapture`):
+//! Measured on the same thread, uncontended: 1024 parked tasks woken one
+//! after the other, then run (AMD EPYC, shared machine; medians of 2000
+//! rounds). Time from `cargo test -p oxnet-stack --release --lib
+//! exec::tests::measure_wake_cost -- --ignored --nocapture`; instructions
+//! from callgrind on the same loop built alone with `rustc -O`:
 //!
-//! | | instructions (callgrind) | time (median) |
+//! | | instructions | time |
 //! |---|---|---|
-//! | wake of a task not yet queued (swap, lock, push, unlock) | 71 | 8.5 ns |
-//! | wake of a task already queued (swap) | 11 | 3.5 ns |
-//! | one poll in `run_ready`, with the task's own body | 198 | 20 ns |
+//! | wake of a task not yet queued (swap, lock, push, unlock) | 71 | 9 ns |
+//! | wake of a task already queued (swap) | 11 | 4 ns |
+//! | one poll in `run_ready`, the task storing its waker and parking | 198 | 20 ns (35 ns when it also logs through a mutex, as in the test) |
 //!
 //! The lock is two of the three atomic operations of a first wake; a
 //! lock-free queue for the same thread would save them, at the price of
-//! `unsafe` and a thread check on every wake. Not worth it at 8.5 ns.
+//! `unsafe` and a thread check on every wake. Not worth it at 9 ns.
 //!
 //! | file | what |
 //! |---|---|

@@ -104,6 +104,44 @@ fn several_wakes_before_a_run_give_one_poll() {
     assert_eq!(exec.run_ready(100), 0);
 }
 
+proptest::proptest! {
+    /// Any sequence of wakes and budgeted runs polls exactly what a plain
+    /// FIFO of woken tasks (each in it at most once) says, in its order.
+    #[test]
+    fn runs_follow_a_fifo_of_woken_tasks(
+        ops in proptest::collection::vec((proptest::bool::ANY, 0usize..6, 0usize..4), 0..200),
+    ) {
+        const NAMES: [&str; 6] = ["0", "1", "2", "3", "4", "5"];
+        let exec = Executor::new();
+        let log = Log::default();
+        let slots: Vec<Slot> = NAMES.iter().map(|n| spawn_parker(&exec, &log, n)).collect();
+        // Spawned tasks are queued for their first poll.
+        let mut fifo: std::collections::VecDeque<usize> = (0..NAMES.len()).collect();
+        let mut queued = [true; NAMES.len()];
+        for (is_wake, i, budget) in ops {
+            if is_wake {
+                // A task not yet polled has left no waker; it is queued anyway.
+                if let Some(w) = slots[i].borrow().as_ref() {
+                    w.wake_by_ref();
+                }
+                if !queued[i] {
+                    queued[i] = true;
+                    fifo.push_back(i);
+                }
+            } else {
+                let n = budget.min(fifo.len());
+                let expected: Vec<&str> = fifo.drain(..n).map(|i| {
+                    queued[i] = false;
+                    NAMES[i]
+                }).collect();
+                proptest::prop_assert_eq!(exec.run_ready(budget), n);
+                proptest::prop_assert_eq!(log.take(), expected);
+            }
+            proptest::prop_assert_eq!(exec.has_ready(), !fifo.is_empty());
+        }
+    }
+}
+
 #[test]
 fn a_task_woken_while_tasks_run_runs_next_round() {
     let exec = Executor::new();
