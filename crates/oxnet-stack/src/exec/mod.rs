@@ -146,7 +146,12 @@ thread_local! {
 }
 
 /// A single-threaded executor for one graph thread (see the module
-/// documentation for when it runs).
+/// documentation for when it runs). It stays on the thread that made it:
+///
+/// ```compile_fail
+/// fn send<T: Send>(_: T) {}
+/// send(oxnet_stack::exec::Executor::new());
+/// ```
 pub struct Executor {
     inner: Rc<Inner>,
 }
@@ -196,15 +201,20 @@ impl Executor {
     /// each once, at most `max_polls` of them; returns how many it polled.
     /// Tasks woken while these run (or beyond the budget) wait for the next
     /// call. A task that panics is dropped and its panic kept
-    /// ([`Executor::take_panics`]); the executor goes on.
+    /// ([`Executor::take_panics`]; the thread's panic hook still prints
+    /// it); the executor goes on.
     ///
     /// Panics if called from inside one of its own tasks.
     pub fn run_ready(&self, max_polls: usize) -> usize {
         let _enter = self.enter("run_ready");
         let mut batch = self.inner.batch.take();
         self.inner.ready.take_front(max_polls, &mut batch);
-        let polls = batch.iter().filter(|&&key| self.inner.poll(key)).count();
-        batch.clear();
+        let mut polls = 0;
+        for key in batch.drain(..) {
+            if self.inner.poll(key) {
+                polls += 1;
+            }
+        }
         self.inner.batch.set(batch);
         polls
     }
