@@ -341,6 +341,10 @@ fn wakes_from_other_threads_while_tasks_run_are_not_lost() {
     assert!(polls.get() > before);
     assert!(polls.get() <= before + 4000);
     assert!(!exec.has_ready());
+    // The flag and the queue still agree: one more wake, one more poll
+    // (a flag left set with no key queued would swallow it).
+    waker.wake_by_ref();
+    assert_eq!(exec.run_ready(1), 1);
 }
 
 #[test]
