@@ -5,7 +5,10 @@
 //!
 //! | module | what |
 //! |---|---|
+//! | [`exec`] | the per-core executor: applications as `async` tasks beside the elements, woken by socket events ([`exec::Event`]), run in batches each round, in the router's (possibly simulated) time; [`exec::block_on`] for blocking callers |
 //! | [`wire`] | a typed view per header (Ethernet, ARP, IPv4, IPv6, ICMP, ICMPv6 and Neighbor Discovery, UDP, TCP and its options): parse checks lengths and never panics, emit writes |
 //! | [`tcp`] | TCP's state and elements (docs/stack.md) |
+
+pub mod exec;
 pub mod tcp;
 pub mod wire;
