@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Script {
     /// `--name=value` lines, by name without the dashes (packetdrill's
-    /// command-line flags written into the script, e.g. `tolerance_usecs`).
+    /// command-line flags written into the script, e.g. `tolerance_usecs`);
+    /// a switch written `--name` alone has the empty value.
     /// A sorted map, so printing is deterministic.
     pub options: BTreeMap<String, String>,
     /// The events, in the order they are written.
@@ -213,8 +214,9 @@ pub enum Expr {
     Int(i64),
     /// `SOCK_STREAM`: a name the runner looks up.
     Symbol(String),
-    /// `"text"`: a string, with its escapes (`\"`, `\\`, `\n`, `\t`, `\r`,
-    /// `\0`) decoded.
+    /// `"text"`: a string, the text between the quotes as written (a
+    /// backslash escapes the next character; escapes are not decoded, as
+    /// in packetdrill, which leaves them to the call that uses the string).
     Str(String),
     /// `[a, b]`: a list (an array, or an `int` passed by pointer: `[1]`).
     List(Vec<Expr>),

@@ -21,12 +21,12 @@ pub(super) enum Tok {
     /// `-?` then `0x` and hex digits, or digits with an optional `.digits`
     /// (`.1` too): the text as written; the parser decides what fits.
     Number(String),
-    /// `"..."`, escapes decoded.
+    /// `"..."`, the text between the quotes as written.
     Str(String),
     /// `` `...` ``, the text between the backquotes as written.
     Shell(String),
     /// `--name=value` (the value is the run of non-blank characters after
-    /// the `=`: an IP address, a word, a number).
+    /// the `=`: an IP address, a word, a number) or `--name` (value empty).
     Opt { name: String, value: String },
     /// `...`
     Ellipsis,
@@ -110,10 +110,10 @@ impl<'a> Lexer<'a> {
         let next = self.peek(1);
         let is_digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
         if c == '`' {
-            return self.shell(start);
+            return Ok(Tok::Shell(self.quoted(start, '`', "shell command")?));
         }
         if c == '"' {
-            return self.string(start);
+            return Ok(Tok::Str(self.quoted(start, '"', "string")?));
         }
         if c == '%' && next == Some('{') {
             return Err(self.unsupported(start, "embedded code `%{ ... }%`"));
@@ -168,20 +168,29 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    /// `` `command` ``: backslash escapes the next character (so a command
-    /// may hold a backquote); both are kept as written.
-    fn shell(&mut self, start: Pos) -> Result<Tok, ScriptError> {
+    /// `"text"` or `` `command` `` (`close` is the quote): a backslash
+    /// escapes the next character, so the text may hold the quote; the
+    /// text is kept as written (packetdrill too leaves escapes to whoever
+    /// uses the string).
+    fn quoted(&mut self, start: Pos, close: char, what: &str) -> Result<String, ScriptError> {
         self.bump();
         let mut raw = String::new();
+        let close_name = if close == '`' {
+            "`` ` ``".to_string()
+        } else {
+            format!("`{close}`")
+        };
+        let unterminated =
+            |lexer: &Self| lexer.expected(start, &format!("{close_name} closing this {what}"), "end of file");
         loop {
             match self.bump() {
-                None => return Err(self.expected(start, "`` ` `` closing this shell command", "end of file")),
-                Some('`') => return Ok(Tok::Shell(raw)),
+                None => return Err(unterminated(self)),
+                Some(c) if c == close => return Ok(raw),
                 Some('\\') => {
                     raw.push('\\');
                     match self.bump() {
                         Some(c) => raw.push(c),
-                        None => return Err(self.expected(start, "`` ` `` closing this shell command", "end of file")),
+                        None => return Err(unterminated(self)),
                     }
                 }
                 Some(c) => raw.push(c),
@@ -189,51 +198,18 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    /// `"text"` with the escapes `\"`, `\\`, `\n`, `\t`, `\r`, `\0`.
-    fn string(&mut self, start: Pos) -> Result<Tok, ScriptError> {
-        self.bump();
-        let mut text = String::new();
-        loop {
-            let here = self.pos;
-            match self.bump() {
-                None => return Err(self.expected(start, "`\"` closing this string", "end of file")),
-                Some('"') => return Ok(Tok::Str(text)),
-                Some('\\') => {
-                    let decoded = match self.bump() {
-                        Some('"') => '"',
-                        Some('\\') => '\\',
-                        Some('n') => '\n',
-                        Some('t') => '\t',
-                        Some('r') => '\r',
-                        Some('0') => '\0',
-                        other => {
-                            let found = match other {
-                                None => "end of file".to_string(),
-                                Some(c) => format!("`\\{c}`"),
-                            };
-                            return Err(self.expected(
-                                here,
-                                "an escape: `\\\"`, `\\\\`, `\\n`, `\\t`, `\\r` or `\\0`",
-                                &found,
-                            ));
-                        }
-                    };
-                    text.push(decoded);
-                }
-                Some(c) => text.push(c),
-            }
-        }
-    }
-
-    /// `--name=value`, blanks allowed around the `=` but not a newline.
+    /// `--name=value`, blanks allowed around the `=` but not a newline;
+    /// or `--name` alone (a switch such as `--strict_segments`), whose
+    /// value is empty.
     fn option(&mut self) -> Result<Tok, ScriptError> {
         self.bump_n(2);
         let name = self.take_while(is_word_char);
         self.take_while(|c| c == ' ' || c == '\t');
         if self.peek(0) != Some('=') {
-            let here = self.pos;
-            let found = describe_char(self.peek(0));
-            return Err(self.expected(here, &format!("`=` and a value after `--{name}`"), &found));
+            return Ok(Tok::Opt {
+                name,
+                value: String::new(),
+            });
         }
         self.bump();
         self.take_while(|c| c == ' ' || c == '\t');
@@ -414,17 +390,21 @@ mod tests {
     #[test]
     fn comments_strings_commands_options() {
         assert_eq!(
-            toks("--tolerance_usecs = 10000 // c\n/* a\n b */ `a \\` b` \"x\\\"\\n\" --ip_version=ipv4-mapped-ipv6"),
+            toks("--tolerance_usecs = 10000 // c\n/* a\n b */ `a \\` b` \"x\\\"\\n\" --ip_version=ipv4-mapped-ipv6 --strict // c"),
             vec![
                 Tok::Opt {
                     name: "tolerance_usecs".into(),
                     value: "10000".into()
                 },
                 Tok::Shell("a \\` b".into()),
-                Tok::Str("x\"\n".into()),
+                Tok::Str(r#"x\"\n"#.into()),
                 Tok::Opt {
                     name: "ip_version".into(),
                     value: "ipv4-mapped-ipv6".into()
+                },
+                Tok::Opt {
+                    name: "strict".into(),
+                    value: String::new()
                 },
             ]
         );
@@ -463,12 +443,8 @@ mod tests {
             "t.pkt:1:2: expected `` ` `` closing this shell command, found end of file"
         );
         assert_eq!(
-            err("\"a\\qb\""),
-            "t.pkt:1:3: expected an escape: `\\\"`, `\\\\`, `\\n`, `\\t`, `\\r` or `\\0`, found `\\q`"
-        );
-        assert_eq!(
-            err("--mss\n"),
-            "t.pkt:1:6: expected `=` and a value after `--mss`, found end of line"
+            err("\"a\\\""),
+            "t.pkt:1:1: expected `\"` closing this string, found end of file"
         );
         assert_eq!(
             err("--mss= \n"),

@@ -21,6 +21,10 @@ const MAX_NESTING: u32 = 32;
 /// (RFC 9293 §3.1, "Data Offset" and "Options").
 const MAX_OPTION_BYTES: usize = 40;
 
+/// How the end-of-line check names a segment: a field out of order is
+/// the usual reason a segment's line goes on.
+const SEGMENT: &str = "segment (its fields come in the order flags, seq, ack, win, urg, <options>)";
+
 /// Parses the text of a script; `file` names it in error messages.
 pub fn parse(file: &str, text: &str) -> Result<Script, ScriptError> {
     Parser {
@@ -165,11 +169,11 @@ impl Parser<'_> {
         match &self.peek()?.tok {
             Tok::Punct('<') => {
                 self.bump()?;
-                Ok((self.packet(Direction::Inbound)?, "segment"))
+                Ok((self.packet(Direction::Inbound)?, SEGMENT))
             }
             Tok::Punct('>') => {
                 self.bump()?;
-                Ok((self.packet(Direction::Outbound)?, "segment"))
+                Ok((self.packet(Direction::Outbound)?, SEGMENT))
             }
             Tok::Shell(command) => {
                 let command = command.clone();
@@ -324,7 +328,7 @@ impl Parser<'_> {
                 &format!("{bytes} bytes"),
             ));
         }
-        if bytes % 4 != 0 {
+        if !bytes.is_multiple_of(4) {
             return Err(self.expected_at(
                 open,
                 "options padded with `nop` to a multiple of 4 bytes (the data offset counts 32-bit words, RFC 9293 §3.1)",
@@ -449,7 +453,7 @@ impl Parser<'_> {
         let mut items = vec![first];
         while self.peek()?.tok == Tok::Punct('|') {
             self.bump()?;
-            items.push(self.primary(true)?);
+            items.push(self.primary(call_ok)?);
         }
         Ok(Expr::BitOr(items))
     }
@@ -521,6 +525,11 @@ impl Parser<'_> {
                 }
             }
             let value = self.expr(true)?;
+            if self.peek()?.tok == Tok::Punct('=') {
+                return Err(
+                    self.unsupported("struct fields named by more than a name (a msghdr's `msg_name(...)=...`)")
+                );
+            }
             fields.push(Field { name, value });
             if !self.list_goes_on('}')? {
                 return Ok(fields);

@@ -24,7 +24,10 @@ impl Display for Seconds {
 impl Display for Script {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         for (name, value) in &self.options {
-            writeln!(f, "--{name}={value}")?;
+            match value.as_str() {
+                "" => writeln!(f, "--{name}")?,
+                value => writeln!(f, "--{name}={value}")?,
+            }
         }
         for event in &self.events {
             writeln!(f, "{event}")?;
@@ -170,21 +173,7 @@ impl Display for Expr {
             Expr::Ellipsis => write!(f, "..."),
             Expr::Int(n) => write!(f, "{n}"),
             Expr::Symbol(name) => write!(f, "{name}"),
-            Expr::Str(text) => {
-                write!(f, "\"")?;
-                for c in text.chars() {
-                    match c {
-                        '"' => write!(f, "\\\"")?,
-                        '\\' => write!(f, "\\\\")?,
-                        '\n' => write!(f, "\\n")?,
-                        '\t' => write!(f, "\\t")?,
-                        '\r' => write!(f, "\\r")?,
-                        '\0' => write!(f, "\\0")?,
-                        c => write!(f, "{c}")?,
-                    }
-                }
-                write!(f, "\"")
-            }
+            Expr::Str(text) => write!(f, "\"{text}\""),
             Expr::List(items) => {
                 write!(f, "[")?;
                 comma_separated(f, items)?;
@@ -276,7 +265,7 @@ mod tests {
             },
         ])]);
         assert_eq!(pollfd.to_string(), "[{fd=4, events=POLLIN|POLLOUT, ...}]");
-        assert_eq!(Expr::Str("a\"\\\n\t\r\0é".into()).to_string(), r#""a\"\\\n\t\r\0é""#);
+        assert_eq!(Expr::Str(r#"a\"\x01é"#.into()).to_string(), r#""a\"\x01é""#);
         let call = Expr::Call {
             name: "inet_addr".into(),
             args: vec![Expr::Str("192.0.2.1".into())],
