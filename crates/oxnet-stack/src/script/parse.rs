@@ -1,29 +1,20 @@
 //! The parser: tokens (`lex.rs`) to a [`Script`], by recursive descent
 //! over packetdrill's grammar (its `Syntax.md`, "Syntactic Structure"),
-//! cut down to the subset `mod.rs` lists. One event per line: an event
-//! may wrap onto later lines inside its brackets, but the next event
-//! starts on a new line, which lets errors say "found end of line".
+//! cut down to the subset `mod.rs` lists; segment lines are parsed in
+//! `segment.rs`. One event per line: an event may wrap onto later lines
+//! inside its brackets, but the next event starts on a new line, which
+//! lets errors say "found end of line".
 
 use std::collections::{BTreeMap, VecDeque};
 
-use super::ast::{
-    Direction, Event, EventKind, EventTime, Expr, Field, Micros, SackBlock, Script, TcpFlags, TcpOptionSpec,
-};
+use super::ast::{Direction, Event, EventKind, EventTime, Expr, Field, Micros, Script};
 use super::error::{ErrorMessage, ScriptError};
 use super::lex::{error_at, Lexer, Pos, Tok, Token};
+use super::segment;
 
 /// How deep lists, structs and calls may nest: deeper input is refused
 /// rather than recursed into (the stack is not the input's to spend).
 const MAX_NESTING: u32 = 32;
-
-/// The most option bytes a TCP header holds: the data offset counts 32-bit
-/// words in 4 bits, so at most 60 header bytes, 20 of them fixed
-/// (RFC 9293 §3.1, "Data Offset" and "Options").
-const MAX_OPTION_BYTES: usize = 40;
-
-/// How the end-of-line check names a segment: a field out of order is
-/// the usual reason a segment's line goes on.
-const SEGMENT: &str = "segment (its fields come in the order flags, seq, ack, win, urg, <options>)";
 
 /// Parses the text of a script; `file` names it in error messages.
 pub fn parse(file: &str, text: &str) -> Result<Script, ScriptError> {
@@ -38,7 +29,7 @@ pub fn parse(file: &str, text: &str) -> Result<Script, ScriptError> {
     .script()
 }
 
-struct Parser<'a> {
+pub(super) struct Parser<'a> {
     file: &'a str,
     lexer: Lexer<'a>,
     /// Tokens looked at but not consumed (at most two).
@@ -169,11 +160,11 @@ impl Parser<'_> {
         match &self.peek()?.tok {
             Tok::Punct('<') => {
                 self.bump()?;
-                Ok((self.packet(Direction::Inbound)?, SEGMENT))
+                Ok((self.packet(Direction::Inbound)?, segment::WHAT))
             }
             Tok::Punct('>') => {
                 self.bump()?;
-                Ok((self.packet(Direction::Outbound)?, SEGMENT))
+                Ok((self.packet(Direction::Outbound)?, segment::WHAT))
             }
             Tok::Shell(command) => {
                 let command = command.clone();
@@ -188,207 +179,6 @@ impl Parser<'_> {
             Tok::Ellipsis => Err(self.unsupported("blocking system calls (`...END` before the call)")),
             _ => Err(self.expected("a segment (`<` or `>`), a system call or a shell command", "")),
         }
-    }
-
-    // ---- Segments ----
-
-    /// `flags start:end(len) [ack N] [win N] [urg N] [<options>]`, the
-    /// direction already read.
-    fn packet(&mut self, direction: Direction) -> Result<EventKind, ScriptError> {
-        match &self.peek()?.tok {
-            Tok::Punct('[' | '(') => {
-                return Err(
-                    self.unsupported("IP header fields such as `[ect0]`, `[ce]`, `(tos 0x2)` or `(flowlabel 1)`")
-                )
-            }
-            Tok::Word(w) if w == "udp" || w == "icmp" => return Err(self.unsupported("UDP and ICMP packets")),
-            _ => {}
-        }
-        let flags = self.flags()?;
-        let seq_start = self.unsigned("a sequence number", u32::MAX.into())? as u32;
-        self.punct(':', "`:` between the first and the end sequence number")?;
-        let end_pos = self.peek()?.start;
-        let seq_end = self.unsigned("an end sequence number", u32::MAX.into())? as u32;
-        self.punct('(', "`(` and the payload length")?;
-        let payload_len = self.unsigned("a payload length", u16::MAX.into())? as u16;
-        self.punct(')', "`)` after the payload length")?;
-        // The end is redundant, written for the reader: hold it to the sum
-        // (modulo 2^32, as sequence numbers wrap, RFC 9293 §3.4).
-        let want_end = seq_start.wrapping_add(payload_len.into());
-        if seq_end != want_end {
-            return Err(self.expected_at(
-                end_pos,
-                &format!("the end sequence number {want_end} (start {seq_start} + length {payload_len})"),
-                &format!("`{seq_end}`"),
-            ));
-        }
-        let ack = self
-            .keyword_number("ack", "an acknowledgment number", u32::MAX.into())?
-            .map(|n| n as u32);
-        let window = self
-            .keyword_number("win", "a window", u16::MAX.into())?
-            .map(|n| n as u16);
-        let urgent = self
-            .keyword_number("urg", "an urgent pointer", u16::MAX.into())?
-            .map(|n| n as u16);
-        // packetdrill builds injected segments from the script alone, so it
-        // needs their window; an expected segment's may be left unchecked.
-        if direction == Direction::Inbound && window.is_none() {
-            return Err(self.expected("`win N` (an inbound segment must give its window)", ""));
-        }
-        let options = if self.peek()?.tok == Tok::Punct('<') {
-            self.options()?
-        } else {
-            Some(Vec::new())
-        };
-        Ok(EventKind::Packet {
-            direction,
-            flags,
-            seq_start,
-            seq_end,
-            payload_len,
-            ack,
-            window,
-            urgent,
-            options,
-        })
-    }
-
-    /// Letters from `SFRPUEW` then an optional `.` (ACK), a lone `.`, or
-    /// `-` for no flag at all.
-    fn flags(&mut self) -> Result<TcpFlags, ScriptError> {
-        const WANT: &str = "TCP flags (letters from `SFRPUEW`, then `.` for ACK; `-` for none)";
-        let mut flags = TcpFlags::default();
-        match &self.peek()?.tok {
-            Tok::Punct('-') => {
-                self.bump()?;
-                return Ok(flags);
-            }
-            Tok::Punct('.') => {}
-            Tok::Word(letters) => {
-                let letters = letters.clone();
-                for letter in letters.chars() {
-                    let bit = match letter {
-                        'S' => &mut flags.syn,
-                        'F' => &mut flags.fin,
-                        'R' => &mut flags.rst,
-                        'P' => &mut flags.psh,
-                        'U' => &mut flags.urg,
-                        'E' => &mut flags.ece,
-                        'W' => &mut flags.cwr,
-                        'A' | '0'..='9' => return Err(self.unsupported("AccECN flags (`A` and the ACE digits)")),
-                        _ => return Err(self.expected(WANT, "")),
-                    };
-                    if *bit {
-                        return Err(self.expected("each flag once", &format!("`{letters}`")));
-                    }
-                    *bit = true;
-                }
-                self.bump()?;
-            }
-            Tok::Number(n) if n.starts_with('.') => {
-                return Err(self.unsupported("AccECN flags (`A` and the ACE digits)"))
-            }
-            _ => return Err(self.expected(WANT, "")),
-        }
-        if self.peek()?.tok == Tok::Punct('.') {
-            self.bump()?;
-            flags.ack = true;
-        }
-        Ok(flags)
-    }
-
-    /// `<...>` (any options: `None`) or `<option, option, ...>`.
-    fn options(&mut self) -> Result<Option<Vec<TcpOptionSpec>>, ScriptError> {
-        let open = self.bump()?.start;
-        if self.peek()?.tok == Tok::Ellipsis {
-            self.bump()?;
-            self.punct('>', "`>` after `<...`")?;
-            return Ok(None);
-        }
-        let mut options = Vec::new();
-        loop {
-            options.push(self.tcp_option()?);
-            match self.peek()?.tok {
-                Tok::Punct(',') => {
-                    self.bump()?;
-                }
-                Tok::Punct('>') => {
-                    self.bump()?;
-                    break;
-                }
-                _ => return Err(self.expected("`,` and another option, or `>` ending the options", "")),
-            }
-        }
-        let bytes: usize = options.iter().map(TcpOptionSpec::encoded_len).sum();
-        if bytes > MAX_OPTION_BYTES {
-            return Err(self.expected_at(
-                open,
-                "options that fit in a TCP header's 40 bytes (RFC 9293 §3.1)",
-                &format!("{bytes} bytes"),
-            ));
-        }
-        if !bytes.is_multiple_of(4) {
-            return Err(self.expected_at(
-                open,
-                "options padded with `nop` to a multiple of 4 bytes (the data offset counts 32-bit words, RFC 9293 §3.1)",
-                &format!("{bytes} bytes"),
-            ));
-        }
-        Ok(Some(options))
-    }
-
-    fn tcp_option(&mut self) -> Result<TcpOptionSpec, ScriptError> {
-        const WANT: &str =
-            "a TCP option (`nop`, `eol`, `mss N`, `wscale N`, `sackOK`, `sack L:R ...`, `TS val N ecr N`)";
-        let Tok::Word(name) = &self.peek()?.tok else {
-            return Err(self.expected(WANT, ""));
-        };
-        let option = match name.as_str() {
-            "nop" => TcpOptionSpec::Nop,
-            "eol" => TcpOptionSpec::EndOfList,
-            "sackOK" => TcpOptionSpec::SackPermitted,
-            "mss" | "wscale" | "sack" | "TS" => {
-                let name = name.clone();
-                self.bump()?;
-                return match name.as_str() {
-                    "mss" => Ok(TcpOptionSpec::Mss(self.unsigned("an MSS", u16::MAX.into())? as u16)),
-                    "wscale" => Ok(TcpOptionSpec::WindowScale(
-                        self.unsigned("a window scale shift count", u8::MAX.into())? as u8,
-                    )),
-                    "sack" => self.sack_blocks(),
-                    _ => self.timestamps(),
-                };
-            }
-            "FO" | "FOEXP" => return Err(self.unsupported("TCP Fast Open options (`FO`, `FOEXP`)")),
-            "md5" => return Err(self.unsupported("TCP MD5 signature options (`md5`)")),
-            _ => return Err(self.expected(WANT, "")),
-        };
-        self.bump()?;
-        Ok(option)
-    }
-
-    /// `L:R L:R ...` after `sack`: one block or more.
-    fn sack_blocks(&mut self) -> Result<TcpOptionSpec, ScriptError> {
-        let mut blocks = Vec::new();
-        loop {
-            let left = self.unsigned("a SACK block's left edge", u32::MAX.into())? as u32;
-            self.punct(':', "`:` between a SACK block's edges")?;
-            let right = self.unsigned("a SACK block's right edge", u32::MAX.into())? as u32;
-            blocks.push(SackBlock { left, right });
-            if !matches!(self.peek()?.tok, Tok::Number(_)) {
-                return Ok(TcpOptionSpec::Sack(blocks));
-            }
-        }
-    }
-
-    /// `val N ecr N` after `TS`.
-    fn timestamps(&mut self) -> Result<TcpOptionSpec, ScriptError> {
-        self.keyword("val")?;
-        let val = self.unsigned("a TSval", u32::MAX.into())? as u32;
-        self.keyword("ecr")?;
-        let ecr = self.unsigned("a TSecr", u32::MAX.into())? as u32;
-        Ok(TcpOptionSpec::Timestamp { val, ecr })
     }
 
     // ---- System calls ----
@@ -554,12 +344,12 @@ impl Parser<'_> {
 
     // ---- Tokens ----
 
-    fn peek(&mut self) -> Result<&Token, ScriptError> {
+    pub(super) fn peek(&mut self) -> Result<&Token, ScriptError> {
         self.fill(1)?;
         Ok(&self.ahead[0])
     }
 
-    fn peek2(&mut self) -> Result<&Token, ScriptError> {
+    pub(super) fn peek2(&mut self) -> Result<&Token, ScriptError> {
         self.fill(2)?;
         Ok(&self.ahead[1])
     }
@@ -572,7 +362,7 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn bump(&mut self) -> Result<Token, ScriptError> {
+    pub(super) fn bump(&mut self) -> Result<Token, ScriptError> {
         self.fill(1)?;
         let token = self.ahead.pop_front().expect("fill(1) left a token");
         self.prev_end = token.end;
@@ -580,7 +370,7 @@ impl Parser<'_> {
     }
 
     /// Consumes the punctuation `c`, or fails saying `want`.
-    fn punct(&mut self, c: char, want: &str) -> Result<(), ScriptError> {
+    pub(super) fn punct(&mut self, c: char, want: &str) -> Result<(), ScriptError> {
         if self.peek()?.tok != Tok::Punct(c) {
             return Err(self.expected(want, ""));
         }
@@ -589,7 +379,7 @@ impl Parser<'_> {
     }
 
     /// Consumes the word `word`, or fails.
-    fn keyword(&mut self, word: &str) -> Result<(), ScriptError> {
+    pub(super) fn keyword(&mut self, word: &str) -> Result<(), ScriptError> {
         if !matches!(&self.peek()?.tok, Tok::Word(w) if w == word) {
             return Err(self.expected(&format!("`{word}`"), ""));
         }
@@ -598,7 +388,7 @@ impl Parser<'_> {
     }
 
     /// `word N` if the next token is `word` (on this line), else `None`.
-    fn keyword_number(&mut self, word: &str, what: &str, max: u64) -> Result<Option<u64>, ScriptError> {
+    pub(super) fn keyword_number(&mut self, word: &str, what: &str, max: u64) -> Result<Option<u64>, ScriptError> {
         let next = self.peek()?;
         if next.line_start || !matches!(&next.tok, Tok::Word(w) if w == word) {
             return Ok(None);
@@ -607,8 +397,9 @@ impl Parser<'_> {
         self.unsigned(what, max).map(Some)
     }
 
-    /// A decimal integer from 0 to `max`.
-    fn unsigned(&mut self, what: &str, max: u64) -> Result<u64, ScriptError> {
+    /// A decimal integer from 0 to `max` (so a caller's cast to the type
+    /// whose maximum that is loses nothing).
+    pub(super) fn unsigned(&mut self, what: &str, max: u64) -> Result<u64, ScriptError> {
         let value = match &self.peek()?.tok {
             Tok::Number(text) if text.bytes().all(|b| b.is_ascii_digit()) => text.parse::<u64>().ok(),
             _ => None,
@@ -625,7 +416,7 @@ impl Parser<'_> {
     /// "expected `want`, found ..." at the next token; `found` empty means
     /// "describe the next token". A token that starts a new line inside
     /// an event is "end of line" at the end of the previous token.
-    fn expected(&mut self, want: &str, found: &str) -> ScriptError {
+    pub(super) fn expected(&mut self, want: &str, found: &str) -> ScriptError {
         let token = match self.peek() {
             Ok(token) => token.clone(),
             Err(lex_error) => return lex_error,
@@ -649,7 +440,7 @@ impl Parser<'_> {
         self.expected_at(at, want, &found)
     }
 
-    fn expected_at(&self, at: Pos, want: &str, found: &str) -> ScriptError {
+    pub(super) fn expected_at(&self, at: Pos, want: &str, found: &str) -> ScriptError {
         error_at(
             self.file,
             at,
@@ -661,7 +452,7 @@ impl Parser<'_> {
     }
 
     /// "unsupported: `what`" at the next token.
-    fn unsupported(&mut self, what: &str) -> ScriptError {
+    pub(super) fn unsupported(&mut self, what: &str) -> ScriptError {
         let at = match self.peek() {
             Ok(token) => token.start,
             Err(lex_error) => return lex_error,
