@@ -16,6 +16,9 @@ use super::segment;
 /// rather than recursed into (the stack is not the input's to spend).
 const MAX_NESTING: u32 = 32;
 
+/// What may follow an event's time.
+const ACTION: &str = "a segment (`<` or `>`), a system call or a shell command";
+
 /// Parses the text of a script; `file` names it in error messages.
 pub fn parse(file: &str, text: &str) -> Result<Script, ScriptError> {
     Parser {
@@ -83,6 +86,10 @@ impl Parser<'_> {
             self.time()?
         };
         self.in_event = true;
+        if time != EventTime::Untimed && self.peek()?.line_start {
+            // A time alone on its line: "found end of line".
+            return Err(self.expected(ACTION, ""));
+        }
         let (kind, what) = self.action()?;
         let next = self.peek()?;
         if !next.line_start && next.tok != Tok::End {
@@ -177,7 +184,7 @@ impl Parser<'_> {
                 Ok((self.syscall(name)?, "system call"))
             }
             Tok::Ellipsis => Err(self.unsupported("blocking system calls (`...END` before the call)")),
-            _ => Err(self.expected("a segment (`<` or `>`), a system call or a shell command", "")),
+            _ => Err(self.expected(ACTION, "")),
         }
     }
 

@@ -686,6 +686,10 @@ fn errors_name_the_place_and_what_was_expected() {
              flags, seq, ack, win, urg, <options>), found `ack`",
         ),
         (
+            "+0\nclose(3) = 0\n",
+            "t.pkt:1:3: expected a segment (`<` or `>`), a system call or a shell command, found end of line",
+        ),
+        (
             "+0 close(3) = 0 +0 close(4) = 0\n",
             "t.pkt:1:17: expected the end of the line after the system call, found `+`",
         ),
