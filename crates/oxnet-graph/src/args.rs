@@ -382,6 +382,24 @@ pub fn current_element() -> String {
     ELEMENT.with(|e| e.borrow().clone())
 }
 
+thread_local! {
+    static ROUTER: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// A new router is being built on this thread: its elements are
+/// configured and initialized under a new [`router_id`].
+pub fn begin_router() {
+    ROUTER.with(|r| r.set(r.get() + 1));
+}
+
+/// Which router the element being configured or initialized belongs to,
+/// unique on this thread: state one router's elements share (the stack's
+/// tables) is keyed by it, so that routers built one after another (or
+/// side by side) on one thread never see each other's.
+pub fn router_id() -> u64 {
+    ROUTER.with(|r| r.get())
+}
+
 /// `name` as defined in the current scope (its table key).
 fn scoped(name: &str) -> String {
     SCOPE.with(|s| format!("{}{name}", s.borrow()))

@@ -693,6 +693,7 @@ impl Router {
         // (their names are arguments of the others), then the rest in
         // order.
         crate::args::clear_addresses();
+        crate::args::begin_router();
         let named = |i: usize| matches!(flat.elements[i].class.as_str(), "AddressInfo" | "PortInfo");
         let first: Vec<usize> = (0..n).filter(|&i| named(i)).collect();
         let rest = (0..n).filter(|&i| !named(i));
