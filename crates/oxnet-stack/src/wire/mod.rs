@@ -37,7 +37,7 @@ pub mod ipv4;
 pub mod ipv6;
 //TMP pub mod ndisc;
 //TMP pub mod tcp;
-//TMP pub mod udp;
+pub mod udp;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
@@ -48,7 +48,7 @@ pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr};
 //TMP pub use ndisc::{NdiscOptions, NdiscPrefixInfo, NdiscRepr};
 //TMP pub use tcp::{TcpFlags, TcpOptions, TcpPacket, TcpRepr, TcpSeqNumber};
-//TMP pub use udp::{UdpPacket, UdpRepr};
+pub use udp::{UdpPacket, UdpRepr};
 
 use std::fmt;
 
