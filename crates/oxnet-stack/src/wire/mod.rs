@@ -36,7 +36,7 @@ pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
 //TMP pub mod ndisc;
-//TMP pub mod tcp;
+pub mod tcp;
 pub mod udp;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
@@ -47,7 +47,7 @@ pub use ip::{pseudo_header_sum, FlowKey, IpAddress, IpEndpoint, IpProtocol};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr};
 //TMP pub use ndisc::{NdiscOptions, NdiscPrefixInfo, NdiscRepr};
-//TMP pub use tcp::{TcpFlags, TcpOptions, TcpPacket, TcpRepr, TcpSeqNumber};
+pub use tcp::{TcpFlags, TcpOptions, TcpPacket, TcpRepr, TcpSeqNumber};
 pub use udp::{UdpPacket, UdpRepr};
 
 use std::fmt;
