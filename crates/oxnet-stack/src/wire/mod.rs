@@ -30,7 +30,7 @@
 
 pub mod arp;
 pub mod ethernet;
-//TMP pub mod icmpv4;
+pub mod icmpv4;
 //TMP pub mod icmpv6;
 pub mod ip;
 pub mod ipv4;
@@ -41,7 +41,7 @@ pub mod udp;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
-//TMP pub use icmpv4::{Icmpv4DstUnreachable, Icmpv4Packet, Icmpv4Repr};
+pub use icmpv4::{Icmpv4DstUnreachable, Icmpv4Packet, Icmpv4Repr, Icmpv4TimeExceeded};
 //TMP pub use icmpv6::{Icmpv6DstUnreachable, Icmpv6Packet, Icmpv6Repr};
 pub use ip::{pseudo_header_sum, FlowKey, IpAddress, IpEndpoint, IpProtocol};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
