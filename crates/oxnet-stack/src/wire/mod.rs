@@ -31,22 +31,22 @@
 pub mod arp;
 pub mod ethernet;
 pub mod icmpv4;
-//TMP pub mod icmpv6;
+pub mod icmpv6;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
-//TMP pub mod ndisc;
+pub mod ndisc;
 pub mod tcp;
 pub mod udp;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
 pub use icmpv4::{Icmpv4DstUnreachable, Icmpv4Packet, Icmpv4Repr, Icmpv4TimeExceeded};
-//TMP pub use icmpv6::{Icmpv6DstUnreachable, Icmpv6Packet, Icmpv6Repr};
+pub use icmpv6::{Icmpv6DstUnreachable, Icmpv6Packet, Icmpv6ParamProblem, Icmpv6Repr, Icmpv6TimeExceeded};
 pub use ip::{pseudo_header_sum, FlowKey, IpAddress, IpEndpoint, IpProtocol};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr};
-//TMP pub use ndisc::{NdiscOptions, NdiscPrefixInfo, NdiscRepr};
+pub use ndisc::{NdiscOptions, NdiscPrefixInfo, NdiscRepr};
 pub use tcp::{TcpFlags, TcpOptions, TcpPacket, TcpRepr, TcpSeqNumber};
 pub use udp::{UdpPacket, UdpRepr};
 
