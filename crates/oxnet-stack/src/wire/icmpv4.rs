@@ -346,15 +346,15 @@ impl<'a> Icmpv4Repr<'a> {
     /// written here.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Icmpv4Packet<T>) {
         let (msg_type, code) = match *self {
-            Icmpv4Repr::EchoRequest { ident, seq_no, .. } | Icmpv4Repr::EchoReply { ident, seq_no, .. } => {
+            Icmpv4Repr::EchoRequest { ident, seq_no, .. } => {
                 packet.set_echo_ident(ident);
                 packet.set_echo_seq_no(seq_no);
-                let t = if matches!(self, Icmpv4Repr::EchoRequest { .. }) {
-                    msg_type::ECHO_REQUEST
-                } else {
-                    msg_type::ECHO_REPLY
-                };
-                (t, 0)
+                (msg_type::ECHO_REQUEST, 0)
+            }
+            Icmpv4Repr::EchoReply { ident, seq_no, .. } => {
+                packet.set_echo_ident(ident);
+                packet.set_echo_seq_no(seq_no);
+                (msg_type::ECHO_REPLY, 0)
             }
             Icmpv4Repr::DstUnreachable {
                 reason,
@@ -541,6 +541,15 @@ mod tests {
             assert_eq!(
                 Icmpv4Packet::new_checked(&ECHO[..len]).unwrap_err(),
                 WireError::Truncated
+            );
+        }
+        // Echo data cut short: the length is the buffer's, so only the
+        // checksum can tell.
+        for len in HEADER_LEN..ECHO.len() {
+            let packet = Icmpv4Packet::new_checked(&ECHO[..len]).unwrap();
+            assert_eq!(
+                Icmpv4Repr::parse(&packet, Checksum::Verify).unwrap_err(),
+                WireError::BadChecksum
             );
         }
         // An error cut inside its quoted header.

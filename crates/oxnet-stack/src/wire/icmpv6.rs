@@ -652,6 +652,15 @@ mod tests {
                 WireError::Truncated
             );
         }
+        // Echo data cut short: the length is the buffer's, so only the
+        // checksum can tell.
+        for len in HEADER_LEN..ECHO.len() {
+            let packet = Icmpv6Packet::new_checked(&ECHO[..len]).unwrap();
+            assert_eq!(
+                Icmpv6Repr::parse(&packet, &src, &dst, Checksum::Verify).unwrap_err(),
+                WireError::BadChecksum
+            );
+        }
         // An error whose quote is shorter than an IPv6 header.
         let repr = Icmpv6Repr::TimeExceeded {
             reason: Icmpv6TimeExceeded::FragReassembly,

@@ -1,6 +1,7 @@
 //! The IPv6 header (RFC 8200 §3) and the walk over its extension headers
 //! to the upper-layer header (RFC 8200 §4). No reassembly: a Fragment header
-//! ends the walk and is reported as what follows the headers before it.
+//! ends the walk, reported as `Ipv6Frag` with its offset.
+//! No jumbograms (RFC 2675): a payload length of 0 is an empty payload.
 
 use super::ip::IpProtocol;
 use super::{get_u16, get_u32, put_u16, put_u32, Result, WireError};
