@@ -39,6 +39,9 @@ pub mod ndisc;
 pub mod tcp;
 pub mod udp;
 
+#[cfg(test)]
+mod frame_tests;
+
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
 pub use icmpv4::{Icmpv4DstUnreachable, Icmpv4Packet, Icmpv4Repr, Icmpv4TimeExceeded};
