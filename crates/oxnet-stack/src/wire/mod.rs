@@ -10,10 +10,17 @@
 //!   what the RFC requires and returns a [`WireError`] saying what is wrong;
 //!   `emit(&self, &mut view, ..)` writes the header (a view made with
 //!   `new_unchecked` over a buffer of at least `buffer_len()` bytes, else
-//!   emit panics: that is the caller's bug, not the network's).
+//!   emit panics: that is the caller's bug, not the network's). TCP, ICMP
+//!   and ICMPv6 have no length field of their own, so their checksum covers
+//!   the whole buffer: give them exactly `buffer_len()` bytes.
 //!
-//! Nothing here allocates, and nothing that reads bytes from the network
-//! panics.
+//! Checksums are verified by `parse` unless it is told [`Checksum::Ignore`]
+//! (the NIC checked them), and written by `emit`, with the one's-complement
+//! sum of `oxnet_driver::offload`.
+//!
+//! Nothing here allocates, and no checked view or `parse` panics, whatever
+//! the bytes (each parser has a property test feeding it random bytes;
+//! `frame_tests.rs` checks whole frames against the driver's checksums).
 //!
 //! | file | RFC | what |
 //! |---|---|---|
@@ -26,7 +33,9 @@
 //! | [`icmpv6`] | RFC 4443 | ICMPv6 echo and error messages |
 //! | [`ndisc`] | RFC 4861 §4 | Neighbor Discovery messages and their options |
 //! | [`udp`] | RFC 768 | UDP header and checksum |
-//! | [`tcp`] | RFC 9293 §3.1–§3.4, RFC 7323, RFC 2018 | TCP header, options, sequence-number arithmetic |
+//! | [`tcp`] | RFC 9293 §3.1 | TCP header, flags, checksum |
+//! | [`tcp::options`] | RFC 9293 §3.2, RFC 7323, RFC 2018 | MSS, Window Scale, SACK-permitted, SACK, Timestamps |
+//! | [`tcp::seq_number`] | RFC 9293 §3.4 | sequence numbers: arithmetic and comparison modulo 2^32 |
 
 pub mod arp;
 pub mod ethernet;
