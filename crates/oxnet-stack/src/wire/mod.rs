@@ -50,6 +50,8 @@ pub mod udp;
 
 #[cfg(test)]
 mod frame_tests;
+#[cfg(test)]
+mod tcpdump_tests;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
