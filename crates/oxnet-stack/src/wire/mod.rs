@@ -51,6 +51,8 @@ pub mod udp;
 #[cfg(test)]
 mod frame_tests;
 #[cfg(test)]
+mod linux_capture_tests;
+#[cfg(test)]
 mod tcpdump_tests;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
