@@ -94,11 +94,13 @@ pub struct NdiscOptions {
 impl NdiscOptions {
     /// Parses the options area (RFC 4861 §4.6): each option's length is in
     /// units of 8 bytes; a length of 0 (§4.6: "MUST silently discard") or
-    /// one running past the message is Malformed, as is a Prefix
-    /// Information or MTU option of the wrong length. Link-layer address
-    /// options of another length than Ethernet's (RFC 2464 §6) and unknown
-    /// options (Redirected Header among them) are skipped. A repeated
-    /// option: the last one counts, but for prefixes, which are collected.
+    /// one running past the message is Malformed. Unknown options
+    /// (Redirected Header among them) are skipped, and so are known ones of
+    /// a length wrong for them (a link-layer address of another length than
+    /// Ethernet's, RFC 2464 §6; a Prefix Information not 32 bytes, an MTU
+    /// not 8), as Linux does, so that an odd option costs that option and
+    /// not the message. A repeated option: the last one counts, but for
+    /// prefixes, which are collected.
     pub fn parse(bytes: &[u8]) -> Result<NdiscOptions> {
         let mut options = NdiscOptions::default();
         let mut prefixes = 0;
@@ -118,16 +120,14 @@ impl NdiscOptions {
                 (option_type::SOURCE_LLADDR, 8) => options.source_lladdr = EthernetAddress::from_bytes(&option[2..]),
                 (option_type::TARGET_LLADDR, 8) => options.target_lladdr = EthernetAddress::from_bytes(&option[2..]),
                 (option_type::MTU, 8) => options.mtu = Some(get_u32(option, 4)),
-                (option_type::MTU, _) => return Err(WireError::Malformed("NDISC MTU option not 8 bytes")),
                 (option_type::PREFIX_INFO, 32) if prefixes < MAX_PREFIXES => {
                     options.prefixes[prefixes] = Some(parse_prefix_info(option));
                     prefixes += 1;
                 }
                 (option_type::PREFIX_INFO, 32) => {} // past MAX_PREFIXES: skipped
-                (option_type::PREFIX_INFO, _) => {
-                    return Err(WireError::Malformed("NDISC Prefix Information option not 32 bytes"))
-                }
-                _ => {} // §4.6: options a node does not recognize are skipped.
+                // §4.6: options a node does not recognize are skipped (and
+                // known ones of the wrong length, above).
+                _ => {}
             }
             at += len;
         }
@@ -576,10 +576,12 @@ mod tests {
         ));
         // Only a type byte.
         assert!(matches!(NdiscOptions::parse(&[1]), Err(WireError::Malformed(_))));
-        // MTU of 16 bytes.
+        // An MTU of 16 bytes and a Prefix Information of 8 are skipped.
         let mut mtu = [0u8; 16];
         mtu[..2].copy_from_slice(&[5, 2]);
-        assert!(matches!(NdiscOptions::parse(&mtu), Err(WireError::Malformed(_))));
+        assert_eq!(NdiscOptions::parse(&mtu).unwrap(), NdiscOptions::default());
+        let short_prefix = [3, 1, 64, 0xc0, 0, 0, 0, 1];
+        assert_eq!(NdiscOptions::parse(&short_prefix).unwrap(), NdiscOptions::default());
         // Unknown options and a long link-layer address are skipped.
         let mut skipped = vec![200, 1, 9, 9, 9, 9, 9, 9];
         skipped.extend_from_slice(&[1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);

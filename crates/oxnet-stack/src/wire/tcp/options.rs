@@ -50,9 +50,14 @@ pub struct TcpOptions {
 impl TcpOptions {
     /// Parses the options area of a header (everything between the fixed
     /// header and the data). An End option ends the list (what follows is
-    /// padding); unknown kinds are skipped by their length; a length under
-    /// 2, one running past the area, or a length wrong for a known kind is
-    /// Malformed. A repeated option: the last one counts.
+    /// padding); unknown kinds are skipped by their length. A length under
+    /// 2, or one running past the area, leaves no way to find the next
+    /// option: Malformed (RFC 9293 §3.2 asks that an illegal length be
+    /// handled; the caller may reset). A known kind with a length that is
+    /// wrong for it (an MSS of 3 bytes, SACK without a whole block) is
+    /// skipped like an unknown one, as Linux does, so that a peer's odd
+    /// option costs that option and not the segment. A repeated option: the
+    /// last one counts.
     pub fn parse(bytes: &[u8]) -> Result<TcpOptions> {
         let mut options = TcpOptions::default();
         let mut at = 0;
@@ -86,10 +91,9 @@ impl TcpOptions {
                     }
                 }
                 kind::TIMESTAMPS if len == 10 => options.timestamps = Some((get_u32(body, 0), get_u32(body, 4))),
-                kind::MSS | kind::WINDOW_SCALE | kind::SACK_PERMITTED | kind::SACK | kind::TIMESTAMPS => {
-                    return Err(WireError::Malformed("TCP option of the wrong length for its kind"));
-                }
-                _ => {} // RFC 9293 §3.2: skip an option we do not implement.
+                // RFC 9293 §3.2: skip an option we do not implement (or
+                // that has the wrong length for its kind).
+                _ => {}
             }
             at += len;
         }
@@ -240,24 +244,36 @@ mod tests {
     }
 
     #[test]
-    fn bad_lengths_are_malformed() {
+    fn lengths_that_lose_the_next_option_are_malformed() {
         for bytes in [
-            &[2, 4, 5][..],          // MSS runs past the area
-            &[2][..],                // no length byte
-            &[254, 1, 0, 0][..],     // length 1
-            &[254, 0, 0, 0][..],     // length 0: would loop for ever
-            &[2, 3, 5, 0][..],       // MSS of length 3
-            &[3, 4, 7, 0][..],       // Window Scale of length 4
-            &[4, 3, 0, 0][..],       // SACK-permitted of length 3
-            &[5, 2, 0, 0][..],       // SACK without a block
-            &[5, 6, 0, 0, 0, 0][..], // SACK with half a block
-            &[8, 8, 0, 0, 0, 0, 0, 0][..],
+            &[2, 4, 5][..],              // MSS runs past the area
+            &[2][..],                    // no length byte
+            &[254, 1, 0, 0][..],         // length 1
+            &[254, 0, 0, 0][..],         // length 0: would loop for ever
+            &[1, 1, 8, 10, 0, 0, 0][..], // Timestamps cut by the end of the area
         ] {
             assert!(
                 matches!(TcpOptions::parse(bytes), Err(WireError::Malformed(_))),
                 "{bytes:?}"
             );
         }
+    }
+
+    #[test]
+    fn known_kinds_of_the_wrong_length_are_skipped() {
+        for bytes in [
+            &[2, 3, 5, 1, 1, 1, 1, 1][..], // MSS of length 3
+            &[3, 4, 7, 0, 1, 1, 1, 1][..], // Window Scale of length 4
+            &[4, 3, 0, 1, 1, 1, 1, 1][..], // SACK-permitted of length 3
+            &[5, 2, 1, 1, 1, 1, 1, 1][..], // SACK without a block
+            &[5, 6, 0, 0, 0, 0, 1, 1][..], // SACK with half a block
+            &[8, 8, 0, 0, 0, 0, 0, 0][..], // Timestamps of length 8
+        ] {
+            assert_eq!(TcpOptions::parse(bytes).unwrap(), TcpOptions::default(), "{bytes:?}");
+        }
+        // What follows a skipped option is still read.
+        let options = TcpOptions::parse(&[2, 3, 5, 2, 4, 0x05, 0xb4, 0]).unwrap();
+        assert_eq!(options.mss, Some(1460));
     }
 
     #[test]
