@@ -98,9 +98,9 @@ impl NdiscOptions {
     /// (Redirected Header among them) are skipped, and so are known ones of
     /// a length wrong for them (a link-layer address of another length than
     /// Ethernet's, RFC 2464 §6; a Prefix Information not 32 bytes, an MTU
-    /// not 8), as Linux does, so that an odd option costs that option and
-    /// not the message. A repeated option: the last one counts, but for
-    /// prefixes, which are collected.
+    /// not 8), so that an odd option costs that option and not the
+    /// message (§4.6 asks only that a length of 0 discard it). A repeated
+    /// option: the last one counts, but for prefixes, which are collected.
     pub fn parse(bytes: &[u8]) -> Result<NdiscOptions> {
         let mut options = NdiscOptions::default();
         let mut prefixes = 0;
@@ -125,8 +125,8 @@ impl NdiscOptions {
                     prefixes += 1;
                 }
                 (option_type::PREFIX_INFO, 32) => {} // past MAX_PREFIXES: skipped
-                // §4.6: options a node does not recognize are skipped (and
-                // known ones of the wrong length, above).
+                // §4.6: options a node does not recognize are skipped; so
+                // are known ones of a length wrong for them.
                 _ => {}
             }
             at += len;
