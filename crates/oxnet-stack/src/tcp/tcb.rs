@@ -1,0 +1,314 @@
+//! The Transmission Control Block (RFC 9293 §3.3.1) and the per-core
+//! table that holds them.
+//!
+//! A TCB is reached from a packet through its [`TcbRef`] annotation: a
+//! slot index plus one and the slot's generation, so that a packet that
+//! outlives its connection (held in a queue while the connection closed
+//! and the slot was reused) finds "no TCB" instead of someone else's.
+
+use super::newreno::NewReno;
+use super::rtt::{RtoBounds, RttEstimator};
+use crate::anno::TcbRef;
+use crate::wire::{FlowKey, TcpSeqNumber};
+use oxnet_driver::Packet;
+use oxnet_graph::timer::TimerId;
+use std::collections::VecDeque;
+
+/// RFC 9293 §3.3.2's states (CLOSED is the absence of a TCB, but a TCB
+/// is kept CLOSED until its owner lets go of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TcpState {
+    Closed,
+    Listen,
+    SynSent,
+    SynReceived,
+    Established,
+    FinWait1,
+    FinWait2,
+    CloseWait,
+    Closing,
+    LastAck,
+    TimeWait,
+}
+
+impl TcpState {
+    /// The RFC's name, as `ss` and packetdrill print them.
+    pub fn name(self) -> &'static str {
+        match self {
+            TcpState::Closed => "CLOSED",
+            TcpState::Listen => "LISTEN",
+            TcpState::SynSent => "SYN-SENT",
+            TcpState::SynReceived => "SYN-RECEIVED",
+            TcpState::Established => "ESTABLISHED",
+            TcpState::FinWait1 => "FIN-WAIT-1",
+            TcpState::FinWait2 => "FIN-WAIT-2",
+            TcpState::CloseWait => "CLOSE-WAIT",
+            TcpState::Closing => "CLOSING",
+            TcpState::LastAck => "LAST-ACK",
+            TcpState::TimeWait => "TIME-WAIT",
+        }
+    }
+
+    /// States in which the connection is synchronized (RFC 9293 §3.5.2:
+    /// after the handshake).
+    pub fn synchronized(self) -> bool {
+        !matches!(
+            self,
+            TcpState::Closed | TcpState::Listen | TcpState::SynSent | TcpState::SynReceived
+        )
+    }
+}
+
+/// The timers a connection may have running (ClickNF Figure 4), each a
+/// timer of the router's wheel when armed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TcbTimers {
+    pub retransmit: Option<TimerId>,
+    pub delayed_ack: Option<TimerId>,
+    pub keepalive: Option<TimerId>,
+    pub persist: Option<TimerId>,
+    pub time_wait: Option<TimerId>,
+}
+
+/// One connection's state. Field names are the RFC's (§3.3.1).
+pub struct Tcb {
+    pub state: TcpState,
+    /// Local and remote endpoints.
+    pub key: FlowKey,
+
+    // Send sequence variables.
+    /// Initial send sequence number.
+    pub iss: TcpSeqNumber,
+    /// Oldest unacknowledged sequence number.
+    pub snd_una: TcpSeqNumber,
+    /// Next sequence number to send.
+    pub snd_nxt: TcpSeqNumber,
+    /// The peer's window, bytes (already scaled).
+    pub snd_wnd: u32,
+    /// Segment sequence and acknowledgment numbers of the last window
+    /// update (§3.10.7.4, "fifth, check the ACK field").
+    pub snd_wl1: TcpSeqNumber,
+    pub snd_wl2: TcpSeqNumber,
+    /// Shift applied to the peer's window field (RFC 7323 §2.3): theirs.
+    pub snd_wscale: u8,
+    /// Maximum segment size for sending (RFC 9293 §3.7.1: the peer's MSS
+    /// option, or 536 for IPv4 and 1220 for IPv6 without one).
+    pub snd_mss: u16,
+
+    // Receive sequence variables.
+    /// Initial receive sequence number.
+    pub irs: TcpSeqNumber,
+    /// Next sequence number expected.
+    pub rcv_nxt: TcpSeqNumber,
+    /// Receive window, bytes (what our buffer can take).
+    pub rcv_wnd: u32,
+    /// Shift we apply to our window field (ours, announced in our SYN).
+    pub rcv_wscale: u8,
+
+    // Options in force (negotiated in the handshake).
+    /// RFC 7323 §3: both sides sent the timestamps option.
+    pub timestamps: bool,
+    /// The peer's latest in-sequence TSval (TS.Recent, RFC 7323 §4.3).
+    pub ts_recent: u32,
+    /// RFC 2018 §2: both sides sent SACK-permitted.
+    pub sack_permitted: bool,
+
+    pub rtt: RttEstimator,
+    pub cc: NewReno,
+    pub timers: TcbTimers,
+
+    /// Data received in sequence, waiting for the application (payload
+    /// only: the packets' data starts at the payload).
+    pub recv_queue: VecDeque<Packet>,
+    /// Bytes in `recv_queue`.
+    pub recv_queued: usize,
+    /// Bytes the application gave and the peer has not acknowledged, from
+    /// SND.UNA on (so retransmissions are cut from it).
+    pub send_buffer: VecDeque<u8>,
+    /// Whether the application closed its side: a FIN follows the data.
+    pub fin_queued: bool,
+    /// The FIN from the peer has been received (the reader sees the end).
+    pub fin_received: bool,
+    /// Why the connection ended, for the application (an errno).
+    pub error: Option<i32>,
+}
+
+impl Tcb {
+    /// A new TCB for `key` in `state`, our initial sequence number `iss`.
+    pub fn new(key: FlowKey, state: TcpState, iss: TcpSeqNumber, settings: &TcbSettings) -> Tcb {
+        let default_mss = if key.local.addr.is_ipv4() { 536 } else { 1220 };
+        Tcb {
+            state,
+            key,
+            iss,
+            snd_una: iss,
+            snd_nxt: iss,
+            snd_wnd: 0,
+            snd_wl1: TcpSeqNumber(0),
+            snd_wl2: TcpSeqNumber(0),
+            snd_wscale: 0,
+            snd_mss: default_mss,
+            irs: TcpSeqNumber(0),
+            rcv_nxt: TcpSeqNumber(0),
+            rcv_wnd: settings.recv_buffer,
+            rcv_wscale: 0,
+            timestamps: false,
+            ts_recent: 0,
+            sack_permitted: false,
+            rtt: RttEstimator::new(settings.rto),
+            cc: NewReno::new(default_mss as u32, iss.0, settings.initial_window),
+            timers: TcbTimers::default(),
+            recv_queue: VecDeque::new(),
+            recv_queued: 0,
+            send_buffer: VecDeque::new(),
+            fin_queued: false,
+            fin_received: false,
+            error: None,
+        }
+    }
+
+    /// The window to announce, in the header's units (RFC 7323 §2.3: our
+    /// shift applies, except in a SYN segment, which the caller handles).
+    pub fn window_field(&self) -> u16 {
+        let room = self.rcv_wnd.saturating_sub(self.recv_queued as u32);
+        (room >> self.rcv_wscale).min(u16::MAX as u32) as u16
+    }
+
+    /// Bytes sent and not acknowledged (RFC 5681's FlightSize).
+    pub fn flight_size(&self) -> u32 {
+        (self.snd_nxt - self.snd_una).max(0) as u32
+    }
+}
+
+/// What a new TCB takes from the stack's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct TcbSettings {
+    /// Receive buffer, bytes (the window we offer).
+    pub recv_buffer: u32,
+    pub rto: RtoBounds,
+    /// Initial congestion window in segments (None: RFC 5681's rule).
+    pub initial_window: Option<u32>,
+}
+
+impl Default for TcbSettings {
+    fn default() -> TcbSettings {
+        TcbSettings {
+            recv_buffer: 256 * 1024,
+            rto: RtoBounds::default(),
+            initial_window: Some(10),
+        }
+    }
+}
+
+/// The per-core table of TCBs: slots reused through a free list, each
+/// with a generation bumped when it is freed.
+#[derive(Default)]
+pub struct TcbTable {
+    slots: Vec<(u32, Option<Tcb>)>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl TcbTable {
+    /// Stores `tcb`, returning its reference.
+    pub fn insert(&mut self, tcb: Tcb) -> TcbRef {
+        self.live += 1;
+        if let Some(slot) = self.free.pop() {
+            let entry = &mut self.slots[slot as usize];
+            entry.1 = Some(tcb);
+            return TcbRef {
+                id: slot + 1,
+                generation: entry.0,
+            };
+        }
+        self.slots.push((0, Some(tcb)));
+        TcbRef {
+            id: self.slots.len() as u32,
+            generation: 0,
+        }
+    }
+
+    /// The TCB `r` refers to, if it still exists.
+    pub fn get(&self, r: TcbRef) -> Option<&Tcb> {
+        let (generation, tcb) = self.slots.get((r.id as usize).checked_sub(1)?)?;
+        (*generation == r.generation).then_some(tcb.as_ref()?)
+    }
+
+    pub fn get_mut(&mut self, r: TcbRef) -> Option<&mut Tcb> {
+        let (generation, tcb) = self.slots.get_mut((r.id as usize).checked_sub(1)?)?;
+        if *generation != r.generation {
+            return None;
+        }
+        tcb.as_mut()
+    }
+
+    /// Removes the TCB `r` refers to; references to it find nothing from
+    /// now on.
+    pub fn remove(&mut self, r: TcbRef) -> Option<Tcb> {
+        let index = (r.id as usize).checked_sub(1)?;
+        let (generation, slot) = self.slots.get_mut(index)?;
+        if *generation != r.generation {
+            return None;
+        }
+        let tcb = slot.take()?;
+        *generation = generation.wrapping_add(1);
+        self.free.push(index as u32);
+        self.live -= 1;
+        Some(tcb)
+    }
+
+    /// TCBs in the table.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::IpEndpoint;
+    use std::net::Ipv4Addr;
+
+    fn key(port: u16) -> FlowKey {
+        FlowKey {
+            local: IpEndpoint::new(Ipv4Addr::new(10, 0, 0, 2), 80),
+            remote: IpEndpoint::new(Ipv4Addr::new(10, 0, 0, 1), port),
+        }
+    }
+
+    #[test]
+    fn a_reference_to_a_removed_tcb_finds_nothing_even_when_its_slot_is_reused() {
+        let mut t = TcbTable::default();
+        let s = TcbSettings::default();
+        let a = t.insert(Tcb::new(key(1000), TcpState::Listen, TcpSeqNumber(1), &s));
+        let b = t.insert(Tcb::new(key(1001), TcpState::Listen, TcpSeqNumber(2), &s));
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.get(a).unwrap().key, key(1000));
+        assert!(t.remove(a).is_some());
+        assert!(t.get(a).is_none());
+        assert!(t.remove(a).is_none(), "removed once");
+        let c = t.insert(Tcb::new(key(1002), TcpState::Listen, TcpSeqNumber(3), &s));
+        assert_eq!(c.id, a.id, "the slot is reused");
+        assert!(t.get(a).is_none(), "the old reference is stale");
+        assert_eq!(t.get(c).unwrap().key, key(1002));
+        assert_eq!(t.get(b).unwrap().key, key(1001));
+        assert_eq!(t.len(), 2);
+        assert!(t.get(TcbRef { id: 0, generation: 0 }).is_none());
+        assert!(t.get(TcbRef { id: 99, generation: 0 }).is_none());
+    }
+
+    #[test]
+    fn a_new_tcb_uses_the_default_mss_of_its_family() {
+        let s = TcbSettings::default();
+        let t = Tcb::new(key(1), TcpState::SynReceived, TcpSeqNumber(5), &s);
+        assert_eq!(t.snd_mss, 536);
+        assert_eq!((t.snd_una, t.snd_nxt), (TcpSeqNumber(5), TcpSeqNumber(5)));
+        assert_eq!(t.window_field(), u16::MAX, "256 KiB unscaled is capped");
+        assert!(!t.state.synchronized());
+        assert!(TcpState::CloseWait.synchronized());
+    }
+}
