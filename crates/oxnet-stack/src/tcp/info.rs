@@ -1,0 +1,167 @@
+//! TCPInfo (ClickNF §3.1): the per-core state every TCP element of a
+//! router shares: the TCB table, the flow table that maps a segment's
+//! endpoints to its TCB, the listening sockets, and the settings.
+//!
+//! Elements reach it with `crate::elements::shared::<TcpInfo>()` when they
+//! are configured (one per router), and borrow it once per batch.
+
+use super::isn::Secret;
+use super::tcb::{Tcb, TcbSettings, TcbTable, TcpState};
+use crate::anno::TcbRef;
+use crate::exec::Event;
+use crate::wire::{FlowKey, IpAddress, IpEndpoint};
+use std::collections::{HashMap, VecDeque};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// The stack's TCP settings (every timeout one, so that tests can use
+/// seconds where Linux uses hours).
+#[derive(Debug, Clone, Copy)]
+pub struct TcpSettings {
+    pub tcb: TcbSettings,
+    /// The MSS we announce (RFC 9293 §3.7.1: the interface MTU minus the
+    /// IP and TCP headers; 1460 for Ethernet and IPv4).
+    pub mss_v4: u16,
+    pub mss_v6: u16,
+    /// The window shift we offer (RFC 7323 §2.2); None: no option.
+    pub window_scale: Option<u8>,
+    /// Offer timestamps (RFC 7323) and SACK (RFC 2018).
+    pub timestamps: bool,
+    pub sack: bool,
+    /// Maximum segment lifetime; TIME-WAIT lasts two (RFC 9293 §3.4.2).
+    pub msl_us: u64,
+    /// Connections half-open (SYN-RECEIVED) or waiting for accept, per
+    /// listener, beyond its backlog: refused (SYN cookies come later).
+    pub syn_backlog: usize,
+}
+
+impl Default for TcpSettings {
+    fn default() -> TcpSettings {
+        TcpSettings {
+            tcb: TcbSettings::default(),
+            mss_v4: 1460,
+            mss_v6: 1440,
+            window_scale: Some(7),
+            timestamps: true,
+            sack: true,
+            msl_us: 30_000_000,
+            syn_backlog: 128,
+        }
+    }
+}
+
+/// A listening socket.
+pub struct Listener {
+    /// Established connections beyond this wait no more: new SYNs are
+    /// dropped and counted (the peer retransmits).
+    pub backlog: usize,
+    /// Connections in SYN-RECEIVED.
+    pub half_open: usize,
+    /// Established connections not yet accepted.
+    pub accept_queue: VecDeque<TcbRef>,
+    /// Notified when a connection joins `accept_queue`.
+    pub accept_event: Event,
+}
+
+/// Counters, readable as handlers of the TCP elements.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TcpCounters {
+    /// Segments for no connection and no listener, answered with a RST.
+    pub resets_sent: u64,
+    /// SYNs refused because the listener's queues were full.
+    pub listen_overflows: u64,
+    /// Connections established, passively and actively.
+    pub passive_opens: u64,
+    pub active_opens: u64,
+}
+
+/// The per-core TCP state.
+#[derive(Default)]
+pub struct TcpInfo {
+    pub tcbs: TcbTable,
+    pub flows: HashMap<FlowKey, TcbRef>,
+    /// Listeners by local endpoint; an unspecified address listens on
+    /// every address of its family.
+    pub listeners: HashMap<IpEndpoint, Listener>,
+    pub settings: TcpSettings,
+    pub secret: Secret,
+    pub counters: TcpCounters,
+}
+
+impl TcpInfo {
+    /// Starts listening on `local` (RFC 9293 §3.10.1, passive OPEN).
+    pub fn listen(&mut self, local: IpEndpoint, backlog: usize) -> Result<(), i32> {
+        if self.listeners.contains_key(&local) {
+            return Err(libc::EADDRINUSE);
+        }
+        self.listeners.insert(
+            local,
+            Listener {
+                backlog: backlog.max(1),
+                half_open: 0,
+                accept_queue: VecDeque::new(),
+                accept_event: Event::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// The listener a segment to `local` belongs to: the exact endpoint,
+    /// else the wildcard address of its family on that port.
+    pub fn listener_for(&self, local: &IpEndpoint) -> Option<IpEndpoint> {
+        if self.listeners.contains_key(local) {
+            return Some(*local);
+        }
+        let any = IpEndpoint {
+            addr: match local.addr {
+                IpAddress::V4(_) => IpAddress::V4(Ipv4Addr::UNSPECIFIED),
+                IpAddress::V6(_) => IpAddress::V6(Ipv6Addr::UNSPECIFIED),
+            },
+            port: local.port,
+        };
+        self.listeners.contains_key(&any).then_some(any)
+    }
+
+    /// Adds a TCB and its flow entry.
+    pub fn insert(&mut self, tcb: Tcb) -> TcbRef {
+        let key = tcb.key;
+        let r = self.tcbs.insert(tcb);
+        self.flows.insert(key, r);
+        r
+    }
+
+    /// The TCB of the flow `key` (our endpoint first).
+    pub fn lookup(&self, key: &FlowKey) -> Option<TcbRef> {
+        self.flows.get(key).copied()
+    }
+
+    /// Deletes a TCB (RFC 9293's "delete the TCB") and its flow entry.
+    pub fn delete(&mut self, r: TcbRef) -> Option<Tcb> {
+        let tcb = self.tcbs.remove(r)?;
+        if self.flows.get(&tcb.key) == Some(&r) {
+            self.flows.remove(&tcb.key);
+        }
+        Some(tcb)
+    }
+
+    /// The MSS we announce for a connection of `key`'s family.
+    pub fn our_mss(&self, key: &FlowKey) -> u16 {
+        if key.local.addr.is_ipv4() {
+            self.settings.mss_v4
+        } else {
+            self.settings.mss_v6
+        }
+    }
+
+    /// Connections in each state, for the `states` handler.
+    pub fn state_counts(&self) -> Vec<(TcpState, usize)> {
+        let mut counts: HashMap<TcpState, usize> = HashMap::new();
+        for r in self.flows.values() {
+            if let Some(t) = self.tcbs.get(*r) {
+                *counts.entry(t.state).or_default() += 1;
+            }
+        }
+        let mut v: Vec<_> = counts.into_iter().collect();
+        v.sort_by_key(|(s, _)| s.name());
+        v
+    }
+}
