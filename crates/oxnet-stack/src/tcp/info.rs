@@ -69,6 +69,8 @@ pub struct TcpCounters {
     pub resets_sent: u64,
     /// SYNs refused because the listener's queues were full.
     pub listen_overflows: u64,
+    /// Synchronized connections ended by the peer's RST.
+    pub resets_received: u64,
     /// Connections established, passively and actively.
     pub passive_opens: u64,
     pub active_opens: u64,

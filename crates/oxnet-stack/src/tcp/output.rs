@@ -17,17 +17,28 @@ pub const HOP_LIMIT: u8 = 64;
 /// `key` (our endpoint is the source). None when the pool is empty or
 /// the segment does not fit a buffer (the caller counts it).
 pub fn build_segment(pool: &Mempool, key: &FlowKey, seg: &TcpRepr, payload: &[u8]) -> Option<Packet> {
-    debug_assert_eq!(seg.payload_len, payload.len());
     let mut packet = pool.alloc().ok()?;
+    write_segment(&mut packet, key, seg, payload).then_some(packet)
+}
+
+/// Writes the segment into `packet`, whatever it held (a received
+/// segment becomes the ACK or RST that answers it, as ClickNF's elements
+/// turn packets around). False if it does not fit or the key mixes
+/// families; the packet is then empty.
+pub fn write_segment(packet: &mut Packet, key: &FlowKey, seg: &TcpRepr, payload: &[u8]) -> bool {
+    debug_assert_eq!(seg.payload_len, payload.len());
+    packet.reset();
     let tcp_len = seg.buffer_len();
     let ip_len = match key.local.addr {
         IpAddress::V4(_) => 20,
         IpAddress::V6(_) => 40,
     };
-    packet.set_len(ip_len + tcp_len).ok()?;
+    if packet.set_len(ip_len + tcp_len).is_err() {
+        return false;
+    }
     let (src, dst) = (key.local.addr, key.remote.addr);
     {
-        let bytes: &mut [u8] = &mut packet;
+        let bytes: &mut [u8] = &mut *packet;
         let (ip, tcp) = bytes.split_at_mut(ip_len);
         match (src, dst) {
             (IpAddress::V4(s), IpAddress::V4(d)) => {
@@ -60,17 +71,22 @@ pub fn build_segment(pool: &Mempool, key: &FlowKey, seg: &TcpRepr, payload: &[u8
                 repr.emit(&mut Ipv6Packet::new_unchecked(&mut *ip));
             }
             // A flow key mixes families only by a bug upstream: no packet.
-            _ => return None,
+            _ => {
+                let _ = packet.set_len(0);
+                return false;
+            }
         }
         tcp[seg.header_len()..].copy_from_slice(payload);
         seg.emit(&mut TcpPacket::new_unchecked(&mut *tcp), &src, &dst);
     }
-    packet.set_network_header(0, ip_len).ok()?;
-    match dst {
-        IpAddress::V4(d) => anno::set_next_hop_v4(&mut packet, d),
-        IpAddress::V6(d) => anno::set_next_hop_v6(&mut packet, d),
+    if packet.set_network_header(0, ip_len).is_err() {
+        return false;
     }
-    Some(packet)
+    match dst {
+        IpAddress::V4(d) => anno::set_next_hop_v4(packet, d),
+        IpAddress::V6(d) => anno::set_next_hop_v6(packet, d),
+    }
+    true
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 use super::newreno::NewReno;
 use super::rtt::{RtoBounds, RttEstimator};
 use crate::anno::TcbRef;
-use crate::wire::{FlowKey, TcpSeqNumber};
+use crate::wire::{FlowKey, IpEndpoint, TcpSeqNumber};
 use oxnet_driver::Packet;
 use oxnet_graph::timer::TimerId;
 use std::collections::VecDeque;
@@ -127,10 +127,14 @@ pub struct Tcb {
     pub send_buffer: VecDeque<u8>,
     /// Whether the application closed its side: a FIN follows the data.
     pub fin_queued: bool,
+    /// Our FIN has been sent: it is at SND.NXT - 1.
+    pub fin_sent: bool,
     /// The FIN from the peer has been received (the reader sees the end).
     pub fin_received: bool,
     /// Why the connection ended, for the application (an errno).
     pub error: Option<i32>,
+    /// The listener a passively opened connection joins once established.
+    pub listener: Option<IpEndpoint>,
 }
 
 impl Tcb {
@@ -162,16 +166,27 @@ impl Tcb {
             recv_queued: 0,
             send_buffer: VecDeque::new(),
             fin_queued: false,
+            fin_sent: false,
             fin_received: false,
             error: None,
+            listener: None,
         }
     }
 
     /// The window to announce, in the header's units (RFC 7323 §2.3: our
     /// shift applies, except in a SYN segment, which the caller handles).
     pub fn window_field(&self) -> u16 {
-        let room = self.rcv_wnd.saturating_sub(self.recv_queued as u32);
-        (room >> self.rcv_wscale).min(u16::MAX as u32) as u16
+        (self.rcv_window() >> self.rcv_wscale).min(u16::MAX as u32) as u16
+    }
+
+    /// Whether our FIN has been sent and acknowledged.
+    pub fn fin_acked(&self) -> bool {
+        self.fin_sent && self.snd_una == self.snd_nxt
+    }
+
+    /// The receive window now: what the buffer can still take.
+    pub fn rcv_window(&self) -> u32 {
+        self.rcv_wnd.saturating_sub(self.recv_queued as u32)
     }
 
     /// Bytes sent and not acknowledged (RFC 5681's FlightSize).
@@ -270,7 +285,6 @@ impl TcbTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::IpEndpoint;
     use std::net::Ipv4Addr;
 
     fn key(port: u16) -> FlowKey {

@@ -1,0 +1,286 @@
+//! TCPProcessAck (RFC 9293 §3.10.7.4 "fifth, check the ACK field"),
+//! TCPEstimateRTT (RFC 6298) and TCPNewRenoAck (RFC 5681, RFC 6582): what
+//! an acknowledgment changes, split as ClickNF splits it so that the RTT
+//! estimator or the congestion control can be replaced alone.
+//!
+//! TCPProcessAck: input segments that passed the RST and SYN checks.
+//! Output 0: segments to go on, annotated with the bytes they newly
+//! acknowledge, an RTT sample (from the timestamps option, RFC 7323 §4.1)
+//! and the duplicate-ACK flag (RFC 5681 §2); output 1: the ACK answering
+//! an ACK of something not yet sent, or the RST answering a bad ACK in
+//! SYN-RECEIVED. Handlers: `established` (handshakes completed),
+//! `acked_bytes`, `dup_acks`, `drops`.
+
+use super::{info, reset_for, ts_now, turn_into_ack, Info, Seg};
+use crate::anno::{self, TcpFlags as Anno};
+use crate::tcp::newreno::AckAction;
+use crate::tcp::output::write_segment;
+use crate::tcp::tcb::TcpState;
+use crate::wire::TcpFlags;
+use oxnet_driver::PacketBatch;
+use oxnet_graph::args::Args;
+use oxnet_graph::element::{Element, PORTS_1_1, PUSH};
+use oxnet_graph::Ctx;
+
+#[derive(Default)]
+pub struct ProcessAck {
+    info: Option<Info>,
+    established: u64,
+    acked_bytes: u64,
+    dup_acks: u64,
+    drops: u64,
+}
+
+impl Element for ProcessAck {
+    fn class_name(&self) -> &'static str {
+        "TCPProcessAck"
+    }
+    fn port_count(&self) -> &'static str {
+        "1/2"
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, _a: &mut Args) -> Result<(), String> {
+        self.info = Some(info());
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let Some(info) = self.info.clone() else { return };
+        let now = ctx.now_us();
+        let n = ctx.noutputs();
+        let outs = {
+            let mut info = info.borrow_mut();
+            let info = &mut *info;
+            super::split_packets(batch, n, |mut p| {
+                let (Some(r), Some(seg)) = (anno::tcb(&p), Seg::read(&p)) else {
+                    self.drops += 1;
+                    return None;
+                };
+                // "if the ACK bit is off, drop the segment and return".
+                let Some(ack) = seg.ack else {
+                    self.drops += 1;
+                    return None;
+                };
+                let options = seg.options(&p);
+                let Some(tcb) = info.tcbs.get_mut(r) else {
+                    self.drops += 1;
+                    return None;
+                };
+                let mut flags = anno::tcp_flags(&p);
+                if tcb.state == TcpState::SynReceived {
+                    // "If SND.UNA < SEG.ACK =< SND.NXT, then enter ESTABLISHED
+                    // state ... Otherwise, form a reset segment".
+                    if !(tcb.snd_una < ack && ack <= tcb.snd_nxt) {
+                        return write_segment(&mut p, &seg.key, &reset_for(&seg), &[]).then_some((1, p));
+                    }
+                    tcb.state = TcpState::Established;
+                    tcb.snd_una = ack;
+                    tcb.snd_wnd = (seg.window as u32) << tcb.snd_wscale;
+                    tcb.snd_wl1 = seg.seq;
+                    tcb.snd_wl2 = ack;
+                    self.established += 1;
+                    info.counters.passive_opens += 1;
+                    if let Some(l) = tcb.listener.and_then(|at| info.listeners.get_mut(&at)) {
+                        l.half_open = l.half_open.saturating_sub(1);
+                        l.accept_queue.push_back(r);
+                        l.accept_event.notify();
+                    }
+                    anno::set_tcp_flags(&mut p, flags);
+                    return Some((0, p));
+                }
+                // "If the ACK acks something not yet sent (SEG.ACK > SND.NXT)
+                // then send an ACK, drop the segment, and return."
+                if ack > tcb.snd_nxt {
+                    return turn_into_ack(&mut p, tcb, now).then_some((1, p));
+                }
+                let una = tcb.snd_una;
+                let mut acked = 0usize;
+                if una < ack {
+                    acked = (ack - una) as usize;
+                    // Our FIN takes the last sequence number, not a byte.
+                    let fin = (tcb.fin_sent && ack == tcb.snd_nxt) as usize;
+                    let bytes = (acked - fin).min(tcb.send_buffer.len());
+                    tcb.send_buffer.drain(..bytes);
+                    tcb.snd_una = ack;
+                    self.acked_bytes += acked as u64;
+                    // RFC 7323 §4.1: the echoed timestamp gives the RTT of
+                    // whichever transmission is acknowledged (Karn's problem
+                    // does not arise).
+                    if let (true, Some((_, tsecr))) = (tcb.timestamps, options.timestamps) {
+                        if tsecr != 0 {
+                            let ms = ts_now(now).wrapping_sub(tsecr);
+                            if (ms as i32) >= 0 {
+                                anno::set_rtt_sample_us(&mut p, Some(ms.saturating_mul(1000)));
+                            }
+                        }
+                    }
+                } else if ack == una
+                    && seg.payload_len == 0
+                    && !seg.has(TcpFlags::SYN)
+                    && !seg.has(TcpFlags::FIN)
+                    && (seg.window as u32) << tcb.snd_wscale == tcb.snd_wnd
+                    && tcb.flight_size() > 0
+                {
+                    // RFC 5681 §2: a duplicate acknowledgment.
+                    self.dup_acks += 1;
+                    flags.0 |= Anno::DUP_ACK;
+                }
+                anno::set_acked_bytes(&mut p, acked as u32);
+                // "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be
+                // updated ... if (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and
+                // SND.WL2 =< SEG.ACK))".
+                if una <= ack && (tcb.snd_wl1 < seg.seq || (tcb.snd_wl1 == seg.seq && tcb.snd_wl2 <= ack)) {
+                    tcb.snd_wnd = (seg.window as u32) << tcb.snd_wscale;
+                    tcb.snd_wl1 = seg.seq;
+                    tcb.snd_wl2 = ack;
+                }
+                match tcb.state {
+                    TcpState::FinWait1 if tcb.fin_acked() => tcb.state = TcpState::FinWait2,
+                    TcpState::Closing => {
+                        if !tcb.fin_acked() {
+                            self.drops += 1;
+                            return None;
+                        }
+                        tcb.state = TcpState::TimeWait;
+                    }
+                    TcpState::LastAck if tcb.fin_acked() => {
+                        // "delete the TCB, enter the CLOSED state, and return".
+                        super::rst_syn::abort(info, r);
+                        return None;
+                    }
+                    _ => {}
+                }
+                anno::set_tcp_flags(&mut p, flags);
+                Some((0, p))
+            })
+        };
+        super::push_all(ctx, outs);
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[
+            ("established", true, false),
+            ("acked_bytes", true, false),
+            ("dup_acks", true, false),
+            ("drops", true, false),
+        ]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        super::counter_handler(
+            name,
+            &[
+                ("established", self.established),
+                ("acked_bytes", self.acked_bytes),
+                ("dup_acks", self.dup_acks),
+                ("drops", self.drops),
+            ],
+        )
+    }
+}
+
+/// TCPEstimateRTT: feeds the RTT sample annotation into the connection's
+/// RTO estimator (RFC 6298 §2). Handlers: `samples`.
+#[derive(Default)]
+pub struct EstimateRtt {
+    info: Option<Info>,
+    samples: u64,
+}
+
+impl Element for EstimateRtt {
+    fn class_name(&self) -> &'static str {
+        "TCPEstimateRTT"
+    }
+    fn port_count(&self) -> &'static str {
+        PORTS_1_1
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, _a: &mut Args) -> Result<(), String> {
+        self.info = Some(info());
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        if let Some(info) = &self.info {
+            let mut info = info.borrow_mut();
+            for p in batch.iter() {
+                if let (Some(r), Some(us)) = (anno::tcb(p), anno::rtt_sample_us(p)) {
+                    if let Some(tcb) = info.tcbs.get_mut(r) {
+                        tcb.rtt.sample(us as u64);
+                        self.samples += 1;
+                    }
+                }
+            }
+        }
+        ctx.forward(0, batch);
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("samples", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        (name == "samples").then(|| self.samples.to_string())
+    }
+}
+
+/// TCPNewRenoAck: the acked-bytes annotation and duplicate ACKs into the
+/// connection's NewReno state (RFC 5681 §3, RFC 6582 §3.2). The
+/// retransmissions NewReno asks for are counted in `retransmits`; the
+/// outgoing path that makes them comes with the send side.
+/// Handlers: `retransmits`, `recoveries`.
+#[derive(Default)]
+pub struct NewRenoAck {
+    info: Option<Info>,
+    retransmits: u64,
+    recoveries: u64,
+}
+
+impl Element for NewRenoAck {
+    fn class_name(&self) -> &'static str {
+        "TCPNewRenoAck"
+    }
+    fn port_count(&self) -> &'static str {
+        PORTS_1_1
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, _a: &mut Args) -> Result<(), String> {
+        self.info = Some(info());
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        if let Some(info) = &self.info {
+            let mut info = info.borrow_mut();
+            for p in batch.iter() {
+                let Some(tcb) = anno::tcb(p).and_then(|r| info.tcbs.get_mut(r)) else {
+                    continue;
+                };
+                let acked = anno::acked_bytes(p);
+                let flight = tcb.flight_size();
+                let action = if acked > 0 {
+                    tcb.cc.on_new_ack(tcb.snd_una.0, acked, flight)
+                } else if anno::tcp_flags(p).has(Anno::DUP_ACK) {
+                    let was = tcb.cc.in_recovery();
+                    let action = tcb.cc.on_dup_ack(tcb.snd_una.0, flight, (tcb.snd_nxt - 1usize).0);
+                    self.recoveries += (!was && tcb.cc.in_recovery()) as u64;
+                    action
+                } else {
+                    AckAction::None
+                };
+                if let AckAction::Retransmit { .. } = action {
+                    self.retransmits += 1;
+                }
+            }
+        }
+        ctx.forward(0, batch);
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("retransmits", true, false), ("recoveries", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        super::counter_handler(
+            name,
+            &[("retransmits", self.retransmits), ("recoveries", self.recoveries)],
+        )
+    }
+}

@@ -1,0 +1,236 @@
+//! TCPProcessData, TCPProcessFin and TCPAckRequired: RFC 9293
+//! §3.10.7.4's seventh and eighth steps, and the acknowledgment they ask
+//! for.
+//!
+//! TCPProcessData: in ESTABLISHED, FIN-WAIT-1 and FIN-WAIT-2, data that
+//! starts at RCV.NXT goes to the connection's receive queue: the received
+//! packet itself, its headers stripped (no copy). Since that packet is
+//! the application's now, a small packet from the router's pool carries
+//! the TCB annotation and the flags on (it becomes the ACK). Data out of
+//! order is not kept (a reordering queue comes with TCPReordering): it is
+//! counted and acknowledged at once, a duplicate ACK that lets the peer
+//! retransmit quickly. It marks a FIN that comes in sequence for
+//! TCPProcessFin. Handlers: `delivered_bytes`, `out_of_order`,
+//! `no_buffers` (no packet for the ACK: it goes with the next segment),
+//! `drops`.
+//!
+//! TCPProcessFin: the FIN flag of the annotation: RCV.NXT passes the FIN,
+//! the reader will see the end, and the state moves (ESTABLISHED to
+//! CLOSE-WAIT, FIN-WAIT-1 to CLOSING or TIME-WAIT, FIN-WAIT-2 to
+//! TIME-WAIT). Handlers: `fins`.
+//!
+//! TCPAckRequired: a packet whose annotation asks for an ACK becomes that
+//! ACK (output 0, an IP packet for the resolver); the others are freed.
+//! (Delayed ACKs, RFC 1122 §4.2.3.2, come with the timers.) Handlers:
+//! `acks`.
+
+use super::{info, turn_into_ack, Info, Seg};
+use crate::anno::{self, TcpFlags as Anno};
+use crate::tcp::tcb::TcpState;
+use crate::wire::TcpFlags;
+use oxnet_driver::PacketBatch;
+use oxnet_graph::args::Args;
+use oxnet_graph::element::{Element, PORTS_1_1, PUSH};
+use oxnet_graph::Ctx;
+
+#[derive(Default)]
+pub struct ProcessData {
+    info: Option<Info>,
+    delivered_bytes: u64,
+    out_of_order: u64,
+    no_buffers: u64,
+    drops: u64,
+}
+
+impl Element for ProcessData {
+    fn class_name(&self) -> &'static str {
+        "TCPProcessData"
+    }
+    fn port_count(&self) -> &'static str {
+        PORTS_1_1
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, _a: &mut Args) -> Result<(), String> {
+        self.info = Some(info());
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let Some(info) = self.info.clone() else { return };
+        let n = ctx.noutputs();
+        let pool = ctx.pool().clone();
+        let outs = {
+            let mut info = info.borrow_mut();
+            super::split_packets(batch, n, |mut p| {
+                let (Some(r), Some(seg)) = (anno::tcb(&p), Seg::read(&p)) else {
+                    self.drops += 1;
+                    return None;
+                };
+                let Some(tcb) = info.tcbs.get_mut(r) else {
+                    self.drops += 1;
+                    return None;
+                };
+                let mut flags = anno::tcp_flags(&p);
+                let in_sequence = seg.seq == tcb.rcv_nxt;
+                let accepts_text = matches!(
+                    tcb.state,
+                    TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2
+                );
+                if seg.payload_len > 0 && !in_sequence {
+                    self.out_of_order += 1;
+                    flags.0 |= Anno::ACK_NEEDED;
+                    anno::set_tcp_flags(&mut p, flags);
+                    return Some((0, p));
+                }
+                if in_sequence && seg.has(TcpFlags::FIN) {
+                    flags.0 |= Anno::FIN;
+                }
+                if seg.payload_len == 0 || !accepts_text {
+                    // "This should not occur, since a FIN has been received
+                    // from the remote side. Ignore the segment text."
+                    anno::set_tcp_flags(&mut p, flags);
+                    return Some((0, p));
+                }
+                tcb.rcv_nxt += seg.payload_len;
+                flags.0 |= Anno::NEW_DATA | Anno::ACK_NEEDED;
+                self.delivered_bytes += seg.payload_len as u64;
+                let control = pool.alloc().ok();
+                if p.strip_front(seg.tcp_at + seg.header_len).is_err() {
+                    self.drops += 1;
+                    return None;
+                }
+                tcb.recv_queued += p.len();
+                tcb.recv_queue.push_back(p);
+                let Some(mut control) = control else {
+                    self.no_buffers += 1;
+                    return None;
+                };
+                anno::set_tcb(&mut control, Some(r));
+                anno::set_tcp_flags(&mut control, flags);
+                Some((0, control))
+            })
+        };
+        super::push_all(ctx, outs);
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[
+            ("delivered_bytes", true, false),
+            ("out_of_order", true, false),
+            ("no_buffers", true, false),
+            ("drops", true, false),
+        ]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        super::counter_handler(
+            name,
+            &[
+                ("delivered_bytes", self.delivered_bytes),
+                ("out_of_order", self.out_of_order),
+                ("no_buffers", self.no_buffers),
+                ("drops", self.drops),
+            ],
+        )
+    }
+}
+
+#[derive(Default)]
+pub struct ProcessFin {
+    info: Option<Info>,
+    fins: u64,
+}
+
+impl Element for ProcessFin {
+    fn class_name(&self) -> &'static str {
+        "TCPProcessFin"
+    }
+    fn port_count(&self) -> &'static str {
+        PORTS_1_1
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, _a: &mut Args) -> Result<(), String> {
+        self.info = Some(info());
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        if let Some(info) = &self.info {
+            let mut info = info.borrow_mut();
+            for p in batch.iter_mut() {
+                let mut flags = anno::tcp_flags(p);
+                if !flags.has(Anno::FIN) {
+                    continue;
+                }
+                let Some(tcb) = anno::tcb(p).and_then(|r| info.tcbs.get_mut(r)) else {
+                    continue;
+                };
+                // "advance RCV.NXT over the FIN ... and return an ACK".
+                tcb.rcv_nxt += 1;
+                tcb.fin_received = true;
+                flags.0 |= Anno::ACK_NEEDED;
+                anno::set_tcp_flags(p, flags);
+                self.fins += 1;
+                tcb.state = match tcb.state {
+                    TcpState::SynReceived | TcpState::Established => TcpState::CloseWait,
+                    TcpState::FinWait1 if tcb.fin_acked() => TcpState::TimeWait,
+                    TcpState::FinWait1 => TcpState::Closing,
+                    TcpState::FinWait2 => TcpState::TimeWait,
+                    other => other,
+                };
+            }
+        }
+        ctx.forward(0, batch);
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("fins", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        (name == "fins").then(|| self.fins.to_string())
+    }
+}
+
+#[derive(Default)]
+pub struct AckRequired {
+    info: Option<Info>,
+    acks: u64,
+}
+
+impl Element for AckRequired {
+    fn class_name(&self) -> &'static str {
+        "TCPAckRequired"
+    }
+    fn port_count(&self) -> &'static str {
+        PORTS_1_1
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, _a: &mut Args) -> Result<(), String> {
+        self.info = Some(info());
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let Some(info) = self.info.clone() else { return };
+        let now = ctx.now_us();
+        let n = ctx.noutputs();
+        let outs = {
+            let info = info.borrow();
+            super::split_packets(batch, n, |mut p| {
+                if !anno::tcp_flags(&p).has(Anno::ACK_NEEDED) {
+                    return None;
+                }
+                let tcb = anno::tcb(&p).and_then(|r| info.tcbs.get(r))?;
+                self.acks += 1;
+                turn_into_ack(&mut p, tcb, now).then_some((0, p))
+            })
+        };
+        super::push_all(ctx, outs);
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("acks", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        (name == "acks").then(|| self.acks.to_string())
+    }
+}

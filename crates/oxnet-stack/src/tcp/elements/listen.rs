@@ -1,0 +1,172 @@
+//! TCPListen: segments for which there is no TCB (RFC 9293 §3.10.7.1
+//! "If the state is CLOSED" and §3.10.7.2 "If the state is LISTEN").
+//!
+//! - To a listening endpoint: a SYN (and no ACK, no RST) makes a TCB in
+//!   SYN-RECEIVED, with the options both sides offered, and is turned into
+//!   the SYN-ACK; an ACK gets a RST; anything else is dropped.
+//! - To no listener: a RST is dropped, anything else gets a RST.
+//!
+//! Input: segments from TCPFlowLookup's output 1. Output 0: the answers
+//! (SYN-ACK or RST, IP packets for the neighbour resolver).
+//! Handlers: `syns` (TCBs made), `resets` (RSTs sent), `overflows` (SYNs
+//! dropped because the listener's queues are full), `drops`.
+
+use super::{info, reset_for, ts_now, Info, Seg};
+use crate::anno;
+use crate::tcp::isn::initial_sequence_number;
+use crate::tcp::output::write_segment;
+use crate::tcp::tcb::{Tcb, TcpState};
+use crate::wire::{TcpFlags, TcpOptions, TcpRepr};
+use oxnet_driver::PacketBatch;
+use oxnet_graph::args::Args;
+use oxnet_graph::element::{Element, PORTS_1_1, PUSH};
+use oxnet_graph::Ctx;
+
+#[derive(Default)]
+pub struct Listen {
+    info: Option<Info>,
+    syns: u64,
+    resets: u64,
+    overflows: u64,
+    drops: u64,
+}
+
+impl Element for Listen {
+    fn class_name(&self) -> &'static str {
+        "TCPListen"
+    }
+    fn port_count(&self) -> &'static str {
+        PORTS_1_1
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, _a: &mut Args) -> Result<(), String> {
+        self.info = Some(info());
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let Some(info) = self.info.clone() else { return };
+        let now = ctx.now_us();
+        let n = ctx.noutputs();
+        let outs = {
+            let mut info = info.borrow_mut();
+            super::split_packets(batch, n, |mut p| {
+                let Some(seg) = Seg::read(&p) else {
+                    self.drops += 1;
+                    return None;
+                };
+                // §3.10.7.1: "An incoming segment containing a RST is discarded."
+                if seg.has(TcpFlags::RST) {
+                    self.drops += 1;
+                    return None;
+                }
+                let Some(listener_at) = info.listener_for(&seg.key.local) else {
+                    // CLOSED: "any other incoming segment ... causes a RST".
+                    self.resets += 1;
+                    info.counters.resets_sent += 1;
+                    return write_segment(&mut p, &seg.key, &reset_for(&seg), &[]).then_some((0, p));
+                };
+                // §3.10.7.2 second: an ACK to a listener gets a RST.
+                if seg.ack.is_some() {
+                    self.resets += 1;
+                    info.counters.resets_sent += 1;
+                    return write_segment(&mut p, &seg.key, &reset_for(&seg), &[]).then_some((0, p));
+                }
+                if !seg.has(TcpFlags::SYN) {
+                    self.drops += 1;
+                    return None;
+                }
+                let backlog = info.settings.syn_backlog;
+                let listener = info.listeners.get_mut(&listener_at).expect("found above");
+                if listener.half_open + listener.accept_queue.len() >= listener.backlog + backlog {
+                    self.overflows += 1;
+                    info.counters.listen_overflows += 1;
+                    return None;
+                }
+                listener.half_open += 1;
+                let theirs = seg.options(&p);
+                let settings = info.settings;
+                let iss = crate::wire::TcpSeqNumber(initial_sequence_number(&info.secret, &seg.key, now));
+                let mut tcb = Tcb::new(seg.key, TcpState::SynReceived, iss, &settings.tcb);
+                // §3.10.7.2 third: RCV.NXT = SEG.SEQ + 1, IRS = SEG.SEQ,
+                // SND.NXT = ISS + 1, SND.UNA = ISS.
+                tcb.irs = seg.seq;
+                tcb.rcv_nxt = seg.seq + 1;
+                tcb.snd_nxt = iss + 1;
+                tcb.snd_wnd = seg.window as u32;
+                tcb.snd_wl1 = seg.seq;
+                tcb.snd_wl2 = iss;
+                tcb.listener = Some(listener_at);
+                let our_mss = info.our_mss(&seg.key);
+                // RFC 9293 §3.7.1: send no more than the peer's MSS, nor what
+                // our own interface allows; 536 / 1220 without the option.
+                if let Some(mss) = theirs.mss {
+                    tcb.snd_mss = mss.min(our_mss).max(64);
+                }
+                // RFC 7323 §2.2: window scaling only if both sides offer it.
+                let mut ours = TcpOptions {
+                    mss: Some(our_mss),
+                    ..TcpOptions::default()
+                };
+                if let (Some(shift), Some(our_shift)) = (theirs.window_scale, settings.window_scale) {
+                    tcb.snd_wscale = shift;
+                    tcb.rcv_wscale = our_shift;
+                    ours.window_scale = Some(our_shift);
+                }
+                if theirs.sack_permitted && settings.sack {
+                    tcb.sack_permitted = true;
+                    ours.sack_permitted = true;
+                }
+                // RFC 7323 §3.2: timestamps only if the SYN had them.
+                if let (Some((tsval, _)), true) = (theirs.timestamps, settings.timestamps) {
+                    tcb.timestamps = true;
+                    tcb.ts_recent = tsval;
+                    ours.timestamps = Some((ts_now(now), tsval));
+                }
+                tcb.cc = crate::tcp::newreno::NewReno::new(tcb.snd_mss as u32, iss.0, settings.tcb.initial_window);
+                let syn_ack = TcpRepr {
+                    src_port: seg.key.local.port,
+                    dst_port: seg.key.remote.port,
+                    seq: iss,
+                    ack: Some(tcb.rcv_nxt),
+                    flags: TcpFlags::SYN,
+                    // RFC 7323 §2.2: the window of a SYN is never scaled.
+                    window: tcb.rcv_wnd.min(u16::MAX as u32) as u16,
+                    urgent: 0,
+                    options: ours,
+                    payload_len: 0,
+                };
+                let key = seg.key;
+                let r = info.insert(tcb);
+                self.syns += 1;
+                if !write_segment(&mut p, &key, &syn_ack, &[]) {
+                    self.drops += 1;
+                    return None;
+                }
+                anno::set_tcb(&mut p, Some(r));
+                Some((0, p))
+            })
+        };
+        super::push_all(ctx, outs);
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[
+            ("syns", true, false),
+            ("resets", true, false),
+            ("overflows", true, false),
+            ("drops", true, false),
+        ]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        super::counter_handler(
+            name,
+            &[
+                ("syns", self.syns),
+                ("resets", self.resets),
+                ("overflows", self.overflows),
+                ("drops", self.drops),
+            ],
+        )
+    }
+}

@@ -1,0 +1,108 @@
+//! TCPFlowLookup (ClickNF §3.1): the first TCP element. It checks the
+//! segment's checksum (RFC 9293 §3.1, over the pseudo-header) unless
+//! told the device did, finds the flow's TCB, and writes the TCB
+//! annotation every later element reads, so the flow table is searched
+//! once per segment.
+//!
+//! Input: IP packets with the network and transport header marks set (the
+//! IP layer's IPv4Input / IPv6Input). Output 0: segments of a known flow;
+//! output 1: segments of no flow (for TCPListen).
+//! Arguments: `CHECKSUM` (boolean, default true: verify in software).
+//! Handlers: `count` (segments looked up), `bad_segments` (no whole TCP
+//! header), `bad_checksums`, `no_flow` (to output 1).
+
+use super::{info, Info, Seg};
+use crate::anno;
+use crate::wire::{IpAddress, TcpPacket};
+use oxnet_driver::{Packet, PacketBatch};
+use oxnet_graph::args::{self, Args};
+use oxnet_graph::element::{Element, PORTS_1_1, PUSH};
+use oxnet_graph::Ctx;
+
+#[derive(Default)]
+pub struct FlowLookup {
+    info: Option<Info>,
+    skip_checksum: bool,
+    count: u64,
+    bad_segments: u64,
+    bad_checksums: u64,
+    no_flow: u64,
+}
+
+fn checksum_ok(p: &Packet, seg: &Seg) -> bool {
+    let Some(tcp) = p.get(seg.tcp_at..).and_then(|b| TcpPacket::new_checked(b).ok()) else {
+        return false;
+    };
+    let (src, dst): (IpAddress, IpAddress) = (seg.key.remote.addr, seg.key.local.addr);
+    tcp.verify_checksum(&src, &dst)
+}
+
+impl Element for FlowLookup {
+    fn class_name(&self) -> &'static str {
+        "TCPFlowLookup"
+    }
+    fn port_count(&self) -> &'static str {
+        let _ = PORTS_1_1;
+        "1/2"
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        if let Some(v) = a.keyword("CHECKSUM") {
+            self.skip_checksum = !args::boolean(&v).map_err(|e| format!("CHECKSUM: {e}"))?;
+        }
+        self.info = Some(info());
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let Some(info) = self.info.clone() else { return };
+        let n = ctx.noutputs();
+        let outs = {
+            let info = info.borrow();
+            super::split_packets(batch, n, |mut p| {
+                self.count += 1;
+                let Some(seg) = Seg::read(&p) else {
+                    self.bad_segments += 1;
+                    return None;
+                };
+                if !self.skip_checksum && !checksum_ok(&p, &seg) {
+                    self.bad_checksums += 1;
+                    return None;
+                }
+                match info.lookup(&seg.key) {
+                    Some(tcb) => {
+                        anno::set_tcb(&mut p, Some(tcb));
+                        anno::set_tcp_flags(&mut p, anno::TcpFlags::default());
+                        Some((0, p))
+                    }
+                    None => {
+                        self.no_flow += 1;
+                        anno::set_tcb(&mut p, None);
+                        Some((1, p))
+                    }
+                }
+            })
+        };
+        super::push_all(ctx, outs);
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[
+            ("count", true, false),
+            ("bad_segments", true, false),
+            ("bad_checksums", true, false),
+            ("no_flow", true, false),
+        ]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        super::counter_handler(
+            name,
+            &[
+                ("count", self.count),
+                ("bad_segments", self.bad_segments),
+                ("bad_checksums", self.bad_checksums),
+                ("no_flow", self.no_flow),
+            ],
+        )
+    }
+}

@@ -1,0 +1,262 @@
+//! cTCP's elements (ClickNF §3.1, Figure 2): the incoming path, one step
+//! of RFC 9293 §3.10.7 ("SEGMENT ARRIVES") each, in the RFC's order.
+//!
+//! | element | ports | what |
+//! |---|---|---|
+//! | TCPFlowLookup | 1/2 | checksum, then the flow's TCB into the annotation: output 0 a known flow, 1 none |
+//! | TCPListen | 1/1 | no TCB (§3.10.7.1-2): a SYN to a listener makes a TCB in SYN-RECEIVED and is answered with a SYN-ACK; anything else to no listener gets a RST |
+//! | TCPCheckSeqNo | 1/2 | "first, check sequence number" and PAWS (RFC 7323 §5); trims the segment to the window; 0 acceptable, 1 the ACK that answers an unacceptable one |
+//! | TCPProcessRst | 1/2 | "second, check the RST bit", RFC 5961 §3: 0 no RST, 1 a challenge ACK |
+//! | TCPProcessSyn | 1/2 | "fourth, check the SYN bit", RFC 5961 §4: 0 no SYN, 1 a challenge ACK |
+//! | TCPProcessAck | 1/2 | "fifth, check the ACK field": SYN-RECEIVED to ESTABLISHED, SND.UNA, the window, FIN acknowledged; 0 on, 1 an ACK or RST to send |
+//! | TCPEstimateRTT | 1/1 | an RTT sample into the RTO estimator (RFC 6298) |
+//! | TCPNewRenoAck | 1/1 | acked bytes and duplicate ACKs into NewReno (RFC 5681, 6582) |
+//! | TCPProcessData | 1/1 | "seventh, process the segment text": in-sequence data to the receive queue |
+//! | TCPProcessFin | 1/1 | "eighth, check the FIN bit" |
+//! | TCPAckRequired | 1/1 | the ACK the segment asked for, or nothing |
+//!
+//! Every element's output carries packets with the TCB annotation set.
+//! Outputs that answer (ACK, RST, SYN-ACK) carry IP packets ready for the
+//! neighbour resolver: the received packet turned around
+//! ([`super::output::write_segment`]).
+//!
+//! Each element finds the router's TCPInfo through
+//! [`crate::elements::shared`] when configured.
+
+pub mod ack;
+pub mod check;
+pub mod data;
+pub mod listen;
+pub mod lookup;
+pub mod rst_syn;
+
+use super::info::TcpInfo;
+use super::output::write_segment;
+use super::tcb::Tcb;
+use crate::wire::{FlowKey, IpAddress, IpEndpoint, TcpFlags, TcpOptions, TcpPacket, TcpRepr, TcpSeqNumber};
+use oxnet_driver::{Packet, PacketBatch};
+use oxnet_graph::element::{recycle_batch, take_batch};
+use oxnet_graph::elements::Module;
+use oxnet_graph::Ctx;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The family's classes.
+pub const MODULE: Module = Module {
+    classes: &[
+        "TCPAckRequired",
+        "TCPCheckSeqNo",
+        "TCPEstimateRTT",
+        "TCPFlowLookup",
+        "TCPListen",
+        "TCPNewRenoAck",
+        "TCPProcessAck",
+        "TCPProcessData",
+        "TCPProcessFin",
+        "TCPProcessRst",
+        "TCPProcessSyn",
+    ],
+    create: |class| {
+        Some(match class {
+            "TCPAckRequired" => Box::new(data::AckRequired::default()),
+            "TCPCheckSeqNo" => Box::new(check::CheckSeqNo::default()),
+            "TCPEstimateRTT" => Box::new(ack::EstimateRtt::default()),
+            "TCPFlowLookup" => Box::new(lookup::FlowLookup::default()),
+            "TCPListen" => Box::new(listen::Listen::default()),
+            "TCPNewRenoAck" => Box::new(ack::NewRenoAck::default()),
+            "TCPProcessAck" => Box::new(ack::ProcessAck::default()),
+            "TCPProcessData" => Box::new(data::ProcessData::default()),
+            "TCPProcessFin" => Box::new(data::ProcessFin::default()),
+            "TCPProcessRst" => Box::new(rst_syn::ProcessRst::default()),
+            "TCPProcessSyn" => Box::new(rst_syn::ProcessSyn::default()),
+            _ => return None,
+        })
+    },
+};
+
+/// The router's TCPInfo, shared by its TCP elements.
+pub(crate) type Info = Rc<RefCell<TcpInfo>>;
+
+pub(crate) fn info() -> Info {
+    crate::elements::shared::<TcpInfo>()
+}
+
+/// A received segment as the elements read it: the flow (our endpoint
+/// first), the header fields, and where the TCP header and the payload
+/// are in the packet's data.
+#[derive(Debug, Clone, Copy)]
+pub struct Seg {
+    pub key: FlowKey,
+    pub seq: TcpSeqNumber,
+    pub ack: Option<TcpSeqNumber>,
+    /// Flags without ACK (that is `ack`).
+    pub flags: TcpFlags,
+    pub window: u16,
+    /// Offset of the TCP header in the data, and its length.
+    pub tcp_at: usize,
+    pub header_len: usize,
+    pub payload_len: usize,
+}
+
+impl Seg {
+    /// Reads the segment through the packet's network and transport
+    /// header marks (set by the IP layer). None if they are missing or
+    /// the headers are not whole (the IP layer checked them, so this is
+    /// a packet from somewhere else: the caller drops it).
+    pub fn read(p: &Packet) -> Option<Seg> {
+        let net = usize::try_from(p.network_offset()?).ok()?;
+        let tcp_at = usize::try_from(p.transport_offset()?).ok()?;
+        let ip = p.get(net..)?;
+        let (src, dst) = match ip.first()? >> 4 {
+            4 if ip.len() >= 20 => (
+                IpAddress::V4(std::net::Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15])),
+                IpAddress::V4(std::net::Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19])),
+            ),
+            6 if ip.len() >= 40 => {
+                let mut s = [0; 16];
+                let mut d = [0; 16];
+                s.copy_from_slice(&ip[8..24]);
+                d.copy_from_slice(&ip[24..40]);
+                (IpAddress::V6(s.into()), IpAddress::V6(d.into()))
+            }
+            _ => return None,
+        };
+        let tcp = TcpPacket::new_checked(p.get(tcp_at..)?).ok()?;
+        let flags = tcp.flags();
+        Some(Seg {
+            key: FlowKey {
+                local: IpEndpoint {
+                    addr: dst,
+                    port: tcp.dst_port(),
+                },
+                remote: IpEndpoint {
+                    addr: src,
+                    port: tcp.src_port(),
+                },
+            },
+            seq: tcp.seq_number(),
+            ack: flags.contains(TcpFlags::ACK).then(|| tcp.ack_number()),
+            flags: flags.without(TcpFlags::ACK),
+            window: tcp.window_len(),
+            tcp_at,
+            header_len: tcp.header_len(),
+            payload_len: tcp.payload().len(),
+        })
+    }
+
+    /// SEG.LEN (RFC 9293 §3.4): the data, and one each for SYN and FIN.
+    pub fn len(&self) -> usize {
+        self.payload_len + self.flags.contains(TcpFlags::SYN) as usize + self.flags.contains(TcpFlags::FIN) as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn has(&self, flag: TcpFlags) -> bool {
+        self.flags.contains(flag)
+    }
+
+    /// The segment's options (a malformed list reads as none: the segment
+    /// itself is still processed, as Linux does).
+    pub fn options(&self, p: &Packet) -> TcpOptions {
+        p.get(self.tcp_at..)
+            .and_then(|b| TcpPacket::new_checked(b).ok())
+            .and_then(|t| TcpOptions::parse(t.options()).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// Our timestamp clock (RFC 7323 §5.4: one tick per millisecond).
+pub fn ts_now(now_us: u64) -> u32 {
+    (now_us / 1000) as u32
+}
+
+/// A plain ACK from `tcb`: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>, with the
+/// window and the timestamps option when in use.
+pub fn ack_segment(tcb: &Tcb, now_us: u64) -> TcpRepr {
+    let mut options = TcpOptions::default();
+    if tcb.timestamps {
+        options.timestamps = Some((ts_now(now_us), tcb.ts_recent));
+    }
+    TcpRepr {
+        src_port: tcb.key.local.port,
+        dst_port: tcb.key.remote.port,
+        seq: tcb.snd_nxt,
+        ack: Some(tcb.rcv_nxt),
+        flags: TcpFlags::empty(),
+        window: tcb.window_field(),
+        urgent: 0,
+        options,
+        payload_len: 0,
+    }
+}
+
+/// Turns `p` into the ACK `tcb` would send now; false if it could not
+/// (the caller drops the packet).
+pub fn turn_into_ack(p: &mut Packet, tcb: &Tcb, now_us: u64) -> bool {
+    write_segment(p, &tcb.key, &ack_segment(tcb, now_us), &[])
+}
+
+/// A RST answering a segment for no connection (RFC 9293 §3.10.7.1):
+/// <SEQ=SEG.ACK><CTL=RST> if it had an ACK, else
+/// <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>.
+pub fn reset_for(seg: &Seg) -> TcpRepr {
+    let (seq, ack) = match seg.ack {
+        Some(ack) => (ack, None),
+        None => (TcpSeqNumber(0), Some(seg.seq + seg.len())),
+    };
+    TcpRepr {
+        src_port: seg.key.local.port,
+        dst_port: seg.key.remote.port,
+        seq,
+        ack,
+        flags: TcpFlags::RST,
+        window: 0,
+        urgent: 0,
+        options: TcpOptions::default(),
+        payload_len: 0,
+    }
+}
+
+/// Runs `f` on each packet of `batch` and sorts what it returns into one
+/// batch per output (order kept within each); `f` returns None for a
+/// packet it consumed or dropped (and counted). The element then drops
+/// its borrow of TCPInfo and hands the batches on with [`push_all`]:
+/// no element holds TCPInfo while the next one runs.
+pub fn split_packets(
+    batch: &mut PacketBatch,
+    outputs: usize,
+    mut f: impl FnMut(Packet) -> Option<(usize, Packet)>,
+) -> Vec<PacketBatch> {
+    let mut batch = std::mem::take(batch);
+    let mut outs: Vec<PacketBatch> = (0..outputs.max(1)).map(|_| take_batch(batch.len())).collect();
+    let len = batch.len();
+    batch.consume_front(len, |p| {
+        if let Some((port, p)) = f(p) {
+            if let Some(out) = outs.get_mut(port) {
+                out.push(p);
+            }
+        }
+    });
+    recycle_batch(batch);
+    outs
+}
+
+/// Pushes each batch out of its output.
+pub fn push_all(ctx: &mut Ctx<'_>, outs: Vec<PacketBatch>) {
+    for (port, mut out) in outs.into_iter().enumerate() {
+        ctx.forward(port, &mut out);
+        recycle_batch(out);
+    }
+}
+
+/// `count` and drop counters as read handlers.
+pub fn counter_handler(name: &str, counters: &[(&str, u64)]) -> Option<String> {
+    counters.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
+}
+
+#[cfg(test)]
+pub(crate) mod harness;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,266 @@
+//! The incoming path end to end: segments in, the segments the server
+//! answers with out, and the TCB in between.
+
+use super::harness::*;
+use crate::tcp::tcb::TcpState;
+use crate::wire::{IpEndpoint, TcpFlags, TcpOptions, TcpSeqNumber};
+
+/// ClickNF Figure 2's incoming path, every answer to one sink.
+const PATH: &str = "
+src :: TestSource -> fl :: TCPFlowLookup;
+fl[0] -> cs :: TCPCheckSeqNo -> rst :: TCPProcessRst -> syn :: TCPProcessSyn -> ack :: TCPProcessAck
+  -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> data :: TCPProcessData -> fin :: TCPProcessFin
+  -> ar :: TCPAckRequired -> out :: TestSink;
+fl[1] -> listen :: TCPListen -> out;
+cs[1] -> out; rst[1] -> out; syn[1] -> out; ack[1] -> out;
+";
+
+const CPORT: u16 = 40000;
+
+fn rig_listening() -> Rig {
+    let rig = Rig::new(PATH);
+    rig.info.borrow_mut().listen(IpEndpoint::new(SERVER, 80), 16).unwrap();
+    rig
+}
+
+/// The client's SYN (seq 1000, MSS 1400, window shift 7, SACK, TSval 100)
+/// and the server's answer.
+fn handshake(rig: &mut Rig) -> TcpSeqNumber {
+    let mut syn = seg(CPORT, 80, 1000, None, TcpFlags::SYN, 0);
+    syn.options = TcpOptions {
+        mss: Some(1400),
+        window_scale: Some(7),
+        sack_permitted: true,
+        timestamps: Some((100, 0)),
+        ..TcpOptions::default()
+    };
+    let out = rig.exchange(vec![from_client(&syn, &[])]);
+    assert_eq!(out.len(), 1, "one SYN-ACK");
+    let (syn_ack, payload) = to_client(&out[0]);
+    assert!(payload.is_empty());
+    assert_eq!(syn_ack.flags, TcpFlags::SYN);
+    assert_eq!(syn_ack.ack, Some(TcpSeqNumber(1001)));
+    assert_eq!((syn_ack.src_port, syn_ack.dst_port), (80, CPORT));
+    assert_eq!(syn_ack.options.mss, Some(1460));
+    assert_eq!(syn_ack.options.window_scale, Some(7));
+    assert!(syn_ack.options.sack_permitted);
+    assert_eq!(
+        syn_ack.options.timestamps.map(|t| t.1),
+        Some(100),
+        "TSecr echoes the SYN's TSval"
+    );
+    let iss = syn_ack.seq;
+    let mut ack = seg(CPORT, 80, 1001, Some((iss + 1).0), TcpFlags::empty(), 0);
+    ack.options.timestamps = Some((101, 0));
+    let out = rig.exchange(vec![from_client(&ack, &[])]);
+    assert!(out.is_empty(), "the handshake's ACK is not answered: {out:?}");
+    iss
+}
+
+fn state(rig: &Rig) -> Option<TcpState> {
+    let info = rig.info.borrow();
+    let r = info.lookup(&server_key(CPORT, 80))?;
+    info.tcbs.get(r).map(|t| t.state)
+}
+
+#[test]
+fn a_passive_open_reaches_established_and_joins_the_accept_queue() {
+    let mut rig = rig_listening();
+    let iss = handshake(&mut rig);
+    assert_eq!(state(&rig), Some(TcpState::Established));
+    let info = rig.info.borrow();
+    let l = info.listeners.get(&IpEndpoint::new(SERVER, 80)).unwrap();
+    assert_eq!((l.half_open, l.accept_queue.len()), (0, 1));
+    let tcb = info.tcbs.get(l.accept_queue[0]).unwrap();
+    assert_eq!(
+        (tcb.snd_una, tcb.snd_nxt, tcb.rcv_nxt),
+        (iss + 1, iss + 1, TcpSeqNumber(1001))
+    );
+    assert_eq!((tcb.snd_mss, tcb.snd_wscale, tcb.rcv_wscale), (1400, 7, 7));
+    assert_eq!(tcb.snd_wnd, 65535 << 7, "the ACK's window is scaled");
+    assert!(tcb.timestamps && tcb.sack_permitted);
+    assert_eq!(tcb.ts_recent, 101);
+    drop(info);
+    assert_eq!(rig.handler("ack.established"), "1");
+    assert_eq!(rig.handler("listen.syns"), "1");
+}
+
+#[test]
+fn data_in_sequence_is_queued_without_a_copy_and_acknowledged() {
+    let mut rig = rig_listening();
+    let iss = handshake(&mut rig);
+    let mut d = seg(CPORT, 80, 1001, Some((iss + 1).0), TcpFlags::PSH, 5);
+    d.options.timestamps = Some((102, 0));
+    let out = rig.exchange(vec![from_client(&d, b"hello")]);
+    assert_eq!(out.len(), 1);
+    let (ack, _) = to_client(&out[0]);
+    assert_eq!(
+        (ack.seq, ack.ack, ack.flags),
+        (iss + 1, Some(TcpSeqNumber(1006)), TcpFlags::empty())
+    );
+    assert_eq!(ack.options.timestamps.map(|t| t.1), Some(102));
+    let info = rig.info.borrow();
+    let tcb = info.tcbs.get(info.lookup(&server_key(CPORT, 80)).unwrap()).unwrap();
+    assert_eq!(tcb.recv_queued, 5);
+    assert_eq!(&tcb.recv_queue[0][..], b"hello");
+    drop(info);
+    assert_eq!(rig.handler("data.delivered_bytes"), "5");
+}
+
+#[test]
+fn old_data_is_trimmed_to_what_is_new() {
+    let mut rig = rig_listening();
+    let iss = handshake(&mut rig);
+    let ack = Some((iss + 1).0);
+    rig.exchange(vec![from_client(
+        &seg(CPORT, 80, 1001, ack, TcpFlags::empty(), 3),
+        b"abc",
+    )]);
+    // A retransmission that overlaps: "abcdef" from 1001, of which "def" is new.
+    let out = rig.exchange(vec![from_client(
+        &seg(CPORT, 80, 1001, ack, TcpFlags::empty(), 6),
+        b"abcdef",
+    )]);
+    assert_eq!(out.len(), 1);
+    assert_eq!(to_client(&out[0]).0.ack, Some(TcpSeqNumber(1007)));
+    let info = rig.info.borrow();
+    let tcb = info.tcbs.get(info.lookup(&server_key(CPORT, 80)).unwrap()).unwrap();
+    let got: Vec<u8> = tcb.recv_queue.iter().flat_map(|p| p.to_vec()).collect();
+    assert_eq!(got, b"abcdef");
+    drop(info);
+    assert_eq!(rig.handler("cs.trimmed"), "1");
+}
+
+#[test]
+fn a_fin_moves_to_close_wait_and_is_acknowledged() {
+    let mut rig = rig_listening();
+    let iss = handshake(&mut rig);
+    let f = seg(CPORT, 80, 1001, Some((iss + 1).0), TcpFlags::FIN, 3);
+    let out = rig.exchange(vec![from_client(&f, b"bye")]);
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        to_client(&out[0]).0.ack,
+        Some(TcpSeqNumber(1005)),
+        "3 bytes and the FIN"
+    );
+    assert_eq!(state(&rig), Some(TcpState::CloseWait));
+    assert_eq!(rig.handler("fin.fins"), "1");
+}
+
+#[test]
+fn an_out_of_window_segment_gets_an_ack_and_changes_nothing() {
+    let mut rig = rig_listening();
+    let iss = handshake(&mut rig);
+    let far = seg(CPORT, 80, 1001 + 10_000_000, Some((iss + 1).0), TcpFlags::empty(), 4);
+    let out = rig.exchange(vec![from_client(&far, b"junk")]);
+    assert_eq!(out.len(), 1);
+    assert_eq!(to_client(&out[0]).0.ack, Some(TcpSeqNumber(1001)));
+    assert_eq!(rig.handler("cs.unacceptable"), "1");
+    assert_eq!(rig.handler("data.delivered_bytes"), "0");
+}
+
+#[test]
+fn a_reset_in_the_window_is_challenged_and_one_at_rcv_nxt_ends_the_connection() {
+    let mut rig = rig_listening();
+    let iss = handshake(&mut rig);
+    let blind = seg(CPORT, 80, 1500, None, TcpFlags::RST, 0);
+    let out = rig.exchange(vec![from_client(&blind, &[])]);
+    assert_eq!(out.len(), 1, "RFC 5961 §3.2: a challenge ACK");
+    let (challenge, _) = to_client(&out[0]);
+    assert_eq!((challenge.seq, challenge.ack), (iss + 1, Some(TcpSeqNumber(1001))));
+    assert_eq!(state(&rig), Some(TcpState::Established));
+    let exact = seg(CPORT, 80, 1001, None, TcpFlags::RST, 0);
+    assert!(rig.exchange(vec![from_client(&exact, &[])]).is_empty());
+    assert_eq!(state(&rig), None);
+    assert_eq!(rig.handler("rst.resets"), "1");
+    let info = rig.info.borrow();
+    assert_eq!(info.counters.resets_received, 1);
+    assert!(info.tcbs.is_empty());
+    assert!(info.listeners[&IpEndpoint::new(SERVER, 80)].accept_queue.is_empty());
+}
+
+#[test]
+fn a_syn_on_an_established_connection_is_challenged() {
+    let mut rig = rig_listening();
+    let iss = handshake(&mut rig);
+    let out = rig.exchange(vec![from_client(&seg(CPORT, 80, 1001, None, TcpFlags::SYN, 0), &[])]);
+    assert_eq!(out.len(), 1);
+    assert_eq!(to_client(&out[0]).0.seq, iss + 1);
+    assert_eq!(rig.handler("syn.challenges"), "1");
+    assert_eq!(state(&rig), Some(TcpState::Established));
+}
+
+#[test]
+fn segments_to_no_listener_get_a_reset_and_resets_get_nothing() {
+    let mut rig = rig_listening();
+    // A SYN to a closed port: <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>.
+    let out = rig.exchange(vec![from_client(&seg(CPORT, 81, 7000, None, TcpFlags::SYN, 0), &[])]);
+    let (rst, _) = to_client(&out[0]);
+    assert_eq!(
+        (rst.flags, rst.seq, rst.ack),
+        (TcpFlags::RST, TcpSeqNumber(0), Some(TcpSeqNumber(7001)))
+    );
+    // An ACK to a listener: <SEQ=SEG.ACK><CTL=RST>.
+    let out = rig.exchange(vec![from_client(
+        &seg(CPORT, 80, 7000, Some(555), TcpFlags::empty(), 0),
+        &[],
+    )]);
+    let (rst, _) = to_client(&out[0]);
+    assert_eq!((rst.flags, rst.seq, rst.ack), (TcpFlags::RST, TcpSeqNumber(555), None));
+    assert!(rig
+        .exchange(vec![from_client(&seg(CPORT, 81, 1, None, TcpFlags::RST, 0), &[])])
+        .is_empty());
+    assert_eq!(rig.handler("listen.resets"), "2");
+}
+
+#[test]
+fn a_retransmitted_syn_gets_the_same_syn_ack_again() {
+    let mut rig = rig_listening();
+    let syn = seg(CPORT, 80, 1000, None, TcpFlags::SYN, 0);
+    let first = to_client(&rig.exchange(vec![from_client(&syn, &[])])[0]).0;
+    let again = rig.exchange(vec![from_client(&syn, &[])]);
+    assert_eq!(again.len(), 1);
+    let second = to_client(&again[0]).0;
+    assert_eq!(
+        (second.seq, second.ack, second.flags),
+        (first.seq, first.ack, TcpFlags::SYN)
+    );
+    assert_eq!(rig.handler("listen.syns"), "1", "no second TCB");
+}
+
+#[test]
+fn a_bad_checksum_is_dropped_and_counted() {
+    let mut rig = rig_listening();
+    let mut bytes = from_client(&seg(CPORT, 80, 1000, None, TcpFlags::SYN, 0), &[]);
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    assert!(rig.exchange(vec![bytes]).is_empty());
+    assert_eq!(rig.handler("fl.bad_checksums"), "1");
+    assert!(rig.info.borrow().tcbs.is_empty());
+}
+
+#[test]
+fn a_full_listener_drops_new_syns() {
+    let mut rig = Rig::new(PATH);
+    rig.info.borrow_mut().settings.syn_backlog = 0;
+    rig.info.borrow_mut().listen(IpEndpoint::new(SERVER, 80), 2).unwrap();
+    let syns = (0..5)
+        .map(|i| from_client(&seg(CPORT + i, 80, 1000, None, TcpFlags::SYN, 0), &[]))
+        .collect();
+    let out = rig.exchange(syns);
+    assert_eq!(out.len(), 2);
+    assert_eq!(rig.handler("listen.overflows"), "3");
+    assert_eq!(rig.info.borrow().tcbs.len(), 2);
+}
+
+#[test]
+fn paws_rejects_an_old_timestamp() {
+    let mut rig = rig_listening();
+    let iss = handshake(&mut rig);
+    let mut old = seg(CPORT, 80, 1001, Some((iss + 1).0), TcpFlags::empty(), 3);
+    old.options.timestamps = Some((50, 0));
+    let out = rig.exchange(vec![from_client(&old, b"old")]);
+    assert_eq!(out.len(), 1, "answered with an ACK");
+    assert_eq!(rig.handler("cs.paws_rejected"), "1");
+    assert_eq!(rig.handler("data.delivered_bytes"), "0");
+}
