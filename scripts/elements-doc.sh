@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates docs/elements.md: its header (everything above the table)
-# followed by `oxnet elements` (crates/oxnet-graph/tests/reference.rs
+# followed by `oxnet elements` (crates/oxnet/tests/reference.rs
 # checks that the two agree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
