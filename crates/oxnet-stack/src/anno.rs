@@ -53,7 +53,7 @@ pub fn set_next_hop_v6(p: &mut Packet, addr: Ipv6Addr) {
 }
 
 /// A TCB reference: slot + 1 (0 is none) and the slot's generation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TcbRef {
     pub id: u32,
     pub generation: u32,

@@ -87,6 +87,22 @@ pub struct TcpInfo {
     pub settings: TcpSettings,
     pub secret: Secret,
     pub counters: TcpCounters,
+    /// Connections with something to send (data, a FIN, a
+    /// retransmission), for TCPOutput; each once (`Tcb::output_queued`).
+    pub output: Vec<TcbRef>,
+    /// Timer deadlines, for TCPTimers: (when, which connection, which
+    /// timer). An entry whose TCB no longer has that deadline is stale
+    /// and skipped.
+    pub timers: std::collections::BTreeSet<(u64, TcbRef, TimerKind)>,
+    /// Ephemeral port search state (RFC 6056 algorithm 3's counter).
+    pub next_port: u16,
+}
+
+/// The timers TCPTimers runs (ClickNF Figure 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TimerKind {
+    Retransmit,
+    TimeWait,
 }
 
 impl TcpInfo {
@@ -143,6 +159,35 @@ impl TcpInfo {
             self.flows.remove(&tcb.key);
         }
         Some(tcb)
+    }
+
+    /// Asks TCPOutput to look at `r` (new data, a FIN, room in the window,
+    /// a retransmission).
+    pub fn want_output(&mut self, r: TcbRef) {
+        if let Some(tcb) = self.tcbs.get_mut(r) {
+            if !tcb.output_queued {
+                tcb.output_queued = true;
+                self.output.push(r);
+            }
+        }
+    }
+
+    /// Arms (or moves) the retransmission timer of `r` to `now + RTO`.
+    pub fn arm_rto(&mut self, r: TcbRef, now_us: u64) {
+        if let Some(tcb) = self.tcbs.get_mut(r) {
+            let at = now_us + tcb.rtt.rto_us();
+            tcb.rto_deadline = Some(at);
+            self.timers.insert((at, r, TimerKind::Retransmit));
+        }
+    }
+
+    /// Starts TIME-WAIT's 2 MSL for `r` (RFC 9293 §3.4.2).
+    pub fn arm_time_wait(&mut self, r: TcbRef, now_us: u64) {
+        let at = now_us + 2 * self.settings.msl_us;
+        if let Some(tcb) = self.tcbs.get_mut(r) {
+            tcb.time_wait_deadline = Some(at);
+            self.timers.insert((at, r, TimerKind::TimeWait));
+        }
     }
 
     /// The MSS we announce for a connection of `key`'s family.

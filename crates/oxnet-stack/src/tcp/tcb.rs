@@ -9,9 +9,9 @@
 use super::newreno::NewReno;
 use super::rtt::{RtoBounds, RttEstimator};
 use crate::anno::TcbRef;
+use crate::exec::Event;
 use crate::wire::{FlowKey, IpEndpoint, TcpSeqNumber};
 use oxnet_driver::Packet;
-use oxnet_graph::timer::TimerId;
 use std::collections::VecDeque;
 
 /// RFC 9293 §3.3.2's states (CLOSED is the absence of a TCB, but a TCB
@@ -59,17 +59,6 @@ impl TcpState {
     }
 }
 
-/// The timers a connection may have running (ClickNF Figure 4), each a
-/// timer of the router's wheel when armed.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct TcbTimers {
-    pub retransmit: Option<TimerId>,
-    pub delayed_ack: Option<TimerId>,
-    pub keepalive: Option<TimerId>,
-    pub persist: Option<TimerId>,
-    pub time_wait: Option<TimerId>,
-}
-
 /// One connection's state. Field names are the RFC's (§3.3.1).
 pub struct Tcb {
     pub state: TcpState,
@@ -115,7 +104,6 @@ pub struct Tcb {
 
     pub rtt: RttEstimator,
     pub cc: NewReno,
-    pub timers: TcbTimers,
 
     /// Data received in sequence, waiting for the application (payload
     /// only: the packets' data starts at the payload).
@@ -135,6 +123,31 @@ pub struct Tcb {
     pub error: Option<i32>,
     /// The listener a passively opened connection joins once established.
     pub listener: Option<IpEndpoint>,
+
+    // The socket side.
+    /// A socket holds this TCB: when the connection ends, it stays (CLOSED,
+    /// with `error`) until the socket lets go.
+    pub has_socket: bool,
+    /// Notified when there is data, the end of it, or an error to read.
+    pub readable: Event,
+    /// Notified when the send buffer has room again, or on an error.
+    pub writable: Event,
+    /// Bytes the send buffer may hold (SO_SNDBUF).
+    pub send_buffer_limit: usize,
+    /// TCP_NODELAY: no Nagle (RFC 1122 §4.2.3.4 lets an application turn
+    /// it off).
+    pub nodelay: bool,
+
+    // What the outgoing path and the timers are asked to do.
+    /// In TCPInfo's output list already.
+    pub output_queued: bool,
+    /// Resend the first unacknowledged segment (fast retransmit, a
+    /// partial ACK) before anything new.
+    pub retransmit_first: bool,
+    /// When the retransmission timer expires, if armed.
+    pub rto_deadline: Option<u64>,
+    /// When TIME-WAIT ends, in that state.
+    pub time_wait_deadline: Option<u64>,
 }
 
 impl Tcb {
@@ -161,7 +174,6 @@ impl Tcb {
             sack_permitted: false,
             rtt: RttEstimator::new(settings.rto),
             cc: NewReno::new(default_mss as u32, iss.0, settings.initial_window),
-            timers: TcbTimers::default(),
             recv_queue: VecDeque::new(),
             recv_queued: 0,
             send_buffer: VecDeque::new(),
@@ -170,6 +182,15 @@ impl Tcb {
             fin_received: false,
             error: None,
             listener: None,
+            has_socket: false,
+            readable: Event::new(),
+            writable: Event::new(),
+            send_buffer_limit: settings.send_buffer as usize,
+            nodelay: false,
+            output_queued: false,
+            retransmit_first: false,
+            rto_deadline: None,
+            time_wait_deadline: None,
         }
     }
 
@@ -189,6 +210,14 @@ impl Tcb {
         self.rcv_wnd.saturating_sub(self.recv_queued as u32)
     }
 
+    /// Bytes of the send buffer not sent yet.
+    pub fn unsent(&self) -> usize {
+        let sent = (self.snd_nxt - self.snd_una).max(0) as usize - self.fin_sent as usize;
+        // SYN-SENT and SYN-RECEIVED: the SYN is in flight, not a byte.
+        let sent = sent.saturating_sub(!self.state.synchronized() as usize);
+        self.send_buffer.len().saturating_sub(sent)
+    }
+
     /// Bytes sent and not acknowledged (RFC 5681's FlightSize).
     pub fn flight_size(&self) -> u32 {
         (self.snd_nxt - self.snd_una).max(0) as u32
@@ -200,6 +229,8 @@ impl Tcb {
 pub struct TcbSettings {
     /// Receive buffer, bytes (the window we offer).
     pub recv_buffer: u32,
+    /// Send buffer, bytes.
+    pub send_buffer: u32,
     pub rto: RtoBounds,
     /// Initial congestion window in segments (None: RFC 5681's rule).
     pub initial_window: Option<u32>,
@@ -209,6 +240,7 @@ impl Default for TcbSettings {
     fn default() -> TcbSettings {
         TcbSettings {
             recv_buffer: 256 * 1024,
+            send_buffer: 256 * 1024,
             rto: RtoBounds::default(),
             initial_window: Some(10),
         }

@@ -96,6 +96,7 @@ impl Element for ProcessAck {
                 }
                 let una = tcb.snd_una;
                 let mut acked = 0usize;
+                let (mut restart_rto, mut want_output) = (false, false);
                 if una < ack {
                     acked = (ack - una) as usize;
                     // Our FIN takes the last sequence number, not a byte.
@@ -127,6 +128,17 @@ impl Element for ProcessAck {
                     flags.0 |= Anno::DUP_ACK;
                 }
                 anno::set_acked_bytes(&mut p, acked as u32);
+                if acked > 0 {
+                    tcb.writable.notify_all();
+                    // RFC 6298 §5.2: all acknowledged, the timer stops; §5.3:
+                    // new data acknowledged, it restarts.
+                    if tcb.flight_size() == 0 {
+                        tcb.rto_deadline = None;
+                    } else {
+                        restart_rto = true;
+                    }
+                    want_output = tcb.unsent() > 0 || (tcb.fin_queued && !tcb.fin_sent);
+                }
                 // "If SND.UNA =< SEG.ACK =< SND.NXT, the send window should be
                 // updated ... if (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and
                 // SND.WL2 =< SEG.ACK))".
@@ -143,13 +155,20 @@ impl Element for ProcessAck {
                             return None;
                         }
                         tcb.state = TcpState::TimeWait;
+                        info.arm_time_wait(r, now);
                     }
                     TcpState::LastAck if tcb.fin_acked() => {
                         // "delete the TCB, enter the CLOSED state, and return".
-                        super::rst_syn::abort(info, r);
+                        super::rst_syn::abort(info, r, None);
                         return None;
                     }
                     _ => {}
+                }
+                if restart_rto {
+                    info.arm_rto(r, now);
+                }
+                if want_output {
+                    info.want_output(r);
                 }
                 anno::set_tcp_flags(&mut p, flags);
                 Some((0, p))
@@ -223,9 +242,9 @@ impl Element for EstimateRtt {
 }
 
 /// TCPNewRenoAck: the acked-bytes annotation and duplicate ACKs into the
-/// connection's NewReno state (RFC 5681 §3, RFC 6582 §3.2). The
-/// retransmissions NewReno asks for are counted in `retransmits`; the
-/// outgoing path that makes them comes with the send side.
+/// connection's NewReno state (RFC 5681 §3, RFC 6582 §3.2). A
+/// retransmission NewReno asks for (fast retransmit, a partial ACK) is
+/// made by the outgoing path: the first unacknowledged segment again.
 /// Handlers: `retransmits`, `recoveries`.
 #[derive(Default)]
 pub struct NewRenoAck {
@@ -249,6 +268,7 @@ impl Element for NewRenoAck {
         Ok(())
     }
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let now = ctx.now_us();
         if let Some(info) = &self.info {
             let mut info = info.borrow_mut();
             for p in batch.iter() {
@@ -267,8 +287,14 @@ impl Element for NewRenoAck {
                 } else {
                     AckAction::None
                 };
-                if let AckAction::Retransmit { .. } = action {
+                if let AckAction::Retransmit { restart_timer } = action {
                     self.retransmits += 1;
+                    tcb.retransmit_first = true;
+                    let r = anno::tcb(p).expect("looked up above");
+                    if restart_timer {
+                        info.arm_rto(r, now);
+                    }
+                    info.want_output(r);
                 }
             }
         }

@@ -102,6 +102,7 @@ impl Element for ProcessData {
                 }
                 tcb.recv_queued += p.len();
                 tcb.recv_queue.push_back(p);
+                tcb.readable.notify_all();
                 let Some(mut control) = control else {
                     self.no_buffers += 1;
                     return None;
@@ -155,6 +156,7 @@ impl Element for ProcessFin {
         Ok(())
     }
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let now = ctx.now_us();
         if let Some(info) = &self.info {
             let mut info = info.borrow_mut();
             for p in batch.iter_mut() {
@@ -162,7 +164,8 @@ impl Element for ProcessFin {
                 if !flags.has(Anno::FIN) {
                     continue;
                 }
-                let Some(tcb) = anno::tcb(p).and_then(|r| info.tcbs.get_mut(r)) else {
+                let Some(r) = anno::tcb(p) else { continue };
+                let Some(tcb) = info.tcbs.get_mut(r) else {
                     continue;
                 };
                 // "advance RCV.NXT over the FIN ... and return an ACK".
@@ -171,13 +174,18 @@ impl Element for ProcessFin {
                 flags.0 |= Anno::ACK_NEEDED;
                 anno::set_tcp_flags(p, flags);
                 self.fins += 1;
+                tcb.readable.notify_all();
                 tcb.state = match tcb.state {
                     TcpState::SynReceived | TcpState::Established => TcpState::CloseWait,
                     TcpState::FinWait1 if tcb.fin_acked() => TcpState::TimeWait,
                     TcpState::FinWait1 => TcpState::Closing,
-                    TcpState::FinWait2 => TcpState::TimeWait,
+                    TcpState::FinWait2 | TcpState::TimeWait => TcpState::TimeWait,
                     other => other,
                 };
+                // "Start the time-wait timer" (restart it for a FIN again).
+                if tcb.state == TcpState::TimeWait {
+                    info.arm_time_wait(r, now);
+                }
             }
         }
         ctx.forward(0, batch);

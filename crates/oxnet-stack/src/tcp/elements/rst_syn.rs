@@ -20,11 +20,27 @@ use oxnet_graph::args::Args;
 use oxnet_graph::element::{Element, PUSH};
 use oxnet_graph::Ctx;
 
-/// Ends a connection (a RST, a SYN in SYN-RECEIVED): deletes the TCB
-/// with its flow entry and its place in a listener's queues. (Sockets,
-/// when they come, keep a TCB their application holds, CLOSED with the
-/// error, until it is closed.)
-pub fn abort(info: &mut TcpInfo, r: TcbRef) {
+/// Ends a connection (a RST, a SYN in SYN-RECEIVED, the last ACK, a
+/// timeout), `errno` the error its application sees (None: a normal end).
+/// A TCB that a socket holds stays, CLOSED, until the socket lets go;
+/// the others are deleted with their flow entry and their place in a
+/// listener's queues.
+pub fn abort(info: &mut TcpInfo, r: TcbRef, errno: Option<i32>) {
+    if let Some(tcb) = info.tcbs.get_mut(r) {
+        if tcb.has_socket {
+            tcb.state = TcpState::Closed;
+            tcb.error = tcb.error.or(errno);
+            tcb.rto_deadline = None;
+            tcb.time_wait_deadline = None;
+            tcb.readable.notify_all();
+            tcb.writable.notify_all();
+            let key = tcb.key;
+            if info.flows.get(&key) == Some(&r) {
+                info.flows.remove(&key);
+            }
+            return;
+        }
+    }
     let Some(tcb) = info.delete(r) else { return };
     if let Some(at) = tcb.listener {
         if let Some(l) = info.listeners.get_mut(&at) {
@@ -85,11 +101,12 @@ impl Element for ProcessRst {
                 // returns to LISTEN (the listener stays, the TCB goes); the
                 // synchronized states end with "connection reset"; CLOSING,
                 // LAST-ACK and TIME-WAIT just close.
-                if tcb.state.synchronized() {
+                let errno = tcb.state.synchronized().then_some(libc::ECONNRESET);
+                if errno.is_some() {
                     info.counters.resets_received += 1;
                 }
                 self.resets += 1;
-                abort(&mut info, r);
+                abort(&mut info, r, errno);
                 None
             })
         };
@@ -159,7 +176,7 @@ impl Element for ProcessSyn {
                 // §4.2), whatever the sequence number.
                 if tcb.state == TcpState::SynReceived && tcb.listener.is_some() {
                     self.returned_to_listen += 1;
-                    abort(&mut info, r);
+                    abort(&mut info, r, None);
                     return None;
                 }
                 self.challenges += 1;
