@@ -12,6 +12,7 @@
 //! | 32..36 | an RTT sample, microseconds (0: none) | TCPProcessAck (timestamps or the RTX queue) | TCPEstimateRTT |
 //! | 36..38 | [`TcpFlags`]: what earlier elements decided | the incoming path | later elements |
 //! | 40..44 | socket (file descriptor) | the socket calls | application elements |
+//! | 44..48 | bytes the windows allow to send now | TCPRateControl | TCPSegmentation |
 
 use oxnet_driver::Packet;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -22,6 +23,7 @@ const ACKED: usize = 28;
 const RTT: usize = 32;
 const FLAGS: usize = 36;
 const SOCKET: usize = 40;
+const ALLOWED: usize = 44;
 
 fn get_u32(p: &Packet, at: usize) -> u32 {
     let a = &p.anno().area;
@@ -118,6 +120,15 @@ pub fn tcp_flags(p: &Packet) -> TcpFlags {
 
 pub fn set_tcp_flags(p: &mut Packet, f: TcpFlags) {
     p.anno_mut().area[FLAGS..FLAGS + 2].copy_from_slice(&f.0.to_ne_bytes());
+}
+
+/// Bytes the congestion and receive windows allow to send now.
+pub fn send_allowance(p: &Packet) -> u32 {
+    get_u32(p, ALLOWED)
+}
+
+pub fn set_send_allowance(p: &mut Packet, n: u32) {
+    set_u32(p, ALLOWED, n)
 }
 
 /// The socket (file descriptor) a packet belongs to, for applications.

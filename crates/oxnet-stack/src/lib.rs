@@ -6,6 +6,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`anno`] | the stack's packet annotations: next hop, TCB, acked bytes, RTT sample, flags, socket |
+//! | [`app`] | applications: the executor's element, the echo server |
 //! | [`elements`] | the stack's element families in the graph's library ([`elements::register`]), and the per-router state they share ([`elements::shared`]) |
 //! | [`exec`] | the per-core executor: applications as `async` tasks beside the elements, woken by socket events ([`exec::Event`]), run in batches each round, in the router's (possibly simulated) time; [`exec::block_on`] for blocking callers |
 //! | [`wire`] | a typed view per header (Ethernet, ARP, IPv4, IPv6, ICMP, ICMPv6 and Neighbor Discovery, UDP, TCP and its options): parse checks lengths and never panics, emit writes |
@@ -13,6 +14,7 @@
 //! | [`tcp`] | TCP's state and elements (docs/stack.md) |
 
 pub mod anno;
+pub mod app;
 pub mod elements;
 pub mod exec;
 pub mod script;

@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | [`output`] | 9293 §3.1 | building a segment: TCP header and options, IPv4 or IPv6 header, next hop |
 //! | [`rtt`] | 6298 | smoothed RTT, its variation, the retransmission timeout and its back-off |
+//! | [`socket`] | 9293 §3.10 | listener and stream sockets: async calls for tasks, `try_` calls for non-blocking use, errno errors |
 //! | [`tcb`] | 9293 §3.3 | the TCB (states, sequence variables, options in force, queues) and the per-core table of them |
 //! | [`elements`] | 9293 §3.10.7 | the incoming path's elements (ClickNF Figure 2) |
 //! | [`info`] | | TCPInfo: the per-core TCB, flow and listener tables and the settings the elements share |
@@ -18,4 +19,5 @@ pub mod isn;
 pub mod newreno;
 pub mod output;
 pub mod rtt;
+pub mod socket;
 pub mod tcb;

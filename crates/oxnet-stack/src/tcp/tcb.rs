@@ -141,6 +141,8 @@ pub struct Tcb {
     // What the outgoing path and the timers are asked to do.
     /// In TCPInfo's output list already.
     pub output_queued: bool,
+    /// Send an ACK even with nothing else to send (a window update).
+    pub send_ack: bool,
     /// Resend the first unacknowledged segment (fast retransmit, a
     /// partial ACK) before anything new.
     pub retransmit_first: bool,
@@ -188,6 +190,7 @@ impl Tcb {
             send_buffer_limit: settings.send_buffer as usize,
             nodelay: false,
             output_queued: false,
+            send_ack: false,
             retransmit_first: false,
             rto_deadline: None,
             time_wait_deadline: None,
@@ -212,7 +215,7 @@ impl Tcb {
 
     /// Bytes of the send buffer not sent yet.
     pub fn unsent(&self) -> usize {
-        let sent = (self.snd_nxt - self.snd_una).max(0) as usize - self.fin_sent as usize;
+        let sent = ((self.snd_nxt - self.snd_una).max(0) as usize).saturating_sub(self.fin_sent as usize);
         // SYN-SENT and SYN-RECEIVED: the SYN is in flight, not a byte.
         let sent = sent.saturating_sub(!self.state.synchronized() as usize);
         self.send_buffer.len().saturating_sub(sent)

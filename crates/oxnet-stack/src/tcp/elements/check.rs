@@ -46,7 +46,7 @@ pub fn acceptable(tcb: &Tcb, seq: TcpSeqNumber, seg_len: usize) -> bool {
 }
 
 /// The SYN-ACK of a connection in SYN-RECEIVED, again.
-fn syn_ack(tcb: &Tcb, now_us: u64, our_mss: u16) -> TcpRepr {
+pub(crate) fn syn_ack(tcb: &Tcb, now_us: u64, our_mss: u16) -> TcpRepr {
     let mut options = TcpOptions {
         mss: Some(our_mss),
         sack_permitted: tcb.sack_permitted,

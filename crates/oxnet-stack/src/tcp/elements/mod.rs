@@ -15,6 +15,8 @@
 //! | TCPProcessFin | 1/1 | "eighth, check the FIN bit" |
 //! | TCPAckRequired | 1/1 | the ACK the segment asked for, or nothing |
 //!
+//! The outgoing path and the timers are in [`send`].
+//!
 //! Every element's output carries packets with the TCB annotation set.
 //! Outputs that answer (ACK, RST, SYN-ACK) carry IP packets ready for the
 //! neighbour resolver: the received packet turned around
@@ -29,6 +31,7 @@ pub mod data;
 pub mod listen;
 pub mod lookup;
 pub mod rst_syn;
+pub mod send;
 
 use super::info::TcpInfo;
 use super::output::write_segment;
@@ -49,12 +52,17 @@ pub const MODULE: Module = Module {
         "TCPEstimateRTT",
         "TCPFlowLookup",
         "TCPListen",
+        "TCPNagle",
         "TCPNewRenoAck",
+        "TCPOutput",
         "TCPProcessAck",
         "TCPProcessData",
         "TCPProcessFin",
         "TCPProcessRst",
         "TCPProcessSyn",
+        "TCPRateControl",
+        "TCPSegmentation",
+        "TCPTimers",
     ],
     create: |class| {
         Some(match class {
@@ -69,6 +77,11 @@ pub const MODULE: Module = Module {
             "TCPProcessFin" => Box::new(data::ProcessFin::default()),
             "TCPProcessRst" => Box::new(rst_syn::ProcessRst::default()),
             "TCPProcessSyn" => Box::new(rst_syn::ProcessSyn::default()),
+            "TCPNagle" => Box::new(send::Nagle::default()),
+            "TCPOutput" => Box::new(send::Output::default()),
+            "TCPRateControl" => Box::new(send::RateControl::default()),
+            "TCPSegmentation" => Box::new(send::Segmentation::default()),
+            "TCPTimers" => Box::new(send::Timers::default()),
             _ => return None,
         })
     },

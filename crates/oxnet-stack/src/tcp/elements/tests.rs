@@ -264,3 +264,101 @@ fn paws_rejects_an_old_timestamp() {
     assert_eq!(rig.handler("cs.paws_rejected"), "1");
     assert_eq!(rig.handler("data.delivered_bytes"), "0");
 }
+
+/// Both paths, the timers and an echo server on the router's executor.
+const ECHO: &str = "
+src :: TestSource -> fl :: TCPFlowLookup;
+fl[0] -> cs :: TCPCheckSeqNo -> rst :: TCPProcessRst -> syn :: TCPProcessSyn -> ack :: TCPProcessAck
+  -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> data :: TCPProcessData -> fin :: TCPProcessFin
+  -> ar :: TCPAckRequired -> out :: TestSink;
+fl[1] -> listen :: TCPListen -> out;
+cs[1] -> out; rst[1] -> out; syn[1] -> out; ack[1] -> out;
+TCPOutput -> nagle :: TCPNagle -> rate :: TCPRateControl -> seg :: TCPSegmentation -> out;
+timers :: TCPTimers -> out;
+AppExecutor;
+echo :: TCPEchoServer(7);
+";
+
+/// The client's side of a connection to port 7: handshake, returns the
+/// server's ISS.
+fn connect_echo(rig: &mut Rig) -> TcpSeqNumber {
+    let out = rig.exchange(vec![from_client(&seg(CPORT, 7, 1000, None, TcpFlags::SYN, 0), &[])]);
+    let iss = to_client(&out[0]).0.seq;
+    assert!(rig
+        .exchange(vec![from_client(
+            &seg(CPORT, 7, 1001, Some((iss + 1).0), TcpFlags::empty(), 0),
+            &[]
+        )])
+        .is_empty());
+    iss
+}
+
+#[test]
+fn the_echo_server_sends_back_what_it_reads_and_closes_after_the_peer() {
+    let mut rig = Rig::new(ECHO);
+    let iss = connect_echo(&mut rig);
+    let ack = Some((iss + 1).0);
+    let out = rig.exchange(vec![from_client(
+        &seg(CPORT, 7, 1001, ack, TcpFlags::PSH, 11),
+        b"hello world",
+    )]);
+    // The ACK for the data, then the echo (which acknowledges it too).
+    let segs: Vec<_> = out.iter().map(|b| to_client(b)).collect();
+    let echoed: Vec<u8> = segs.iter().flat_map(|(_, p)| p.clone()).collect();
+    assert_eq!(echoed, b"hello world", "{segs:?}");
+    let (data_seg, _) = segs.iter().find(|(_, p)| !p.is_empty()).unwrap();
+    assert_eq!((data_seg.seq, data_seg.ack), (iss + 1, Some(TcpSeqNumber(1012))));
+    assert!(data_seg.flags.contains(TcpFlags::PSH));
+    assert_eq!(rig.handler("echo.bytes"), "11");
+    // The client acknowledges the echo and closes: the server answers
+    // the FIN with an ACK and, its reader at the end, with its own FIN.
+    let out = rig.exchange(vec![from_client(
+        &seg(CPORT, 7, 1012, Some((iss + 12).0), TcpFlags::FIN, 0),
+        &[],
+    )]);
+    let segs: Vec<_> = out.iter().map(|b| to_client(b).0).collect();
+    assert!(segs.iter().all(|s| s.ack == Some(TcpSeqNumber(1013))), "{segs:?}");
+    let fin = segs
+        .iter()
+        .find(|s| s.flags.contains(TcpFlags::FIN))
+        .expect("the server's FIN");
+    assert_eq!(fin.seq, iss + 12);
+    assert_eq!(state_of(&rig, 7), Some(TcpState::LastAck));
+    // The last ACK: the connection is gone.
+    assert!(rig
+        .exchange(vec![from_client(
+            &seg(CPORT, 7, 1013, Some((iss + 13).0), TcpFlags::empty(), 0),
+            &[]
+        )])
+        .is_empty());
+    assert_eq!(state_of(&rig, 7), None);
+    assert!(rig.info.borrow().tcbs.is_empty());
+    assert_eq!(rig.handler("echo.connections"), "1");
+}
+
+#[test]
+fn unacknowledged_data_is_sent_again_when_the_timer_expires() {
+    let mut rig = Rig::new(ECHO);
+    let iss = connect_echo(&mut rig);
+    let out = rig.exchange(vec![from_client(
+        &seg(CPORT, 7, 1001, Some((iss + 1).0), TcpFlags::PSH, 4),
+        b"ping",
+    )]);
+    assert!(out.iter().any(|b| to_client(b).1 == b"ping"));
+    // No ACK from the client: after the RTO (1 s before any sample), the
+    // same bytes again, from SND.UNA.
+    let out = rig.exchange(vec![]);
+    assert!(out.is_empty(), "nothing before the timeout");
+    // Simulated time jumps to the timer; stop once something came out.
+    let output = rig.output.clone();
+    rig.router.run(&|| !output.borrow().is_empty());
+    let again: Vec<_> = rig.output.borrow_mut().drain(..).map(|b| to_client(&b)).collect();
+    assert!(again.iter().any(|(s, p)| p == b"ping" && s.seq == iss + 1), "{again:?}");
+    assert_eq!(rig.handler("timers.timeouts"), "1");
+}
+
+fn state_of(rig: &Rig, port: u16) -> Option<TcpState> {
+    let info = rig.info.borrow();
+    let r = info.lookup(&server_key(CPORT, port))?;
+    info.tcbs.get(r).map(|t| t.state)
+}

@@ -1,0 +1,193 @@
+//! Applications on the stack (ClickNF §4): the element that runs the
+//! router's executor, and the first application, an echo server.
+//!
+//! | element | ports | what |
+//! |---|---|---|
+//! | AppExecutor | 0/0 | task: the router's executor (`crate::exec`): sets its clock to the router's, polls the woken application tasks (at most BUDGET a round), keeps a router timer at its next sleep |
+//! | TCPEchoServer(PORT, [ADDR]) | 0/0 | RFC 862's echo service on TCP: every byte read is written back; the peer's FIN is answered with ours |
+
+use crate::exec::Executor;
+use crate::tcp::info::TcpInfo;
+use crate::tcp::socket::{TcpListener, TcpStream};
+use crate::wire::{IpAddress, IpEndpoint};
+use oxnet_graph::args::{self, Args};
+use oxnet_graph::element::Element;
+use oxnet_graph::elements::Module;
+use oxnet_graph::timer::TimerId;
+use oxnet_graph::Ctx;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+pub const MODULE: Module = Module {
+    classes: &["AppExecutor", "TCPEchoServer"],
+    create: |class| {
+        Some(match class {
+            "AppExecutor" => Box::new(AppExecutor::default()),
+            "TCPEchoServer" => Box::new(EchoServer::default()),
+            _ => return None,
+        })
+    },
+};
+
+/// The executor of the router being built (one per router).
+pub fn executor() -> Rc<RefCell<Executor>> {
+    crate::elements::shared::<Executor>()
+}
+
+#[derive(Default)]
+pub struct AppExecutor {
+    exec: Option<Rc<RefCell<Executor>>>,
+    budget: usize,
+    wakeup: Option<(TimerId, u64)>,
+    polls: u64,
+}
+
+impl Element for AppExecutor {
+    fn class_name(&self) -> &'static str {
+        "AppExecutor"
+    }
+    fn port_count(&self) -> &'static str {
+        "0/0"
+    }
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        self.budget = match a.keyword("BUDGET") {
+            Some(v) => args::unsigned(&v).map_err(|e| format!("BUDGET: {e}"))?.max(1) as usize,
+            None => 64,
+        };
+        self.exec = Some(executor());
+        Ok(())
+    }
+    fn has_task(&self) -> bool {
+        true
+    }
+    fn run_timer(&mut self, id: TimerId, _ctx: &mut Ctx<'_>) {
+        if self.wakeup.map(|(t, _)| t) == Some(id) {
+            self.wakeup = None;
+        }
+    }
+    fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let Some(exec) = &self.exec else { return false };
+        let exec = exec.borrow();
+        let now = ctx.now_us();
+        exec.set_now(now);
+        let polled = exec.run_ready(self.budget);
+        self.polls += polled as u64;
+        if let Some(at) = exec.next_timer() {
+            if self.wakeup.is_none_or(|(_, set)| set > at) {
+                let id = ctx.schedule_after_us(at.saturating_sub(now));
+                self.wakeup = Some((id, at));
+            }
+        }
+        polled > 0
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("polls", true, false), ("tasks", true, false), ("panics", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        let exec = self.exec.as_ref()?.borrow();
+        match name {
+            "polls" => Some(self.polls.to_string()),
+            "tasks" => Some(exec.len().to_string()),
+            "panics" => Some(exec.panic_count().to_string()),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct EchoServer {
+    local: Option<IpEndpoint>,
+    stack: Option<Rc<RefCell<TcpInfo>>>,
+    exec: Option<Rc<RefCell<Executor>>>,
+    stats: Rc<RefCell<EchoStats>>,
+}
+
+#[derive(Default)]
+struct EchoStats {
+    connections: u64,
+    bytes: u64,
+    errors: u64,
+}
+
+async fn echo(stream: TcpStream, stats: Rc<RefCell<EchoStats>>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) => break,
+            Ok(n) => {
+                if stream.write_all(&buf[..n]).await.is_err() {
+                    stats.borrow_mut().errors += 1;
+                    return;
+                }
+                stats.borrow_mut().bytes += n as u64;
+            }
+            Err(_) => {
+                stats.borrow_mut().errors += 1;
+                return;
+            }
+        }
+    }
+    let _ = stream.shutdown_write();
+}
+
+impl Element for EchoServer {
+    fn class_name(&self) -> &'static str {
+        "TCPEchoServer"
+    }
+    fn port_count(&self) -> &'static str {
+        "0/0"
+    }
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        let port = a.positional_or("PORT").ok_or("PORT is required")?;
+        let port = u16::try_from(args::unsigned(&port).map_err(|e| format!("PORT: {e}"))?)
+            .map_err(|_| "PORT: not a port number".to_string())?;
+        let addr = match a.keyword("ADDR") {
+            Some(v) => {
+                let ip: std::net::IpAddr = v.parse().map_err(|_| format!("ADDR: '{v}' is not an IP address"))?;
+                IpAddress::from(ip)
+            }
+            None => IpAddress::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        };
+        self.local = Some(IpEndpoint { addr, port });
+        self.stack = Some(crate::tcp::elements::info());
+        self.exec = Some(executor());
+        Ok(())
+    }
+    fn initialize(&mut self, _ports: &oxnet_graph::element::Ports) -> Result<(), String> {
+        let (Some(local), Some(stack), Some(exec)) = (self.local, &self.stack, &self.exec) else {
+            return Ok(());
+        };
+        let listener = TcpListener::bind(stack, local, 1024).map_err(|e| {
+            format!(
+                "cannot listen on {}:{}: {}",
+                local.addr,
+                local.port,
+                std::io::Error::from_raw_os_error(e)
+            )
+        })?;
+        let stats = self.stats.clone();
+        exec.borrow().spawn(async move {
+            while let Ok(stream) = listener.accept().await {
+                stats.borrow_mut().connections += 1;
+                crate::exec::spawn(echo(stream, stats.clone()));
+            }
+        });
+        Ok(())
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[
+            ("connections", true, false),
+            ("bytes", true, false),
+            ("errors", true, false),
+        ]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        let s = self.stats.borrow();
+        match name {
+            "connections" => Some(s.connections.to_string()),
+            "bytes" => Some(s.bytes.to_string()),
+            "errors" => Some(s.errors.to_string()),
+            _ => None,
+        }
+    }
+}

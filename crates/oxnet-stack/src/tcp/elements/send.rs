@@ -1,0 +1,524 @@
+//! The outgoing path (ClickNF §3.2, Figure 3): TCPOutput -> TCPNagle ->
+//! TCPRateControl -> TCPSegmentation, then the neighbour resolver.
+//!
+//! The unit that moves is a *send request*: a small packet whose TCB
+//! annotation names a connection with something to send, which
+//! TCPSegmentation turns into the segments. The data itself stays in the
+//! connection's send buffer until the peer acknowledges it, so that a
+//! retransmission is cut from the same bytes (ClickNF keeps clones in an
+//! RTX queue instead; the driver's buffers have no reference counts yet:
+//! docs/stack.md).
+//!
+//! | element | ports | what |
+//! |---|---|---|
+//! | TCPOutput | 0/1 | task: a send request for each connection the socket calls, ACKs or timers asked about |
+//! | TCPNagle | 1/1 | holds back a small segment while data is unacknowledged (RFC 1122 §4.2.3.4), unless NODELAY |
+//! | TCPRateControl | 1/1 | what min(cwnd, the peer's window) lets out now, into the allowance annotation (RFC 5681 §3.1) |
+//! | TCPSegmentation | 1/1 | the segments: at most one MSS each (RFC 9293 §3.7.1), ACK set, PSH on the last, the FIN after the data; arms the RTO (RFC 6298 §5.1) |
+//! | TCPTimers | 0/1 | task: the retransmission timeout (RFC 6298 §5.4-5.7) and the end of TIME-WAIT |
+
+use super::{info, ts_now, Info};
+use crate::anno;
+use crate::tcp::info::TimerKind;
+use crate::tcp::output::write_segment;
+use crate::tcp::tcb::{Tcb, TcpState};
+use crate::wire::{TcpFlags, TcpOptions, TcpRepr, TcpSeqNumber};
+use oxnet_driver::{Packet, PacketBatch};
+use oxnet_graph::args::Args;
+use oxnet_graph::element::{Element, PORTS_0_1, PORTS_1_1, PUSH};
+use oxnet_graph::timer::TimerId;
+use oxnet_graph::Ctx;
+
+/// Retransmission timeouts before a connection is given up with
+/// ETIMEDOUT (RFC 1122 §4.2.3.5's R2; Linux's tcp_retries2 is 15).
+pub const MAX_RETRANSMITS: u32 = 15;
+
+/// States in which data or a FIN may go out.
+fn may_send(state: TcpState) -> bool {
+    matches!(
+        state,
+        TcpState::Established
+            | TcpState::CloseWait
+            | TcpState::FinWait1
+            | TcpState::FinWait2
+            | TcpState::Closing
+            | TcpState::LastAck
+    )
+}
+
+#[derive(Default)]
+pub struct Output {
+    info: Option<Info>,
+    requests: u64,
+    no_buffers: u64,
+}
+
+impl Element for Output {
+    fn class_name(&self) -> &'static str {
+        "TCPOutput"
+    }
+    fn port_count(&self) -> &'static str {
+        PORTS_0_1
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, _a: &mut Args) -> Result<(), String> {
+        self.info = Some(info());
+        Ok(())
+    }
+    fn has_task(&self) -> bool {
+        true
+    }
+    fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let Some(info) = self.info.clone() else { return false };
+        let mut batch = PacketBatch::with_capacity(32);
+        {
+            let mut info = info.borrow_mut();
+            if info.output.is_empty() {
+                return false;
+            }
+            let wanted = std::mem::take(&mut info.output);
+            for r in wanted {
+                let Some(tcb) = info.tcbs.get_mut(r) else { continue };
+                tcb.output_queued = false;
+                if !may_send(tcb.state) {
+                    continue;
+                }
+                let Ok(mut p) = ctx.pool().alloc() else {
+                    self.no_buffers += 1;
+                    // Asked again next round.
+                    tcb.output_queued = true;
+                    info.output.push(r);
+                    continue;
+                };
+                anno::set_tcb(&mut p, Some(r));
+                self.requests += 1;
+                batch.push(p);
+            }
+        }
+        let worked = !batch.is_empty();
+        ctx.push(0, batch);
+        worked
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("requests", true, false), ("no_buffers", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        super::counter_handler(name, &[("requests", self.requests), ("no_buffers", self.no_buffers)])
+    }
+}
+
+#[derive(Default)]
+pub struct Nagle {
+    info: Option<Info>,
+    held: u64,
+}
+
+/// RFC 1122 §4.2.3.4 (Nagle): send now if a full segment is ready, if
+/// nothing is unacknowledged, if the application asked for no delay, or
+/// if the connection is closing (what remains goes with the FIN).
+pub fn nagle_allows(tcb: &Tcb) -> bool {
+    let unsent = tcb.unsent();
+    tcb.retransmit_first
+        || tcb.send_ack
+        || unsent >= tcb.snd_mss as usize
+        || tcb.flight_size() == 0
+        || tcb.nodelay
+        || tcb.fin_queued
+}
+
+impl Element for Nagle {
+    fn class_name(&self) -> &'static str {
+        "TCPNagle"
+    }
+    fn port_count(&self) -> &'static str {
+        PORTS_1_1
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, _a: &mut Args) -> Result<(), String> {
+        self.info = Some(info());
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let Some(info) = self.info.clone() else { return };
+        let n = ctx.noutputs();
+        let outs = {
+            let info = info.borrow();
+            super::split_packets(batch, n, |p| {
+                let tcb = anno::tcb(&p).and_then(|r| info.tcbs.get(r))?;
+                if nagle_allows(tcb) {
+                    Some((0, p))
+                } else {
+                    // The next ACK asks again (TCPProcessAck).
+                    self.held += 1;
+                    None
+                }
+            })
+        };
+        super::push_all(ctx, outs);
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("held", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        (name == "held").then(|| self.held.to_string())
+    }
+}
+
+#[derive(Default)]
+pub struct RateControl {
+    info: Option<Info>,
+    window_full: u64,
+}
+
+impl Element for RateControl {
+    fn class_name(&self) -> &'static str {
+        "TCPRateControl"
+    }
+    fn port_count(&self) -> &'static str {
+        PORTS_1_1
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, _a: &mut Args) -> Result<(), String> {
+        self.info = Some(info());
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let Some(info) = self.info.clone() else { return };
+        let n = ctx.noutputs();
+        let outs = {
+            let info = info.borrow();
+            super::split_packets(batch, n, |mut p| {
+                let tcb = anno::tcb(&p).and_then(|r| info.tcbs.get(r))?;
+                // RFC 5681 §3.1: at most min(cwnd, rwnd) in flight.
+                let window = tcb.cc.cwnd().min(tcb.snd_wnd);
+                let usable = window.saturating_sub(tcb.flight_size());
+                let fin_only = tcb.unsent() == 0 && tcb.fin_queued && !tcb.fin_sent;
+                if usable == 0 && !tcb.retransmit_first && !fin_only && !tcb.send_ack {
+                    // A zero window waits for the peer's update (the persist
+                    // timer, RFC 9293 §3.8.6.1, comes with the other timers).
+                    self.window_full += 1;
+                    return None;
+                }
+                anno::set_send_allowance(&mut p, usable);
+                Some((0, p))
+            })
+        };
+        super::push_all(ctx, outs);
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[("window_full", true, false)]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        (name == "window_full").then(|| self.window_full.to_string())
+    }
+}
+
+#[derive(Default)]
+pub struct Segmentation {
+    info: Option<Info>,
+    segments: u64,
+    bytes: u64,
+    retransmits: u64,
+    no_buffers: u64,
+}
+
+/// A segment of `tcb` at `seq` with `len` bytes of its send buffer from
+/// `offset`, and `flags` besides ACK.
+fn data_segment(
+    tcb: &mut Tcb,
+    seq: TcpSeqNumber,
+    offset: usize,
+    len: usize,
+    flags: TcpFlags,
+    now: u64,
+) -> (TcpRepr, &[u8]) {
+    let mut options = TcpOptions::default();
+    if tcb.timestamps {
+        options.timestamps = Some((ts_now(now), tcb.ts_recent));
+    }
+    let repr = TcpRepr {
+        src_port: tcb.key.local.port,
+        dst_port: tcb.key.remote.port,
+        seq,
+        ack: Some(tcb.rcv_nxt),
+        flags,
+        window: tcb.window_field(),
+        urgent: 0,
+        options,
+        payload_len: len,
+    };
+    let bytes = &tcb.send_buffer.make_contiguous()[offset..offset + len];
+    (repr, bytes)
+}
+
+impl Element for Segmentation {
+    fn class_name(&self) -> &'static str {
+        "TCPSegmentation"
+    }
+    fn port_count(&self) -> &'static str {
+        PORTS_1_1
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, _a: &mut Args) -> Result<(), String> {
+        self.info = Some(info());
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let Some(info) = self.info.clone() else { return };
+        let now = ctx.now_us();
+        let mut out = PacketBatch::with_capacity(batch.len());
+        {
+            let mut info = info.borrow_mut();
+            let mut requests = std::mem::take(batch);
+            let count = requests.len();
+            for request in requests.drain_front(count) {
+                let Some(r) = anno::tcb(&request) else { continue };
+                let allowance = anno::send_allowance(&request) as usize;
+                let mut spare = Some(request);
+                let pool = ctx.pool();
+                let packet = |spare: &mut Option<Packet>, no_buffers: &mut u64| {
+                    let p = spare.take().or_else(|| pool.alloc().ok());
+                    *no_buffers += p.is_none() as u64;
+                    p
+                };
+                let Some(tcb) = info.tcbs.get_mut(r) else { continue };
+                let mss = tcb.snd_mss as usize;
+                let mut sent_any = false;
+                if std::mem::take(&mut tcb.retransmit_first) {
+                    // RFC 5681 §3.2 / RFC 6582: the first unacknowledged
+                    // segment again, SND.NXT unchanged.
+                    let len = tcb.send_buffer.len().min(mss);
+                    let fin = tcb.fin_sent && len == tcb.send_buffer.len();
+                    let flags = if fin { TcpFlags::FIN } else { TcpFlags::empty() };
+                    let (una, key) = (tcb.snd_una, tcb.key);
+                    if len > 0 || fin {
+                        if let Some(mut p) = packet(&mut spare, &mut self.no_buffers) {
+                            let (seg, bytes) = data_segment(tcb, una, 0, len, flags, now);
+                            if write_segment(&mut p, &key, &seg, bytes) {
+                                out.push(p);
+                                self.retransmits += 1;
+                                sent_any = true;
+                            }
+                        }
+                    }
+                }
+                let mut budget = allowance;
+                loop {
+                    let unsent = tcb.unsent();
+                    let len = unsent.min(mss).min(budget);
+                    let fin_now = tcb.fin_queued && !tcb.fin_sent && len == unsent;
+                    if len == 0 && !fin_now {
+                        break;
+                    }
+                    let offset = tcb.send_buffer.len() - unsent;
+                    let mut flags = TcpFlags::empty();
+                    if len == unsent && len > 0 {
+                        flags.insert(TcpFlags::PSH);
+                    }
+                    if fin_now {
+                        flags.insert(TcpFlags::FIN);
+                    }
+                    let Some(mut p) = packet(&mut spare, &mut self.no_buffers) else {
+                        break;
+                    };
+                    let (nxt, key) = (tcb.snd_nxt, tcb.key);
+                    let (seg, bytes) = data_segment(tcb, nxt, offset, len, flags, now);
+                    if !write_segment(&mut p, &key, &seg, bytes) {
+                        break;
+                    }
+                    out.push(p);
+                    tcb.snd_nxt += len + fin_now as usize;
+                    tcb.fin_sent |= fin_now;
+                    budget -= len;
+                    self.segments += 1;
+                    self.bytes += len as u64;
+                    sent_any = true;
+                    if fin_now {
+                        break;
+                    }
+                }
+                // Nothing else went: a window update, if one was asked for.
+                if std::mem::take(&mut tcb.send_ack) && !sent_any {
+                    if let Some(mut p) = packet(&mut spare, &mut self.no_buffers) {
+                        if super::turn_into_ack(&mut p, tcb, now) {
+                            out.push(p);
+                        }
+                    }
+                }
+                // RFC 6298 §5.1: a segment with data (or a FIN) left and
+                // the timer is not running: start it.
+                let arm = sent_any && tcb.rto_deadline.is_none();
+                if arm {
+                    info.arm_rto(r, now);
+                }
+            }
+        }
+        ctx.push(0, out);
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[
+            ("segments", true, false),
+            ("bytes", true, false),
+            ("retransmits", true, false),
+            ("no_buffers", true, false),
+        ]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        super::counter_handler(
+            name,
+            &[
+                ("segments", self.segments),
+                ("bytes", self.bytes),
+                ("retransmits", self.retransmits),
+                ("no_buffers", self.no_buffers),
+            ],
+        )
+    }
+}
+
+#[derive(Default)]
+pub struct Timers {
+    info: Option<Info>,
+    /// The router timer set for the earliest deadline, and when.
+    wakeup: Option<(TimerId, u64)>,
+    timeouts: u64,
+    gave_up: u64,
+    time_waits: u64,
+}
+
+impl Element for Timers {
+    fn class_name(&self) -> &'static str {
+        "TCPTimers"
+    }
+    fn port_count(&self) -> &'static str {
+        PORTS_0_1
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, _a: &mut Args) -> Result<(), String> {
+        self.info = Some(info());
+        Ok(())
+    }
+    fn has_task(&self) -> bool {
+        true
+    }
+    fn run_timer(&mut self, id: TimerId, _ctx: &mut Ctx<'_>) {
+        if self.wakeup.map(|(t, _)| t) == Some(id) {
+            self.wakeup = None;
+        }
+    }
+    fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let Some(info) = self.info.clone() else { return false };
+        let now = ctx.now_us();
+        let mut out = PacketBatch::default();
+        let mut worked = false;
+        let next = {
+            let mut info = info.borrow_mut();
+            while let Some(&(at, r, kind)) = info.timers.first() {
+                if at > now {
+                    break;
+                }
+                info.timers.pop_first();
+                let Some(tcb) = info.tcbs.get_mut(r) else { continue };
+                match kind {
+                    TimerKind::Retransmit if tcb.rto_deadline == Some(at) => {
+                        worked = true;
+                        tcb.rto_deadline = None;
+                        self.timeouts += 1;
+                        if let Some(p) = self.retransmission_timeout(&mut info, r, now, ctx) {
+                            out.push(p);
+                        }
+                    }
+                    TimerKind::TimeWait if tcb.time_wait_deadline == Some(at) => {
+                        worked = true;
+                        self.time_waits += 1;
+                        super::rst_syn::abort(&mut info, r, None);
+                    }
+                    // Stale: the deadline moved or was cancelled.
+                    _ => {}
+                }
+            }
+            info.timers.first().map(|(at, _, _)| *at)
+        };
+        // One router timer at the earliest deadline, so that simulated
+        // time jumps there when nothing else runs.
+        if let Some(at) = next {
+            if self.wakeup.is_none_or(|(_, set)| set > at) {
+                let id = ctx.schedule_after_us(at.saturating_sub(now));
+                self.wakeup = Some((id, at));
+            }
+        }
+        if !out.is_empty() {
+            ctx.push(0, out);
+        }
+        worked
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[
+            ("timeouts", true, false),
+            ("gave_up", true, false),
+            ("time_waits", true, false),
+        ]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        super::counter_handler(
+            name,
+            &[
+                ("timeouts", self.timeouts),
+                ("gave_up", self.gave_up),
+                ("time_waits", self.time_waits),
+            ],
+        )
+    }
+}
+
+impl Timers {
+    /// RFC 6298 §5.4-5.7: retransmit the earliest unacknowledged segment
+    /// (everything from SND.UNA is sent again, within a window of one
+    /// segment), back the timer off, and let congestion control restart
+    /// (RFC 5681 §3.1). A SYN-ACK is sent again as it was. Returns a
+    /// packet to send now, if any.
+    fn retransmission_timeout(
+        &mut self,
+        info: &mut crate::tcp::info::TcpInfo,
+        r: anno::TcbRef,
+        now: u64,
+        ctx: &mut Ctx<'_>,
+    ) -> Option<Packet> {
+        let our_mss = info.our_mss(&info.tcbs.get(r)?.key);
+        let tcb = info.tcbs.get_mut(r)?;
+        tcb.rtt.back_off();
+        if tcb.rtt.backoffs() > MAX_RETRANSMITS {
+            self.gave_up += 1;
+            super::rst_syn::abort(info, r, Some(libc::ETIMEDOUT));
+            return None;
+        }
+        if tcb.state == TcpState::SynReceived {
+            let seg = super::check::syn_ack(tcb, now, our_mss);
+            let key = tcb.key;
+            info.arm_rto(r, now);
+            let mut p = ctx.pool().alloc().ok()?;
+            return write_segment(&mut p, &key, &seg, &[]).then_some(p);
+        }
+        if tcb.flight_size() == 0 {
+            return None;
+        }
+        let high = tcb.snd_nxt - 1usize;
+        let flight = tcb.flight_size();
+        tcb.cc.on_timeout(flight, high.0);
+        tcb.snd_nxt = tcb.snd_una;
+        tcb.fin_sent = false;
+        info.arm_rto(r, now);
+        info.want_output(r);
+        None
+    }
+}

@@ -1,0 +1,253 @@
+//! Sockets for applications (ClickNF §3.3): a listener and a stream,
+//! with `async` calls for tasks on the router's executor (the blocking
+//! API of ClickNF's blocking tasks: the compiler does the context switch)
+//! and `try_` calls that return `EAGAIN` instead of waiting (non-blocking
+//! sockets). Errors are errno values, as the C ABI will give them.
+//!
+//! A call changes the TCB and asks the outgoing path to act (TCPOutput
+//! runs after the application tasks in the same round); an element that
+//! changes what a call waits for notifies the TCB's event (data,
+//! acknowledgment, connection, error), which wakes the task.
+
+use super::elements::rst_syn::abort;
+use super::info::TcpInfo;
+use super::tcb::TcpState;
+use crate::anno::TcbRef;
+use crate::wire::IpEndpoint;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The router's TCP state, as sockets hold it.
+pub type Stack = Rc<RefCell<TcpInfo>>;
+
+/// A listening socket (RFC 9293 §3.10.1, passive OPEN). Dropping it stops
+/// listening; connections not yet accepted are reset.
+pub struct TcpListener {
+    stack: Stack,
+    local: IpEndpoint,
+}
+
+impl TcpListener {
+    /// Listens on `local` (an unspecified address: every address of its
+    /// family), with `backlog` established connections waiting at most.
+    pub fn bind(stack: &Stack, local: IpEndpoint, backlog: usize) -> Result<TcpListener, i32> {
+        stack.borrow_mut().listen(local, backlog)?;
+        Ok(TcpListener {
+            stack: stack.clone(),
+            local,
+        })
+    }
+
+    pub fn local(&self) -> IpEndpoint {
+        self.local
+    }
+
+    /// The next established connection, or EAGAIN.
+    pub fn try_accept(&self) -> Result<TcpStream, i32> {
+        let mut info = self.stack.borrow_mut();
+        let info = &mut *info;
+        let l = info.listeners.get_mut(&self.local).ok_or(libc::EBADF)?;
+        while let Some(r) = l.accept_queue.pop_front() {
+            if let Some(tcb) = info.tcbs.get_mut(r) {
+                tcb.has_socket = true;
+                return Ok(TcpStream {
+                    stack: self.stack.clone(),
+                    tcb: r,
+                });
+            }
+        }
+        Err(libc::EAGAIN)
+    }
+
+    /// Waits for the next established connection.
+    pub async fn accept(&self) -> Result<TcpStream, i32> {
+        loop {
+            let wait = match self.try_accept() {
+                Err(libc::EAGAIN) => {
+                    let info = self.stack.borrow();
+                    info.listeners.get(&self.local).ok_or(libc::EBADF)?.accept_event.wait()
+                }
+                done => return done,
+            };
+            wait.await;
+        }
+    }
+}
+
+impl Drop for TcpListener {
+    fn drop(&mut self) {
+        let mut info = self.stack.borrow_mut();
+        if let Some(l) = info.listeners.remove(&self.local) {
+            for r in l.accept_queue {
+                abort(&mut info, r, None);
+            }
+        }
+    }
+}
+
+/// A connection.
+pub struct TcpStream {
+    stack: Stack,
+    tcb: TcbRef,
+}
+
+impl TcpStream {
+    fn with<T>(&self, f: impl FnOnce(&mut TcpInfo, TcbRef) -> Result<T, i32>) -> Result<T, i32> {
+        let mut info = self.stack.borrow_mut();
+        f(&mut info, self.tcb)
+    }
+
+    /// The connection's state.
+    pub fn state(&self) -> TcpState {
+        self.stack
+            .borrow()
+            .tcbs
+            .get(self.tcb)
+            .map_or(TcpState::Closed, |t| t.state)
+    }
+
+    /// The endpoints, ours first.
+    pub fn key(&self) -> Option<crate::wire::FlowKey> {
+        self.stack.borrow().tcbs.get(self.tcb).map(|t| t.key)
+    }
+
+    /// TCP_NODELAY.
+    pub fn set_nodelay(&self, on: bool) {
+        if let Some(t) = self.stack.borrow_mut().tcbs.get_mut(self.tcb) {
+            t.nodelay = on;
+        }
+    }
+
+    /// Reads what has arrived: Ok(0) at the end of the stream, EAGAIN if
+    /// nothing yet, the connection's error if it ended with one.
+    pub fn try_read(&self, buf: &mut [u8]) -> Result<usize, i32> {
+        self.with(|info, r| {
+            let tcb = info.tcbs.get_mut(r).ok_or(libc::ENOTCONN)?;
+            let mut n = 0;
+            while n < buf.len() {
+                let Some(front) = tcb.recv_queue.front_mut() else { break };
+                let take = front.len().min(buf.len() - n);
+                buf[n..n + take].copy_from_slice(&front[..take]);
+                n += take;
+                if take == front.len() {
+                    tcb.recv_queue.pop_front();
+                } else {
+                    let _ = front.strip_front(take);
+                }
+            }
+            if n > 0 {
+                let before = tcb.rcv_window() as usize;
+                tcb.recv_queued -= n;
+                // RFC 9293 §3.8.6.2.2: tell the peer when the window has
+                // opened by a segment or half the buffer since it last
+                // heard (receiver-side silly window avoidance).
+                let opened = tcb.rcv_window() as usize - before;
+                if before < tcb.snd_mss as usize || opened >= (tcb.rcv_wnd as usize / 2).min(tcb.snd_mss as usize) {
+                    tcb.send_ack = true;
+                    info.want_output(r);
+                }
+                return Ok(n);
+            }
+            if let Some(e) = tcb.error {
+                return Err(e);
+            }
+            if tcb.fin_received || tcb.state == TcpState::Closed {
+                return Ok(0);
+            }
+            Err(libc::EAGAIN)
+        })
+    }
+
+    /// Waits for data (or the end, or an error) and reads it.
+    pub async fn read(&self, buf: &mut [u8]) -> Result<usize, i32> {
+        loop {
+            let wait = match self.try_read(buf) {
+                Err(libc::EAGAIN) => {
+                    self.with(|info, r| Ok(info.tcbs.get(r).ok_or(libc::ENOTCONN)?.readable.wait()))?
+                }
+                done => return done,
+            };
+            wait.await;
+        }
+    }
+
+    /// Queues what the send buffer has room for; EAGAIN if none. After
+    /// shutdown or an error: EPIPE or the error.
+    pub fn try_write(&self, data: &[u8]) -> Result<usize, i32> {
+        self.with(|info, r| {
+            let tcb = info.tcbs.get_mut(r).ok_or(libc::ENOTCONN)?;
+            if let Some(e) = tcb.error {
+                return Err(e);
+            }
+            if tcb.fin_queued || !matches!(tcb.state, TcpState::Established | TcpState::CloseWait) {
+                return Err(libc::EPIPE);
+            }
+            let room = tcb.send_buffer_limit.saturating_sub(tcb.send_buffer.len());
+            if room == 0 {
+                return Err(libc::EAGAIN);
+            }
+            let n = room.min(data.len());
+            tcb.send_buffer.extend(&data[..n]);
+            info.want_output(r);
+            Ok(n)
+        })
+    }
+
+    /// Waits for room and queues some of `data`; returns how much.
+    pub async fn write(&self, data: &[u8]) -> Result<usize, i32> {
+        loop {
+            let wait = match self.try_write(data) {
+                Err(libc::EAGAIN) => {
+                    self.with(|info, r| Ok(info.tcbs.get(r).ok_or(libc::ENOTCONN)?.writable.wait()))?
+                }
+                done => return done,
+            };
+            wait.await;
+        }
+    }
+
+    /// Queues all of `data`, waiting for room as needed.
+    pub async fn write_all(&self, mut data: &[u8]) -> Result<(), i32> {
+        while !data.is_empty() {
+            let n = self.write(data).await?;
+            data = &data[n..];
+        }
+        Ok(())
+    }
+
+    /// Closes our direction (RFC 9293 §3.10.4 CLOSE): a FIN follows the
+    /// data queued so far; ESTABLISHED becomes FIN-WAIT-1, CLOSE-WAIT
+    /// becomes LAST-ACK.
+    pub fn shutdown_write(&self) -> Result<(), i32> {
+        self.with(|info, r| {
+            let tcb = info.tcbs.get_mut(r).ok_or(libc::ENOTCONN)?;
+            if tcb.fin_queued {
+                return Ok(());
+            }
+            tcb.state = match tcb.state {
+                TcpState::SynReceived | TcpState::Established => TcpState::FinWait1,
+                TcpState::CloseWait => TcpState::LastAck,
+                _ => return Err(libc::ENOTCONN),
+            };
+            tcb.fin_queued = true;
+            info.want_output(r);
+            Ok(())
+        })
+    }
+}
+
+impl Drop for TcpStream {
+    /// The socket lets go: our side closes if it was open (the stack
+    /// finishes the close by itself), and a connection already CLOSED is
+    /// deleted.
+    fn drop(&mut self) {
+        let _ = self.shutdown_write();
+        let mut info = self.stack.borrow_mut();
+        if let Some(tcb) = info.tcbs.get_mut(self.tcb) {
+            tcb.has_socket = false;
+            if tcb.state == TcpState::Closed {
+                abort(&mut info, self.tcb, None);
+            }
+        }
+    }
+}
