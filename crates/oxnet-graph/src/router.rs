@@ -1013,6 +1013,22 @@ impl Router {
         self.shared.clock.simulated.set(Some(0));
     }
 
+    /// With a simulated clock: moves it forward to `us` (never back), for
+    /// a test that steps time itself (the stack's script tests); the
+    /// timers due by then fire in the next rounds.
+    pub fn advance_simulated_time(&mut self, us: u64) {
+        let clock = &self.shared.clock.simulated;
+        if let Some(now) = clock.get() {
+            clock.set(Some(now.max(us)));
+        }
+    }
+
+    /// The router's time, microseconds since it started (simulated or
+    /// real).
+    pub fn now_us(&self) -> u64 {
+        self.shared.clock.now()
+    }
+
     fn call(&self, index: usize, f: &mut dyn FnMut(&mut dyn Element, &mut Ctx<'_>)) {
         self.shared.reentrant_delivered.set(0);
         self.shared.begin_step(index);

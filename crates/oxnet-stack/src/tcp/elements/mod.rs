@@ -44,6 +44,25 @@ use oxnet_graph::Ctx;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+/// cTCP as one compound element class (ClickNF Figures 2-4 wired
+/// together): input 0 takes IP packets carrying TCP with their header
+/// marks set (the IP layer's input elements set them); output 0 gives the
+/// IP packets to send (for the neighbour resolver). A configuration
+/// includes this text and uses `TCPStack` like any class; every element
+/// inside can be read or rewired (`tcp/cs.unacceptable`, ...).
+pub const TCP_STACK: &str = "
+elementclass TCPStack {
+  input -> fl :: TCPFlowLookup;
+  fl[0] -> cs :: TCPCheckSeqNo -> rst :: TCPProcessRst -> syn :: TCPProcessSyn -> ack :: TCPProcessAck
+    -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> data :: TCPProcessData -> fin :: TCPProcessFin
+    -> ar :: TCPAckRequired -> output;
+  fl[1] -> listen :: TCPListen -> output;
+  cs[1] -> output; rst[1] -> output; syn[1] -> output; ack[1] -> output;
+  TCPOutput -> nagle :: TCPNagle -> rate :: TCPRateControl -> seg :: TCPSegmentation -> output;
+  timers :: TCPTimers -> output;
+}
+";
+
 /// The family's classes.
 pub const MODULE: Module = Module {
     classes: &[

@@ -265,19 +265,17 @@ fn paws_rejects_an_old_timestamp() {
     assert_eq!(rig.handler("data.delivered_bytes"), "0");
 }
 
-/// Both paths, the timers and an echo server on the router's executor.
-const ECHO: &str = "
-src :: TestSource -> fl :: TCPFlowLookup;
-fl[0] -> cs :: TCPCheckSeqNo -> rst :: TCPProcessRst -> syn :: TCPProcessSyn -> ack :: TCPProcessAck
-  -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> data :: TCPProcessData -> fin :: TCPProcessFin
-  -> ar :: TCPAckRequired -> out :: TestSink;
-fl[1] -> listen :: TCPListen -> out;
-cs[1] -> out; rst[1] -> out; syn[1] -> out; ack[1] -> out;
-TCPOutput -> nagle :: TCPNagle -> rate :: TCPRateControl -> seg :: TCPSegmentation -> out;
-timers :: TCPTimers -> out;
+/// Both paths, the timers and an echo server on the router's executor,
+/// through the TCPStack compound.
+fn echo_config() -> String {
+    format!(
+        "{}
+src :: TestSource -> tcp :: TCPStack -> out :: TestSink;
 AppExecutor;
-echo :: TCPEchoServer(7);
-";
+echo :: TCPEchoServer(7);",
+        super::TCP_STACK
+    )
+}
 
 /// The client's side of a connection to port 7: handshake, returns the
 /// server's ISS.
@@ -295,7 +293,7 @@ fn connect_echo(rig: &mut Rig) -> TcpSeqNumber {
 
 #[test]
 fn the_echo_server_sends_back_what_it_reads_and_closes_after_the_peer() {
-    let mut rig = Rig::new(ECHO);
+    let mut rig = Rig::new(&echo_config());
     let iss = connect_echo(&mut rig);
     let ack = Some((iss + 1).0);
     let out = rig.exchange(vec![from_client(
@@ -338,7 +336,7 @@ fn the_echo_server_sends_back_what_it_reads_and_closes_after_the_peer() {
 
 #[test]
 fn unacknowledged_data_is_sent_again_when_the_timer_expires() {
-    let mut rig = Rig::new(ECHO);
+    let mut rig = Rig::new(&echo_config());
     let iss = connect_echo(&mut rig);
     let out = rig.exchange(vec![from_client(
         &seg(CPORT, 7, 1001, Some((iss + 1).0), TcpFlags::PSH, 4),
@@ -354,7 +352,7 @@ fn unacknowledged_data_is_sent_again_when_the_timer_expires() {
     rig.router.run(&|| !output.borrow().is_empty());
     let again: Vec<_> = rig.output.borrow_mut().drain(..).map(|b| to_client(&b)).collect();
     assert!(again.iter().any(|(s, p)| p == b"ping" && s.seq == iss + 1), "{again:?}");
-    assert_eq!(rig.handler("timers.timeouts"), "1");
+    assert_eq!(rig.handler("tcp/timers.timeouts"), "1");
 }
 
 fn state_of(rig: &Rig, port: u16) -> Option<TcpState> {
