@@ -96,6 +96,9 @@ pub struct TcpInfo {
     pub timers: std::collections::BTreeSet<(u64, TcbRef, TimerKind)>,
     /// Ephemeral port search state (RFC 6056 algorithm 3's counter).
     pub next_port: u16,
+    /// The router's time as the TCP elements last saw it (socket calls,
+    /// which run outside the elements, read it: ISNs, timestamps).
+    pub clock_us: u64,
 }
 
 /// The timers TCPTimers runs (ClickNF Figure 4).

@@ -4,6 +4,8 @@
 //! | element | ports | what |
 //! |---|---|---|
 //! | TCPFlowLookup | 1/2 | checksum, then the flow's TCB into the annotation: output 0 a known flow, 1 none |
+//! | TCPStateDemux | 1/2 | output 0 segments of connections in SYN-SENT, 1 the others |
+//! | TCPSynSent | 1/1 | §3.10.7.3: the answer to our SYN (ESTABLISHED, or SYN-RECEIVED for a simultaneous open, or refused by a RST) |
 //! | TCPListen | 1/1 | no TCB (§3.10.7.1-2): a SYN to a listener makes a TCB in SYN-RECEIVED and is answered with a SYN-ACK; anything else to no listener gets a RST |
 //! | TCPCheckSeqNo | 1/2 | "first, check sequence number" and PAWS (RFC 7323 §5); trims the segment to the window; 0 acceptable, 1 the ACK that answers an unacceptable one |
 //! | TCPProcessRst | 1/2 | "second, check the RST bit", RFC 5961 §3: 0 no RST, 1 a challenge ACK |
@@ -32,6 +34,7 @@ pub mod listen;
 pub mod lookup;
 pub mod rst_syn;
 pub mod send;
+pub mod syn_sent;
 
 use super::info::TcpInfo;
 use super::output::write_segment;
@@ -53,7 +56,9 @@ use std::rc::Rc;
 pub const TCP_STACK: &str = "
 elementclass TCPStack {
   input -> fl :: TCPFlowLookup;
-  fl[0] -> cs :: TCPCheckSeqNo -> rst :: TCPProcessRst -> syn :: TCPProcessSyn -> ack :: TCPProcessAck
+  fl[0] -> sd :: TCPStateDemux;
+  sd[0] -> ss :: TCPSynSent -> output;
+  sd[1] -> cs :: TCPCheckSeqNo -> rst :: TCPProcessRst -> syn :: TCPProcessSyn -> ack :: TCPProcessAck
     -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> data :: TCPProcessData -> fin :: TCPProcessFin
     -> ar :: TCPAckRequired -> output;
   fl[1] -> listen :: TCPListen -> output;
@@ -81,6 +86,8 @@ pub const MODULE: Module = Module {
         "TCPProcessSyn",
         "TCPRateControl",
         "TCPSegmentation",
+        "TCPStateDemux",
+        "TCPSynSent",
         "TCPTimers",
     ],
     create: |class| {
@@ -101,6 +108,8 @@ pub const MODULE: Module = Module {
             "TCPRateControl" => Box::new(send::RateControl::default()),
             "TCPSegmentation" => Box::new(send::Segmentation::default()),
             "TCPTimers" => Box::new(send::Timers::default()),
+            "TCPStateDemux" => Box::new(syn_sent::StateDemux::default()),
+            "TCPSynSent" => Box::new(syn_sent::SynSent::default()),
             _ => return None,
         })
     },

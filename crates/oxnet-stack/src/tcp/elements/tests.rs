@@ -360,3 +360,78 @@ fn state_of(rig: &Rig, port: u16) -> Option<TcpState> {
     let r = info.lookup(&server_key(CPORT, port))?;
     info.tcbs.get(r).map(|t| t.state)
 }
+
+fn client_stream(rig: &Rig, port: u16) -> crate::tcp::socket::TcpStream {
+    crate::tcp::socket::TcpStream::connect(&rig.info, IpEndpoint::new(SERVER, port), IpEndpoint::new(CLIENT, 9000))
+        .unwrap()
+}
+
+#[test]
+fn an_active_open_sends_a_syn_with_our_options_and_completes_on_the_syn_ack() {
+    // Here the stack is the one at SERVER's address opening to CLIENT:9000.
+    let mut rig = Rig::new(&echo_config());
+    let stream = client_stream(&rig, 45000);
+    let out = rig.exchange(vec![]);
+    assert_eq!(out.len(), 1);
+    let (syn, _) = to_client(&out[0]);
+    assert_eq!(
+        (syn.flags, syn.ack, syn.src_port, syn.dst_port),
+        (TcpFlags::SYN, None, 45000, 9000)
+    );
+    assert_eq!(syn.options.mss, Some(1460));
+    assert_eq!(syn.options.window_scale, Some(7));
+    assert!(syn.options.sack_permitted && syn.options.timestamps.is_some());
+    assert_eq!(stream.state(), TcpState::SynSent);
+    // The peer's SYN-ACK (from port 9000 to 45000).
+    let mut syn_ack = seg(9000, 45000, 5000, Some((syn.seq + 1).0), TcpFlags::SYN, 0);
+    syn_ack.options = TcpOptions {
+        mss: Some(1200),
+        ..TcpOptions::default()
+    };
+    let out = rig.exchange(vec![from_client(&syn_ack, &[])]);
+    assert_eq!(out.len(), 1, "the handshake's ACK");
+    let (ack, _) = to_client(&out[0]);
+    assert_eq!(
+        (ack.seq, ack.ack, ack.flags),
+        (syn.seq + 1, Some(TcpSeqNumber(5001)), TcpFlags::empty())
+    );
+    assert_eq!(stream.state(), TcpState::Established);
+    let info = rig.info.borrow();
+    let key = stream.key().unwrap();
+    let tcb = info.tcbs.get(info.lookup(&key).unwrap()).unwrap();
+    assert_eq!(tcb.snd_mss, 1200);
+    assert!(!tcb.timestamps && tcb.snd_wscale == 0, "the peer offered neither");
+    drop(info);
+    // Data both ways over it.
+    assert_eq!(stream.try_write(b"hi"), Ok(2));
+    let out = rig.exchange(vec![]);
+    let (d, payload) = to_client(&out[0]);
+    assert_eq!((d.seq, payload.as_slice()), (syn.seq + 1, &b"hi"[..]));
+}
+
+#[test]
+fn a_reset_answering_our_syn_refuses_the_connection() {
+    let mut rig = Rig::new(&echo_config());
+    let stream = client_stream(&rig, 45001);
+    let (syn, _) = to_client(&rig.exchange(vec![])[0]);
+    let rst = seg(9000, 45001, 0, Some((syn.seq + 1).0), TcpFlags::RST, 0);
+    assert!(rig.exchange(vec![from_client(&rst, &[])]).is_empty());
+    assert_eq!(stream.state(), TcpState::Closed);
+    let mut buf = [0; 4];
+    assert_eq!(stream.try_read(&mut buf), Err(libc::ECONNREFUSED));
+    drop(stream);
+    assert!(rig.info.borrow().tcbs.is_empty(), "the socket let go: the TCB is gone");
+}
+
+#[test]
+fn an_unanswered_syn_is_sent_again_after_the_timeout() {
+    let mut rig = Rig::new(&echo_config());
+    let _stream = client_stream(&rig, 45002);
+    let (first, _) = to_client(&rig.exchange(vec![])[0]);
+    let output = rig.output.clone();
+    rig.router.run(&|| !output.borrow().is_empty());
+    let again: Vec<_> = rig.output.borrow_mut().drain(..).map(|b| to_client(&b).0).collect();
+    assert_eq!(again.len(), 1);
+    assert_eq!((again[0].flags, again[0].seq), (TcpFlags::SYN, first.seq));
+    assert!(rig.router.now_us() >= 1_000_000, "RFC 6298 §2.1: 1 s");
+}
