@@ -1,0 +1,6 @@
+//! Neighbour resolution (placeholder while being written).
+
+pub mod cache;
+
+#[cfg(test)]
+mod cache_tests;
