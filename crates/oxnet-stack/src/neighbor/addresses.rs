@@ -170,7 +170,10 @@ mod tests {
         let mut own = OwnAddresses::new(&[a("fe80::1"), a("2001:db8::1")], 2, S);
         let mut steps = Vec::new();
         own.start(10, &mut steps);
-        assert_eq!(steps, [DadStep::Solicit(a("fe80::1")), DadStep::Solicit(a("2001:db8::1"))]);
+        assert_eq!(
+            steps,
+            [DadStep::Solicit(a("fe80::1")), DadStep::Solicit(a("2001:db8::1"))]
+        );
         assert_eq!(own.next_deadline(), Some(10 + S));
         steps.clear();
         own.poll(10 + S - 1, &mut steps);
@@ -203,13 +206,23 @@ mod tests {
         own.start(0, &mut Vec::new());
         assert_eq!(own.source_for(a("fe80::9"), None), Some(a("fe80::1")));
         assert_eq!(own.source_for(a("2001:db8::9"), None), Some(a("2001:db8::1")));
-        assert_eq!(own.source_for(a("2001:db8::9"), Some(a("2001:db8::2"))), Some(a("2001:db8::2")));
-        assert_eq!(own.source_for(a("2001:db8::9"), Some(a("2001:db8::7"))), Some(a("2001:db8::1")));
+        assert_eq!(
+            own.source_for(a("2001:db8::9"), Some(a("2001:db8::2"))),
+            Some(a("2001:db8::2"))
+        );
+        assert_eq!(
+            own.source_for(a("2001:db8::9"), Some(a("2001:db8::7"))),
+            Some(a("2001:db8::1"))
+        );
         let own = {
             let mut o = OwnAddresses::new(&[a("2001:db8::1")], 0, S);
             o.start(0, &mut Vec::new());
             o
         };
-        assert_eq!(own.source_for(a("fe80::9"), None), Some(a("2001:db8::1")), "any, if none of the scope");
+        assert_eq!(
+            own.source_for(a("fe80::9"), None),
+            Some(a("2001:db8::1")),
+            "any, if none of the scope"
+        );
     }
 }

@@ -413,7 +413,7 @@ impl NDResolver {
                 // solicited.
                 if nd.dst.is_multicast() && solicited {
                     self.counters.invalid += 1;
-            return;
+                    return;
                 }
                 match self.own.state(target) {
                     // RFC 4862 §5.4.4.
