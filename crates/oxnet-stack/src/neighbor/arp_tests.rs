@@ -131,7 +131,10 @@ fn the_queue_keeps_the_latest_packets() {
 #[test]
 fn a_request_for_us_is_answered_and_its_sender_learned_stale() {
     let (h, mut r) = setup(", ANNOUNCE 0");
-    h.inject(S, 1, &request_for_us_from(3), None);
+    // Padded to Ethernet's minimum of 60 bytes, as it arrives.
+    let mut request = request_for_us_from(3);
+    request.resize(60, 0);
+    h.inject(S, 1, &request, None);
     h.run_until(&mut r, S);
     let reply =
         hex("020000000003 020000000001 0806 | 0001 0800 06 04 0002 | 020000000001 0a000001 | 020000000003 0a000003");

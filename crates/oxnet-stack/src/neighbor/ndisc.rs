@@ -7,6 +7,7 @@ use super::cache::{NeighborCache, Outcome, Released, Settings, Solicit};
 use super::support::{self, TimerSlot};
 use crate::anno;
 use crate::wire::ethernet::HEADER_LEN as ETHERNET_LEN;
+use crate::wire::icmpv6::msg_type;
 use crate::wire::ipv6::HEADER_LEN as IPV6_LEN;
 use crate::wire::{
     Checksum, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, Icmpv6Packet, Icmpv6Repr, IpProtocol,
@@ -48,10 +49,11 @@ struct Counters {
     /// Packets on input 0 from a duplicate address of ours.
     duplicate_drops: u64,
     /// Frames on input 1 that are not Ethernet + IPv6 + ICMPv6 Neighbor
-    /// Discovery, or whose ICMPv6 does not parse (checksum, length...).
+    /// Discovery.
     bad_frames: u64,
-    /// Neighbor Discovery messages failing RFC 4861 §7.1's checks that
-    /// need the IPv6 header (hop limit 255, source and destination rules).
+    /// Neighbor Discovery messages failing RFC 4861 §7.1's checks (hop
+    /// limit 255, checksum, code 0, length, target, options, source and
+    /// destination rules).
     invalid: u64,
     /// Router Solicitations and Advertisements, Redirects: ignored.
     router_messages: u64,
@@ -97,7 +99,8 @@ struct Counters {
 ///   from ::), sent to the source link-layer address, or to the frame's
 ///   Ethernet source when the solicitation has none (a unicast probe).
 ///   Its sender's address makes or updates a STALE entry (§7.2.3).
-/// * A Neighbor Advertisement updates the cache (§7.2.5).
+/// * A Neighbor Advertisement updates the cache (§7.2.5); its Router flag
+///   is not kept (there is no default router list).
 /// * A solicitation from :: (another node's DAD, RFC 4862 §5.4.3) or an
 ///   advertisement (§5.4.4) for a tentative address of ours marks it
 ///   duplicate: it is never used, a message says so once, and the
@@ -163,32 +166,44 @@ struct Received {
     message: NdiscRepr,
 }
 
+/// Why a frame on input 1 was not handled.
+enum Rejected {
+    /// Not Ethernet, IPv6 and ICMPv6 Neighbor Discovery.
+    NotNd,
+    /// Neighbor Discovery failing a check of RFC 4861 §7.1 that
+    /// [`Icmpv6Repr::parse`] makes (checksum, code 0, length, target not
+    /// multicast, options).
+    Invalid,
+}
+
 /// The Neighbor Discovery message of a frame (checksum verified, and the
-/// checks of [`NdiscRepr::parse`]); None if the frame is not Ethernet,
-/// IPv6 and ICMPv6 Neighbor Discovery, or does not parse.
-fn parse_nd(frame: &[u8]) -> Option<Received> {
-    let frame = EthernetFrame::new_checked(frame).ok()?;
+/// checks of [`NdiscRepr::parse`]).
+fn parse_nd(frame: &[u8]) -> Result<Received, Rejected> {
+    let frame = EthernetFrame::new_checked(frame).map_err(|_| Rejected::NotNd)?;
     if frame.ethertype() != EtherType::Ipv6 {
-        return None;
+        return Err(Rejected::NotNd);
     }
     let bytes = frame.payload();
-    let ip = Ipv6Packet::new_checked(bytes).ok()?;
-    let (protocol, at) = ip.upper_layer().ok()?;
+    let ip = Ipv6Packet::new_checked(bytes).map_err(|_| Rejected::NotNd)?;
+    let (protocol, at) = ip.upper_layer().map_err(|_| Rejected::NotNd)?;
     if protocol != IpProtocol::Icmpv6 {
-        return None;
+        return Err(Rejected::NotNd);
     }
     let end = IPV6_LEN + ip.payload_len() as usize;
-    let icmp = Icmpv6Packet::new_checked(bytes.get(at..end)?).ok()?;
+    let icmp = bytes.get(at..end).ok_or(Rejected::NotNd)?;
+    let icmp = Icmpv6Packet::new_checked(icmp).map_err(|_| Rejected::NotNd)?;
     let (src, dst) = (ip.src_addr(), ip.dst_addr());
-    match Icmpv6Repr::parse(&icmp, &src, &dst, Checksum::Verify).ok()? {
-        Icmpv6Repr::Ndisc(message) => Some(Received {
+    let is_nd = (msg_type::ROUTER_SOLICIT..=msg_type::REDIRECT).contains(&icmp.msg_type());
+    match Icmpv6Repr::parse(&icmp, &src, &dst, Checksum::Verify) {
+        Ok(Icmpv6Repr::Ndisc(message)) => Ok(Received {
             eth_src: frame.src_addr(),
             src,
             dst,
             hop_limit: ip.hop_limit(),
             message,
         }),
-        _ => None,
+        Err(_) if is_nd => Err(Rejected::Invalid),
+        _ => Err(Rejected::NotNd),
     }
 }
 
@@ -388,9 +403,16 @@ impl NDResolver {
 
     /// A frame on input 1.
     fn handle_nd(&mut self, frame: &[u8], now: u64, ctx: &Ctx<'_>, out: &mut PacketBatch) {
-        let Some(nd) = parse_nd(frame) else {
-            self.counters.bad_frames += 1;
-            return;
+        let nd = match parse_nd(frame) {
+            Ok(nd) => nd,
+            Err(Rejected::NotNd) => {
+                self.counters.bad_frames += 1;
+                return;
+            }
+            Err(Rejected::Invalid) => {
+                self.counters.invalid += 1;
+                return;
+            }
         };
         if nd.hop_limit != ND_HOP_LIMIT {
             self.counters.invalid += 1;

@@ -378,7 +378,7 @@ fn a_message_with_a_hop_limit_other_than_255_is_ignored_and_counted() {
 }
 
 #[test]
-fn router_messages_are_ignored_and_counted_and_broken_frames_too() {
+fn router_messages_are_ignored_and_invalid_or_foreign_frames_counted() {
     let (h, mut r) = setup_started("");
     let rs = frame(
         "333300000002",
@@ -398,11 +398,21 @@ fn router_messages_are_ignored_and_counted_and_broken_frames_too() {
     multicast_na[38..54].copy_from_slice(&addr("ff02::1").octets());
     fix_checksum(&mut multicast_na);
     h.inject(S, 1, &multicast_na, None);
+    // Code 1 (§7.1.1: code 0).
+    let mut code_1 = ns_from_3(255);
+    code_1[55] = 1;
+    fix_checksum(&mut code_1);
+    h.inject(S, 1, &code_1, None);
+    // An echo request is ICMPv6 but not Neighbor Discovery.
+    let mut echo = frame(ME, "020000000003", "fe80::3", "fe80::1", 64, "80 00 0000 0001 0001");
+    fix_checksum(&mut echo);
+    h.inject(S, 1, &echo, None);
     h.run_until(&mut r, S);
     assert_eq!(h.take(), []);
     assert_eq!(read(&r, "router_messages"), "1");
     assert_eq!(read(&r, "bad_frames"), "2");
-    assert_eq!(read(&r, "invalid"), "1");
+    assert_eq!(read(&r, "invalid"), "3");
+    assert_eq!(read(&r, "drops"), "5");
 }
 
 #[test]
