@@ -441,3 +441,79 @@ fn reachable_time_is_drawn_between_half_and_one_and_a_half_base_and_again_after_
     a.confirm(addr(1), REACHABLE_TIME_REDRAW_US);
     assert_ne!(a.reachable_time_us(), first);
 }
+
+/// One operation on the cache, on one of a few addresses.
+#[derive(Debug, Clone)]
+enum Op {
+    Send(u16),
+    Advertised(u16, Option<u8>, bool, bool),
+    Learned(u16, u8, bool),
+    Confirm(u16),
+    Permanent(u16, u8),
+    Remove(u16),
+    Wait(u64),
+}
+
+fn op_strategy() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    let a = 1u16..20;
+    prop_oneof![
+        a.clone().prop_map(Op::Send),
+        (a.clone(), proptest::option::of(0u8..4), any::<bool>(), any::<bool>())
+            .prop_map(|(n, m, s, o)| Op::Advertised(n, m, s, o)),
+        (a.clone(), 0u8..4, any::<bool>()).prop_map(|(n, m, c)| Op::Learned(n, m, c)),
+        a.clone().prop_map(Op::Confirm),
+        (a.clone(), 0u8..4).prop_map(|(n, m)| Op::Permanent(n, m)),
+        a.prop_map(Op::Remove),
+        (0u64..10_000_000).prop_map(Op::Wait),
+    ]
+}
+
+proptest::proptest! {
+    #[test]
+    fn whatever_happens_the_cache_keeps_its_bounds_and_its_invariants(
+        ops in proptest::collection::vec(op_strategy(), 1..200),
+    ) {
+        let mut c = NeighborCache::<Ipv6Addr, u32>::new(Settings {
+            max_entries: 5,
+            queue_len: 2,
+            ..Settings::default()
+        });
+        let mut now = 0;
+        let mut solicits = Vec::new();
+        for op in ops {
+            match op {
+                Op::Send(n) => {
+                    c.send(addr(n), 0, now);
+                }
+                Op::Advertised(n, m, s, o) => {
+                    c.advertised(addr(n), m.map(mac), s, o, now);
+                }
+                Op::Learned(n, m, create) => {
+                    c.learned(addr(n), mac(m), create, now);
+                }
+                Op::Confirm(n) => c.confirm(addr(n), now),
+                Op::Permanent(n, m) => {
+                    let _ = c.insert_permanent(addr(n), mac(m), now);
+                }
+                Op::Remove(n) => {
+                    c.remove(&addr(n));
+                }
+                Op::Wait(us) => {
+                    now += us;
+                    c.poll(now, &mut solicits);
+                }
+            }
+            proptest::prop_assert!(c.len() <= 5);
+            let incomplete = c.iter().filter(|(_, s, _)| *s == State::Incomplete).count();
+            proptest::prop_assert!(c.waiting() <= 2 * incomplete);
+            for (a, state, lladdr) in c.iter() {
+                proptest::prop_assert_eq!(lladdr.is_none(), state == State::Incomplete, "{} {}", a, state);
+            }
+            // No timer is ever missed: a deadline in the past has been run.
+            if let Some(t) = c.next_deadline() {
+                proptest::prop_assert!(t > now || t == now, "deadline {} before now {}", t, now);
+            }
+        }
+    }
+}
