@@ -59,7 +59,8 @@ struct Counters {
     router_messages: u64,
     /// Solicitations for an address that is not ours (or a duplicate).
     not_for_us: u64,
-    /// Advertisements of an address of ours by another node.
+    /// Advertisements of a preferred address of ours by another node, and
+    /// solicitations from one of our addresses.
     conflicts: u64,
     /// Our own frames heard back.
     own_frames: u64,
@@ -422,6 +423,12 @@ impl NDResolver {
             self.counters.own_frames += 1;
             return;
         }
+        // A source is never multicast (RFC 4291 §2.7); no entry is made
+        // for one.
+        if nd.src.is_multicast() {
+            self.counters.invalid += 1;
+            return;
+        }
         match nd.message {
             NdiscRepr::NeighborSolicit { target, options } => self.solicited(&nd, target, &options, now, ctx, out),
             NdiscRepr::NeighborAdvert {
@@ -473,6 +480,13 @@ impl NDResolver {
             self.counters.invalid += 1;
             return;
         }
+        // Another node soliciting from one of our addresses: counted, and
+        // nothing learned from it. (An advertisement from our tentative
+        // address is how a node defends it, RFC 4862 §5.4.4.)
+        if self.own.state(nd.src).is_some() {
+            self.counters.conflicts += 1;
+            return;
+        }
         match self.own.state(target) {
             None | Some(AddressState::Duplicate) => self.counters.not_for_us += 1,
             Some(AddressState::Tentative { .. }) => {
@@ -483,20 +497,19 @@ impl NDResolver {
                     self.mark_duplicate(ctx, target);
                 }
             }
+            // §7.2.4: to the all-nodes address, not solicited, when the
+            // solicitation came from ::.
+            Some(AddressState::Preferred) if from_dad => {
+                let all_nodes_mac = support::ipv6_multicast_mac(ALL_NODES);
+                self.advertise(ctx, target, ALL_NODES, all_nodes_mac, false, out);
+            }
             Some(AddressState::Preferred) => {
-                let mut released = None;
-                if !from_dad {
-                    if let Some(lladdr) = options.source_lladdr {
-                        released = self.cache.learned(nd.src, lladdr, true, now);
-                    }
-                }
-                if from_dad {
-                    let all_nodes_mac = support::ipv6_multicast_mac(ALL_NODES);
-                    self.advertise(ctx, target, ALL_NODES, all_nodes_mac, false, out);
-                } else {
-                    let eth_dst = options.source_lladdr.unwrap_or(nd.eth_src);
-                    self.advertise(ctx, target, nd.src, eth_dst, true, out);
-                }
+                // §7.2.3: the sender's address makes or updates an entry.
+                let released = options
+                    .source_lladdr
+                    .and_then(|lladdr| self.cache.learned(nd.src, lladdr, true, now));
+                let eth_dst = options.source_lladdr.unwrap_or(nd.eth_src);
+                self.advertise(ctx, target, nd.src, eth_dst, true, out);
                 self.send_released(released, out);
             }
         }

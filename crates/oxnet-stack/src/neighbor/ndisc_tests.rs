@@ -407,12 +407,24 @@ fn router_messages_are_ignored_and_invalid_or_foreign_frames_counted() {
     let mut echo = frame(ME, "020000000003", "fe80::3", "fe80::1", 64, "80 00 0000 0001 0001");
     fix_checksum(&mut echo);
     h.inject(S, 1, &echo, None);
+    // A multicast source.
+    let mut multicast_source = ns_from_3(255);
+    multicast_source[22..38].copy_from_slice(&addr("ff02::3").octets());
+    fix_checksum(&mut multicast_source);
+    h.inject(S, 1, &multicast_source, None);
+    // Our own address as the source, from another node.
+    let mut ours = ns_from_3(255);
+    ours[22..38].copy_from_slice(&addr("2001:db8::1").octets());
+    fix_checksum(&mut ours);
+    h.inject(S, 1, &ours, None);
     h.run_until(&mut r, S);
     assert_eq!(h.take(), []);
     assert_eq!(read(&r, "router_messages"), "1");
     assert_eq!(read(&r, "bad_frames"), "2");
-    assert_eq!(read(&r, "invalid"), "3");
-    assert_eq!(read(&r, "drops"), "5");
+    assert_eq!(read(&r, "invalid"), "4");
+    assert_eq!(read(&r, "conflicts"), "1");
+    assert_eq!(read(&r, "drops"), "6");
+    assert_eq!(read(&r, "count"), "0");
 }
 
 #[test]
