@@ -110,6 +110,10 @@ pub struct Tcb {
     pub recv_queue: VecDeque<Packet>,
     /// Bytes in `recv_queue`.
     pub recv_queued: usize,
+    /// Segments received ahead of RCV.NXT, by sequence number
+    /// (TCPReordering), and a counter that orders their arrivals.
+    pub ooo: VecDeque<Held>,
+    pub ooo_arrivals: u64,
     /// Bytes the application gave and the peer has not acknowledged, from
     /// SND.UNA on (so retransmissions are cut from it).
     pub send_buffer: VecDeque<u8>,
@@ -178,6 +182,8 @@ impl Tcb {
             cc: NewReno::new(default_mss as u32, iss.0, settings.initial_window),
             recv_queue: VecDeque::new(),
             recv_queued: 0,
+            ooo: VecDeque::new(),
+            ooo_arrivals: 0,
             send_buffer: VecDeque::new(),
             fin_queued: false,
             fin_sent: false,
@@ -224,6 +230,39 @@ impl Tcb {
     /// Bytes sent and not acknowledged (RFC 5681's FlightSize).
     pub fn flight_size(&self) -> u32 {
         (self.snd_nxt - self.snd_una).max(0) as u32
+    }
+}
+
+/// A segment held ahead of RCV.NXT: where its data starts and ends (a
+/// FIN counted), when it came (to report the newest SACK block first).
+pub struct Held {
+    pub seq: TcpSeqNumber,
+    pub end: TcpSeqNumber,
+    pub arrival: u64,
+    pub packet: Packet,
+}
+
+impl Tcb {
+    /// The SACK blocks to report (RFC 2018 §4): the held data as ranges,
+    /// the one with the most recent arrival first, then the others in
+    /// sequence order; at most `max`.
+    pub fn sack_blocks(&self, max: usize) -> Vec<(TcpSeqNumber, TcpSeqNumber, u64)> {
+        let mut ranges: Vec<(TcpSeqNumber, TcpSeqNumber, u64)> = Vec::new();
+        for h in &self.ooo {
+            match ranges.last_mut() {
+                Some(last) if h.seq <= last.1 => {
+                    last.1 = last.1.max(h.end);
+                    last.2 = last.2.max(h.arrival);
+                }
+                _ => ranges.push((h.seq, h.end, h.arrival)),
+            }
+        }
+        if let Some(newest) = (0..ranges.len()).max_by_key(|&i| ranges[i].2) {
+            let first = ranges.remove(newest);
+            ranges.insert(0, first);
+        }
+        ranges.truncate(max);
+        ranges
     }
 }
 

@@ -63,14 +63,31 @@ impl Element for ProcessData {
         let outs = {
             let mut info = info.borrow_mut();
             super::split_packets(batch, n, |mut p| {
-                let (Some(r), Some(seg)) = (anno::tcb(&p), Seg::read(&p)) else {
+                let Some(r) = anno::tcb(&p) else {
                     self.drops += 1;
                     return None;
+                };
+                let Some(mut seg) = Seg::read(&p) else {
+                    // A control packet (TCPReordering's duplicate ACK): on.
+                    return Some((0, p));
                 };
                 let Some(tcb) = info.tcbs.get_mut(r) else {
                     self.drops += 1;
                     return None;
                 };
+                // A segment TCPReordering released may overlap what the one
+                // before it delivered: its new part only.
+                if seg.seq < tcb.rcv_nxt {
+                    let old = (tcb.rcv_nxt - seg.seq) as usize;
+                    if old >= seg.payload_len + seg.has(TcpFlags::FIN) as usize {
+                        return None;
+                    }
+                    if super::check::trim(&mut p, &seg, old, 0).is_none() {
+                        self.drops += 1;
+                        return None;
+                    }
+                    seg = Seg::read(&p)?;
+                }
                 let mut flags = anno::tcp_flags(&p);
                 let in_sequence = seg.seq == tcb.rcv_nxt;
                 let accepts_text = matches!(

@@ -9,8 +9,8 @@ use crate::wire::{IpEndpoint, TcpFlags, TcpOptions, TcpSeqNumber};
 const PATH: &str = "
 src :: TestSource -> fl :: TCPFlowLookup;
 fl[0] -> cs :: TCPCheckSeqNo -> rst :: TCPProcessRst -> syn :: TCPProcessSyn -> ack :: TCPProcessAck
-  -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> data :: TCPProcessData -> fin :: TCPProcessFin
-  -> ar :: TCPAckRequired -> out :: TestSink;
+  -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> ro :: TCPReordering -> data :: TCPProcessData
+  -> fin :: TCPProcessFin -> ar :: TCPAckRequired -> out :: TestSink;
 fl[1] -> listen :: TCPListen -> out;
 cs[1] -> out; rst[1] -> out; syn[1] -> out; ack[1] -> out;
 ";
@@ -434,4 +434,51 @@ fn an_unanswered_syn_is_sent_again_after_the_timeout() {
     assert_eq!(again.len(), 1);
     assert_eq!((again[0].flags, again[0].seq), (TcpFlags::SYN, first.seq));
     assert!(rig.router.now_us() >= 1_000_000, "RFC 6298 §2.1: 1 s");
+}
+
+#[test]
+fn data_ahead_of_rcv_nxt_is_held_sacked_and_delivered_in_order_once_the_gap_fills() {
+    let mut rig = rig_listening();
+    let iss = handshake(&mut rig);
+    let ack = Some((iss + 1).0);
+    let ts = |mut s: crate::wire::TcpRepr, v: u32| {
+        s.options.timestamps = Some((v, 0));
+        s
+    };
+    // "cd" at 1003 and "gh" at 1007 arrive before "ab" (1001) and "ef" (1005).
+    let out = rig.exchange(vec![
+        from_client(&ts(seg(CPORT, 80, 1003, ack, TcpFlags::empty(), 2), 110), b"cd"),
+        from_client(&ts(seg(CPORT, 80, 1007, ack, TcpFlags::empty(), 2), 111), b"gh"),
+    ]);
+    let dups: Vec<_> = out.iter().map(|b| to_client(b).0).collect();
+    assert_eq!(dups.len(), 2, "an immediate duplicate ACK for each");
+    assert!(dups.iter().all(|d| d.ack == Some(TcpSeqNumber(1001))));
+    // RFC 2018 §4: the newest block first.
+    let blocks: Vec<_> = dups[1].options.sack_blocks.iter().flatten().copied().collect();
+    assert_eq!(
+        blocks,
+        [
+            (TcpSeqNumber(1007), TcpSeqNumber(1009)),
+            (TcpSeqNumber(1003), TcpSeqNumber(1005))
+        ]
+    );
+    // "abcd" at 1001 overlaps the held "cd"; then "ef" fills the last gap.
+    let out = rig.exchange(vec![from_client(
+        &ts(seg(CPORT, 80, 1001, ack, TcpFlags::empty(), 4), 112),
+        b"abcd",
+    )]);
+    assert_eq!(to_client(out.last().unwrap()).0.ack, Some(TcpSeqNumber(1005)));
+    let out = rig.exchange(vec![from_client(
+        &ts(seg(CPORT, 80, 1005, ack, TcpFlags::empty(), 2), 113),
+        b"ef",
+    )]);
+    assert_eq!(to_client(out.last().unwrap()).0.ack, Some(TcpSeqNumber(1009)));
+    let info = rig.info.borrow();
+    let tcb = info.tcbs.get(info.lookup(&server_key(CPORT, 80)).unwrap()).unwrap();
+    let got: Vec<u8> = tcb.recv_queue.iter().flat_map(|p| p.to_vec()).collect();
+    assert_eq!(got, b"abcdefgh", "every byte once, in order");
+    assert!(tcb.ooo.is_empty());
+    drop(info);
+    assert_eq!(rig.handler("ro.held"), "2");
+    assert_eq!(rig.handler("ro.released"), "1", "gh; cd was covered by abcd");
 }
