@@ -154,6 +154,10 @@ pub struct Tcb {
     pub rto_deadline: Option<u64>,
     /// When TIME-WAIT ends, in that state.
     pub time_wait_deadline: Option<u64>,
+    /// When a delayed ACK must go, if one waits; and the data segments
+    /// received since our last ACK.
+    pub delayed_ack_deadline: Option<u64>,
+    pub unacked_segments: u32,
 }
 
 impl Tcb {
@@ -200,6 +204,8 @@ impl Tcb {
             retransmit_first: false,
             rto_deadline: None,
             time_wait_deadline: None,
+            delayed_ack_deadline: None,
+            unacked_segments: 0,
         }
     }
 
@@ -207,6 +213,13 @@ impl Tcb {
     /// shift applies, except in a SYN segment, which the caller handles).
     pub fn window_field(&self) -> u16 {
         (self.rcv_window() >> self.rcv_wscale).min(u16::MAX as u32) as u16
+    }
+
+    /// An ACK went out (alone or on data): no delayed ACK waits any more.
+    pub fn ack_sent(&mut self) {
+        self.delayed_ack_deadline = None;
+        self.unacked_segments = 0;
+        self.send_ack = false;
     }
 
     /// Whether our FIN has been sent and acknowledged.

@@ -76,6 +76,12 @@ impl Element for Reordering {
                     // In order (or nothing to order): on, and whatever it
                     // makes contiguous after it.
                     let end = seg.seq + len;
+                    let mut p = p;
+                    if len > 0 && !tcb.ooo.is_empty() {
+                        // It fills (part of) a gap: acknowledge at once.
+                        let flags = anno::tcp_flags(&p);
+                        anno::set_tcp_flags(&mut p, Anno(flags.0 | Anno::ACK_NOW));
+                    }
                     out.push(p);
                     if len > 0 && !tcb.ooo.is_empty() {
                         let mut next = end.max(tcb.rcv_nxt);

@@ -400,6 +400,9 @@ impl Element for Segmentation {
                         }
                     }
                 }
+                if sent_any {
+                    tcb.ack_sent();
+                }
                 // RFC 6298 §5.1: a segment with data (or a FIN) left and
                 // the timer is not running: start it.
                 let arm = sent_any && tcb.rto_deadline.is_none();
@@ -439,6 +442,7 @@ pub struct Timers {
     timeouts: u64,
     gave_up: u64,
     time_waits: u64,
+    delayed_acks: u64,
 }
 
 impl Element for Timers {
@@ -485,6 +489,13 @@ impl Element for Timers {
                             out.push(p);
                         }
                     }
+                    TimerKind::DelayedAck if tcb.delayed_ack_deadline == Some(at) => {
+                        worked = true;
+                        self.delayed_acks += 1;
+                        tcb.delayed_ack_deadline = None;
+                        tcb.send_ack = true;
+                        info.want_output(r);
+                    }
                     TimerKind::TimeWait if tcb.time_wait_deadline == Some(at) => {
                         worked = true;
                         self.time_waits += 1;
@@ -514,6 +525,7 @@ impl Element for Timers {
             ("timeouts", true, false),
             ("gave_up", true, false),
             ("time_waits", true, false),
+            ("delayed_acks", true, false),
         ]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
@@ -523,6 +535,7 @@ impl Element for Timers {
                 ("timeouts", self.timeouts),
                 ("gave_up", self.gave_up),
                 ("time_waits", self.time_waits),
+                ("delayed_acks", self.delayed_acks),
             ],
         )
     }

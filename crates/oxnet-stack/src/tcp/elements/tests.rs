@@ -5,20 +5,20 @@ use super::harness::*;
 use crate::tcp::tcb::TcpState;
 use crate::wire::{IpEndpoint, TcpFlags, TcpOptions, TcpSeqNumber};
 
-/// ClickNF Figure 2's incoming path, every answer to one sink.
-const PATH: &str = "
-src :: TestSource -> fl :: TCPFlowLookup;
-fl[0] -> cs :: TCPCheckSeqNo -> rst :: TCPProcessRst -> syn :: TCPProcessSyn -> ack :: TCPProcessAck
-  -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> ro :: TCPReordering -> data :: TCPProcessData
-  -> fin :: TCPProcessFin -> ar :: TCPAckRequired -> out :: TestSink;
-fl[1] -> listen :: TCPListen -> out;
-cs[1] -> out; rst[1] -> out; syn[1] -> out; ack[1] -> out;
-";
+/// cTCP (TCPStack: both paths and the timers) between a source and a
+/// sink; its elements' handlers are read as `tcp/NAME.HANDLER` (the rig
+/// adds the `tcp/`).
+fn path() -> String {
+    format!(
+        "{}\nsrc :: TestSource -> tcp :: TCPStack -> out :: TestSink;",
+        super::TCP_STACK
+    )
+}
 
 const CPORT: u16 = 40000;
 
 fn rig_listening() -> Rig {
-    let rig = Rig::new(PATH);
+    let rig = Rig::new(&path());
     rig.info.borrow_mut().listen(IpEndpoint::new(SERVER, 80), 16).unwrap();
     rig
 }
@@ -91,7 +91,12 @@ fn data_in_sequence_is_queued_without_a_copy_and_acknowledged() {
     let iss = handshake(&mut rig);
     let mut d = seg(CPORT, 80, 1001, Some((iss + 1).0), TcpFlags::PSH, 5);
     d.options.timestamps = Some((102, 0));
-    let out = rig.exchange(vec![from_client(&d, b"hello")]);
+    // One segment: its ACK waits (RFC 1122 §4.2.3.2), 40 ms.
+    assert!(rig.exchange(vec![from_client(&d, b"hello")]).is_empty());
+    let output = rig.output.clone();
+    rig.router.run(&|| !output.borrow().is_empty());
+    assert_eq!(rig.router.now_us(), 40_000, "the delay, in simulated time");
+    let out: Vec<_> = rig.output.borrow_mut().drain(..).collect();
     assert_eq!(out.len(), 1);
     let (ack, _) = to_client(&out[0]);
     assert_eq!(
@@ -241,7 +246,7 @@ fn a_bad_checksum_is_dropped_and_counted() {
 
 #[test]
 fn a_full_listener_drops_new_syns() {
-    let mut rig = Rig::new(PATH);
+    let mut rig = Rig::new(&path());
     rig.info.borrow_mut().settings.syn_backlog = 0;
     rig.info.borrow_mut().listen(IpEndpoint::new(SERVER, 80), 2).unwrap();
     let syns = (0..5)
@@ -352,7 +357,7 @@ fn unacknowledged_data_is_sent_again_when_the_timer_expires() {
     rig.router.run(&|| !output.borrow().is_empty());
     let again: Vec<_> = rig.output.borrow_mut().drain(..).map(|b| to_client(&b)).collect();
     assert!(again.iter().any(|(s, p)| p == b"ping" && s.seq == iss + 1), "{again:?}");
-    assert_eq!(rig.handler("tcp/timers.timeouts"), "1");
+    assert_eq!(rig.handler("timers.timeouts"), "1");
 }
 
 fn state_of(rig: &Rig, port: u16) -> Option<TcpState> {
@@ -481,4 +486,25 @@ fn data_ahead_of_rcv_nxt_is_held_sacked_and_delivered_in_order_once_the_gap_fill
     drop(info);
     assert_eq!(rig.handler("ro.held"), "2");
     assert_eq!(rig.handler("ro.released"), "1", "gh; cd was covered by abcd");
+}
+
+#[test]
+fn every_second_segment_is_acknowledged_at_once() {
+    let mut rig = rig_listening();
+    let iss = handshake(&mut rig);
+    let ack = Some((iss + 1).0);
+    let mut a = seg(CPORT, 80, 1001, ack, TcpFlags::empty(), 2);
+    a.options.timestamps = Some((110, 0));
+    let mut b = seg(CPORT, 80, 1003, ack, TcpFlags::empty(), 2);
+    b.options.timestamps = Some((111, 0));
+    assert!(rig.exchange(vec![from_client(&a, b"ab")]).is_empty(), "the first waits");
+    let out = rig.exchange(vec![from_client(&b, b"cd")]);
+    assert_eq!(out.len(), 1, "the second is acknowledged with the first");
+    assert_eq!(to_client(&out[0]).0.ack, Some(TcpSeqNumber(1005)));
+    assert_eq!(rig.router.now_us(), 0);
+    // And the delayed-ACK timer, now stale, sends nothing more.
+    let output = rig.output.clone();
+    rig.router.run(&|| !output.borrow().is_empty());
+    assert!(rig.output.borrow().is_empty());
+    assert_eq!(rig.handler("ar.delayed"), "1");
 }
