@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
 /// Every family of the stack's elements; a new family adds one line.
-pub const MODULES: &[Module] = &[];
+pub const MODULES: &[Module] = &[crate::ip::MODULE];
 
 /// Adds the stack's elements to the graph's library (idempotent).
 pub fn register() {
