@@ -88,6 +88,10 @@ fn every_drop_reason_is_counted() {
         Item::frame(ipv4_frame(PEER, [10, 0, 0, 9], 17, &[0; 8])),
         Item::frame(ipv4_frame(PEER, [10, 0, 1, 1], 17, &[0; 8])),
         Item::frame(ipv4_fragment(PEER, US, 17, &[0; 7], 1, true, 0)),
+        Item {
+            chained: Some(vec![0; 4]),
+            ..Item::frame(good.clone())
+        },
     ];
     b.push(items);
     b.expect_counts(
@@ -100,8 +104,9 @@ fn every_drop_reason_is_counted() {
             ("bad_source", 3),
             ("not_for_us", 2),
             ("bad_fragment", 1),
+            ("chained", 1),
             ("count", 2),
-            ("drops", 14),
+            ("drops", 15),
         ],
     );
     assert_eq!(b.take("udp").len(), 2);

@@ -55,6 +55,11 @@ fn every_drop_reason_is_counted() {
     // Hop-by-Hop after Destination Options (RFC 8200 §4.1 says first).
     let misordered = ipv6_frame("fe80::2", "fe80::1", 60, &[0, 0, 1, 4, 0, 0, 0, 0, 17, 0, 1, 4, 0, 0, 0, 0]);
     let fragment = ipv6_frame("fe80::2", "fe80::1", 44, &[17, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0]);
+    let chained = Item {
+        chained: Some(vec![0; 4]),
+        ..Item::frame(good.clone())
+    };
+    b.push(vec![chained]);
     b.frames(vec![
         vlan,
         v4,
@@ -78,8 +83,9 @@ fn every_drop_reason_is_counted() {
             ("bad_source", 1),
             ("not_for_us", 3),
             ("fragments", 1),
+            ("chained", 1),
             ("count", 1),
-            ("drops", 11),
+            ("drops", 12),
         ],
     );
 }

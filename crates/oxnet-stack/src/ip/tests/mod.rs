@@ -29,6 +29,10 @@ pub struct Item {
     /// Network mark (offset, length to the transport mark).
     pub marks: Option<(usize, usize)>,
     pub packet_type: u8,
+    /// Bytes of head room to use up (the frame starts that much earlier).
+    pub use_headroom: usize,
+    /// A second segment to chain after the frame.
+    pub chained: Option<Vec<u8>>,
 }
 
 impl Item {
@@ -82,6 +86,10 @@ impl Element for Inject {
         let mut batch = PacketBatch::with_capacity(items.len());
         for item in items {
             let mut p = ctx.pool().alloc().expect("test pool");
+            if item.use_headroom > 0 {
+                // The data starts earlier: less head room in front of it.
+                p.prepend(item.use_headroom).expect("head room");
+            }
             p.set_len(item.bytes.len()).expect("a frame that fits a buffer");
             p.copy_from_slice(&item.bytes);
             p.meta_mut().flags = item.flags;
@@ -95,6 +103,12 @@ impl Element for Inject {
                 let _ = p.set_network_header(offset, len);
             }
             p.anno_mut().packet_type = item.packet_type;
+            if let Some(bytes) = item.chained {
+                let mut next = ctx.pool().alloc().expect("test pool");
+                next.set_len(bytes.len()).expect("a segment that fits a buffer");
+                next.copy_from_slice(&bytes);
+                p.append(next);
+            }
             batch.push(p);
         }
         ctx.push(0, batch);
