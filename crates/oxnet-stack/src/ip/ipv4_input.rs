@@ -56,6 +56,9 @@ use oxnet_graph::router::Ctx;
 use oxnet_graph::timer::TimerId;
 use std::net::Ipv4Addr;
 
+/// Counters by handler name.
+type Counters<const N: usize> = [(&'static str, u64); N];
+
 /// Drop counters, by reason.
 #[derive(Debug, Default)]
 struct Drops {
@@ -260,7 +263,8 @@ impl IPv4Input {
         }
     }
 
-    fn counters(&self) -> ([(&'static str, u64); 12], [(&'static str, u64); 5]) {
+    /// The drop counters and the others, by handler name.
+    fn counters(&self) -> (Counters<12>, Counters<5>) {
         let d = &self.drops;
         (
             [

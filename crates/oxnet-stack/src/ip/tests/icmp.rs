@@ -34,7 +34,10 @@ fn v4_bench() -> Bench {
 #[test]
 fn echo_request_gets_its_reply_v4() {
     let mut b = v4_bench();
-    b.frames(vec![ipv4_frame(PEER, US, 1, &ECHO), ipv4_frame([8, 8, 8, 8], US, 1, &ECHO)]);
+    b.frames(vec![
+        ipv4_frame(PEER, US, 1, &ECHO),
+        ipv4_frame([8, 8, 8, 8], US, 1, &ECHO),
+    ]);
     let replies = b.take("reply");
     assert_eq!(replies.len(), 2);
     // IPv4 header: ident 0 (the counter's first), TTL 64, ICMP, from us
@@ -55,7 +58,10 @@ fn echo_request_gets_its_reply_v4() {
     let second = &replies[1];
     assert_eq!(second.next_hop_v4, Ipv4Addr::new(10, 0, 0, 254));
     let ip = Ipv4Packet::new_checked(&second.bytes[..]).unwrap();
-    assert_eq!((ip.ident(), ip.dst_addr(), ip.src_addr()), (1, Ipv4Addr::new(8, 8, 8, 8), Ipv4Addr::from(US)));
+    assert_eq!(
+        (ip.ident(), ip.dst_addr(), ip.src_addr()),
+        (1, Ipv4Addr::new(8, 8, 8, 8), Ipv4Addr::from(US))
+    );
     assert!(ip.verify_checksum());
     b.expect_counts("icmp", &[("count", 2)]);
 }
@@ -183,7 +189,12 @@ fn errors_neighbor_discovery_and_drops_v6() {
     ns_body.splice(0..0, [0, 0, 0, 0]);
     let ns = icmpv6("fe80::2", "ff02::1:ff00:1", [135, 0, 0, 0, 0, 0, 0, 0], &ns_body[4..]);
     let ns = ipv6_frame("fe80::2", "ff02::1:ff00:1", 58, &ns);
-    let mld = icmpv6("fe80::2", "ff02::1", [131, 0, 0, 0, 0, 0, 0, 0], &v6("ff02::1").octets());
+    let mld = icmpv6(
+        "fe80::2",
+        "ff02::1",
+        [131, 0, 0, 0, 0, 0, 0, 0],
+        &v6("ff02::1").octets(),
+    );
     let mut bad = icmpv6("fe80::2", "fe80::1", [128, 0, 0, 0, 0, 1, 0, 1], b"");
     bad[2] ^= 0x80;
     let reply = icmpv6("fe80::2", "fe80::1", [129, 0, 0, 0, 0, 1, 0, 1], b"");
@@ -199,10 +210,16 @@ fn errors_neighbor_discovery_and_drops_v6() {
     let errors = b.take("error");
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].bytes, too_big);
-    assert_eq!((errors[0].network, errors[0].transport), (Some(14 + 40 + 8), Some(14 + 48 + 40)));
+    assert_eq!(
+        (errors[0].network, errors[0].transport),
+        (Some(14 + 40 + 8), Some(14 + 48 + 40))
+    );
     let nd = b.take("nd");
     assert_eq!(nd.len(), 1);
-    assert_eq!((nd[0].bytes.clone(), nd[0].network, nd[0].transport), (ns, Some(14), Some(54)));
+    assert_eq!(
+        (nd[0].bytes.clone(), nd[0].network, nd[0].transport),
+        (ns, Some(14), Some(54))
+    );
     b.expect_counts(
         "icmp",
         &[

@@ -30,7 +30,13 @@ fn packets_go_out_by_protocol_trimmed_and_marked() {
     // IHL 6: one word of options (four NOPs) before the payload.
     let mut with_options = ipv4_frame(PEER, US, 17, &[1, 1, 1, 1, 5, 5, 5, 5, 5, 5, 5, 5]);
     with_options = edited(with_options, |ip| ip.set_version_and_header_len(24));
-    b.frames(vec![padded, tcp.clone(), icmp.clone(), gre.clone(), with_options.clone()]);
+    b.frames(vec![
+        padded,
+        tcp.clone(),
+        icmp.clone(),
+        gre.clone(),
+        with_options.clone(),
+    ]);
     let udp_out = b.take("udp");
     assert_eq!(udp_out.len(), 2);
     assert_eq!(udp_out[0].bytes, udp, "padding cut off");
@@ -118,7 +124,12 @@ fn broadcast_and_multicast_only_when_allowed() {
         "Inject -> in :: IPv4Input(10.0.0.1/24, BROADCAST true) -> Sink(tcp); in[1] -> Sink(udp); in[2] -> Sink(icmp);",
     );
     let to = |dst| ipv4_frame(PEER, dst, 17, &[0; 8]);
-    b.frames(vec![to([255, 255, 255, 255]), to([10, 0, 0, 255]), to([224, 0, 0, 1]), to(US)]);
+    b.frames(vec![
+        to([255, 255, 255, 255]),
+        to([10, 0, 0, 255]),
+        to([224, 0, 0, 1]),
+        to(US),
+    ]);
     let types: Vec<u8> = b.take("udp").iter().map(|s| s.packet_type).collect();
     assert_eq!(types, [1, 1, 2, 0]);
 
@@ -160,7 +171,10 @@ fn fragments_are_reassembled_in_any_order() {
         let out = b.take("udp");
         assert_eq!(out.len(), 1, "{order:?}");
         assert_eq!(out[0].bytes, whole, "{order:?}");
-        assert_eq!((out[0].network, out[0].transport, out[0].segments), (Some(14), Some(34), 1));
+        assert_eq!(
+            (out[0].network, out[0].transport, out[0].segments),
+            (Some(14), Some(34), 1)
+        );
         assert!(Ipv4Packet::new_checked(&out[0].bytes[14..]).unwrap().verify_checksum());
         b.expect_counts("in", &[("reassembled", 1), ("count", 1)]);
     }
@@ -193,7 +207,13 @@ fn overlapping_fragments_discard_the_datagram_and_duplicates_are_dropped() {
     let payload: Vec<u8> = (1..=24).collect();
     let overlapping = ipv4_fragment(PEER, US, 17, &payload[4..12], 7, true, 4);
     let mut b = Bench::new(CONFIG);
-    b.frames(vec![pieces[0].clone(), pieces[0].clone(), overlapping, pieces[1].clone(), pieces[2].clone()]);
+    b.frames(vec![
+        pieces[0].clone(),
+        pieces[0].clone(),
+        overlapping,
+        pieces[1].clone(),
+        pieces[2].clone(),
+    ]);
     assert!(b.take("udp").is_empty());
     b.expect_counts(
         "in",
@@ -208,11 +228,20 @@ fn overlapping_fragments_discard_the_datagram_and_duplicates_are_dropped() {
     b.next_timer();
     b.expect_counts(
         "in",
-        &[("fragments_duplicate", 1), ("fragments_overlapping", 1), ("fragments_dropped", 3)],
+        &[
+            ("fragments_duplicate", 1),
+            ("fragments_overlapping", 1),
+            ("fragments_dropped", 3),
+        ],
     );
     // A copy of a whole fragment, then the rest: the datagram is whole.
     let mut b = Bench::new(CONFIG);
-    b.frames(vec![pieces[1].clone(), pieces[1].clone(), pieces[0].clone(), pieces[2].clone()]);
+    b.frames(vec![
+        pieces[1].clone(),
+        pieces[1].clone(),
+        pieces[0].clone(),
+        pieces[2].clone(),
+    ]);
     assert_eq!(b.take("udp")[0].bytes, whole);
     b.expect_counts("in", &[("fragments_duplicate", 1), ("reassembled", 1), ("count", 1)]);
 }
@@ -233,7 +262,9 @@ fn limits_and_the_timeout() {
     assert_eq!(b.read("in", "in_progress"), 1);
 
     // MAX_BYTES: a datagram that would pass it is discarded.
-    let mut b = Bench::new("Inject -> in :: IPv4Input(10.0.0.1, MAX_BYTES 16) -> Sink(tcp); in[1] -> Sink(udp); in[2] -> Sink(icmp);");
+    let mut b = Bench::new(
+        "Inject -> in :: IPv4Input(10.0.0.1, MAX_BYTES 16) -> Sink(tcp); in[1] -> Sink(udp); in[2] -> Sink(icmp);",
+    );
     b.frames(vec![
         ipv4_fragment(PEER, US, 17, &[0; 8], 4, true, 0),
         ipv4_fragment(PEER, US, 17, &[0; 16], 4, false, 8),

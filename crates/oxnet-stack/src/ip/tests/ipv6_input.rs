@@ -25,10 +25,19 @@ fn packets_go_out_by_protocol_trimmed_and_marked() {
     let all_nodes = ipv6_frame("fe80::2", "ff02::1", 58, &[128, 0, 0, 0, 0, 0, 0, 0]);
     let solicited = ipv6_frame("fe80::2", "ff02::1:ff00:1", 58, &[135, 0, 0, 0, 0, 0, 0, 0]);
     let nothing = ipv6_frame("fe80::2", "fe80::1", 59, &[]);
-    b.frames(vec![padded, tcp.clone(), all_nodes.clone(), solicited.clone(), nothing.clone()]);
+    b.frames(vec![
+        padded,
+        tcp.clone(),
+        all_nodes.clone(),
+        solicited.clone(),
+        nothing.clone(),
+    ]);
     let u = b.take("udp");
     assert_eq!(u[0].bytes, udp, "padding cut off");
-    assert_eq!((u[0].network, u[0].transport, u[0].packet_type), (Some(14), Some(54), 0));
+    assert_eq!(
+        (u[0].network, u[0].transport, u[0].packet_type),
+        (Some(14), Some(54), 0)
+    );
     let t = b.take("tcp");
     assert_eq!((t[0].bytes.clone(), t[0].transport), (tcp, Some(62)));
     let i = b.take("icmp");
@@ -52,9 +61,19 @@ fn every_drop_reason_is_counted() {
     version[14] = 0x40;
     let mut long = good.clone();
     long[14 + 5] = 9; // payload length 9 in 8 bytes
-    // Hop-by-Hop after Destination Options (RFC 8200 §4.1 says first).
-    let misordered = ipv6_frame("fe80::2", "fe80::1", 60, &[0, 0, 1, 4, 0, 0, 0, 0, 17, 0, 1, 4, 0, 0, 0, 0]);
-    let fragment = ipv6_frame("fe80::2", "fe80::1", 44, &[17, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0]);
+                      // Hop-by-Hop after Destination Options (RFC 8200 §4.1 says first).
+    let misordered = ipv6_frame(
+        "fe80::2",
+        "fe80::1",
+        60,
+        &[0, 0, 1, 4, 0, 0, 0, 0, 17, 0, 1, 4, 0, 0, 0, 0],
+    );
+    let fragment = ipv6_frame(
+        "fe80::2",
+        "fe80::1",
+        44,
+        &[17, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0],
+    );
     let chained = Item {
         chained: Some(vec![0; 4]),
         ..Item::frame(good.clone())

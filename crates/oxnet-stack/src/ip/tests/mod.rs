@@ -235,7 +235,8 @@ impl Bench {
     pub fn read(&self, element: &str, handler: &str) -> u64 {
         let index = self.router.find(element).expect("element");
         let text = self.router.read_handler(index, handler).expect("handler");
-        text.parse().unwrap_or_else(|_| panic!("{element}.{handler} = {text:?}"))
+        text.parse()
+            .unwrap_or_else(|_| panic!("{element}.{handler} = {text:?}"))
     }
 
     /// Every handler of `element` given, with its value, and the others 0.
@@ -282,7 +283,15 @@ pub fn ipv4_frame(src: [u8; 4], dst: [u8; 4], protocol: u8, payload: &[u8]) -> V
 }
 
 /// A fragment: `payload` at `offset` of datagram `ident`.
-pub fn ipv4_fragment(src: [u8; 4], dst: [u8; 4], protocol: u8, payload: &[u8], ident: u16, more: bool, offset: u16) -> Vec<u8> {
+pub fn ipv4_fragment(
+    src: [u8; 4],
+    dst: [u8; 4],
+    protocol: u8,
+    payload: &[u8],
+    ident: u16,
+    more: bool,
+    offset: u16,
+) -> Vec<u8> {
     use crate::wire::ipv4::{Ipv4Packet, Ipv4Repr};
     let repr = Ipv4Repr {
         src: src.into(),

@@ -45,17 +45,24 @@ fn udp_over_ipv4_exact_bytes_and_next_hops() {
     assert_eq!((out[0].network, out[0].transport), (Some(0), Some(20)));
     assert_eq!(out[0].next_hop_v4, Ipv4Addr::new(10, 0, 0, 2));
     let udp = UdpPacket::new_checked(&out[0].bytes[20..]).unwrap();
-    assert!(udp.verify_checksum(&IpAddress::V4([10, 0, 0, 1].into()), &IpAddress::V4([10, 0, 0, 2].into())));
+    assert!(udp.verify_checksum(
+        &IpAddress::V4([10, 0, 0, 1].into()),
+        &IpAddress::V4([10, 0, 0, 2].into())
+    ));
     assert_eq!(out[1].next_hop_v4, Ipv4Addr::new(10, 0, 0, 254), "off the link");
     let ip = Ipv4Packet::new_checked(&out[1].bytes[..]).unwrap();
-    assert_eq!((ip.ident(), ip.dont_frag(), ip.dst_addr()), (1, false, Ipv4Addr::new(8, 8, 8, 8)));
+    assert_eq!(
+        (ip.ident(), ip.dont_frag(), ip.dst_addr()),
+        (1, false, Ipv4Addr::new(8, 8, 8, 8))
+    );
     assert!(ip.verify_checksum());
     b.expect_counts("out", &[("count", 2)]);
 }
 
 #[test]
 fn tcp_has_dont_fragment_and_its_checksum() {
-    let mut b = Bench::new("Inject -> out :: IPv4Output(10.0.0.1, PROTOCOL tcp, TTL 7, L4_CHECKSUM true) -> Sink(out);");
+    let mut b =
+        Bench::new("Inject -> out :: IPv4Output(10.0.0.1, PROTOCOL tcp, TTL 7, L4_CHECKSUM true) -> Sink(out);");
     b.push(vec![to_v4(&TCP, [192, 0, 2, 1])]);
     let out = &b.take("out")[0];
     let ip = Ipv4Packet::new_checked(&out.bytes[..]).unwrap();
@@ -63,7 +70,10 @@ fn tcp_has_dont_fragment_and_its_checksum() {
     assert_eq!((ip.dont_frag(), ip.ttl(), ip.total_len()), (true, 7, 42));
     assert_eq!(out.next_hop_v4, Ipv4Addr::new(192, 0, 2, 1), "no gateway: on the link");
     let tcp = TcpPacket::new_checked(ip.payload()).unwrap();
-    assert!(tcp.verify_checksum(&IpAddress::V4([10, 0, 0, 1].into()), &IpAddress::V4([192, 0, 2, 1].into())));
+    assert!(tcp.verify_checksum(
+        &IpAddress::V4([10, 0, 0, 1].into()),
+        &IpAddress::V4([192, 0, 2, 1].into())
+    ));
 }
 
 #[test]
@@ -92,7 +102,10 @@ fn offload_asks_the_device_and_the_software_fallback_agrees() {
     let ip = Ipv4Packet::new_checked(&frame[14..]).unwrap();
     assert!(ip.verify_checksum());
     let tcp = TcpPacket::new_checked(ip.payload()).unwrap();
-    assert!(tcp.verify_checksum(&IpAddress::V4([10, 0, 0, 1].into()), &IpAddress::V4([10, 0, 0, 2].into())));
+    assert!(tcp.verify_checksum(
+        &IpAddress::V4([10, 0, 0, 1].into()),
+        &IpAddress::V4([10, 0, 0, 2].into())
+    ));
 }
 
 #[test]
