@@ -29,8 +29,10 @@
 //! No fragmentation (RFC 791 §3.2 is not done on output): a packet whose
 //! IP length would pass MTU is dropped and counted in `too_big`, as one
 //! with no destination (`no_destination`), too little head room
-//! (`no_headroom`), a transport header shorter than its protocol's
-//! (`bad_segment`), or a chained packet (`chained`: not taken yet).
+//! (`no_headroom`), or a transport header shorter than its protocol's in
+//! the first buffer (`bad_segment`). A chained segment (a large one for
+//! TSO) is taken: the header goes in front of its first buffer, the
+//! checksum runs over the whole chain.
 //!
 //! IPv6Output(SRC, PROTOCOL p, [HOP_LIMIT 64], [GATEWAY ip, NETWORK
 //! prefix], [L4_CHECKSUM false], [MTU 1500]): the same with the 40-byte
@@ -76,7 +78,6 @@ struct Drops {
     no_headroom: u64,
     too_big: u64,
     bad_segment: u64,
-    chained: u64,
 }
 
 /// IPv4Output or IPv6Output.
@@ -149,7 +150,7 @@ impl IpOutput {
     /// IP header, with the pseudo-header of `src` and `dst` (none for
     /// ICMP over IPv4).
     fn fill_l4_checksum(&self, p: &mut Packet, ip_len: usize, src: IpAddress, dst: IpAddress) {
-        let length = (p.len() - ip_len) as u32;
+        let length = (p.total_len() - ip_len) as u32;
         let Some((_, field)) = self.transport() else {
             return;
         };
@@ -167,16 +168,15 @@ impl IpOutput {
     }
 
     fn process(&mut self, mut p: Packet) -> Option<Packet> {
-        if p.is_chained() {
-            // prepend() moves the first segment only: not for chains yet.
-            self.drops.chained += 1;
-            return None;
-        }
         let Some(l4_len) = self.segment_header_len(&p) else {
             self.drops.bad_segment += 1;
             return None;
         };
-        let payload_len = p.len();
+        let payload_len = p.total_len();
+        // The header goes in front of the first segment; the rest of a
+        // chain waits aside meanwhile (prepend() moves the first segment
+        // only, and append() recounts the chain's length after).
+        let rest = p.take_next();
         match self.family {
             Family::V4 { src, route, offload } => {
                 let dst = anno::next_hop_v4(&p);
@@ -206,6 +206,9 @@ impl IpOutput {
                 };
                 self.ident = self.ident.wrapping_add(1);
                 repr.emit(&mut Ipv4Packet::new_unchecked(&mut p[..20]));
+                if let Some(rest) = rest {
+                    p.append(rest);
+                }
                 let l4_offload = offload && matches!(self.protocol, IpProtocol::Tcp | IpProtocol::Udp);
                 if self.l4_checksum && !l4_offload {
                     self.fill_l4_checksum(&mut p, 20, src.into(), dst.into());
@@ -255,6 +258,9 @@ impl IpOutput {
                     flow_label: 0,
                 };
                 repr.emit(&mut Ipv6Packet::new_unchecked(&mut p[..40]));
+                if let Some(rest) = rest {
+                    p.append(rest);
+                }
                 if self.l4_checksum {
                     self.fill_l4_checksum(&mut p, 40, src.into(), dst.into());
                 }
@@ -335,7 +341,6 @@ impl Element for IpOutput {
             ("no_headroom", true, false),
             ("too_big", true, false),
             ("bad_segment", true, false),
-            ("chained", true, false),
         ]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
@@ -346,7 +351,6 @@ impl Element for IpOutput {
                 ("no_headroom", d.no_headroom),
                 ("too_big", d.too_big),
                 ("bad_segment", d.bad_segment),
-                ("chained", d.chained),
             ],
             &[("count", self.count)],
             name,
