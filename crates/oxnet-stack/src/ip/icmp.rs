@@ -2,9 +2,9 @@
 //! handed on with the quoted header marked (module doc's contract).
 //!
 //! ICMPv4Responder([TTL 64], [GATEWAY ip, NETWORK prefix]), input: an
-//! ICMP packet as IPv4Input's output 2 gives it (linear; a chained one is
-//! counted in `chained`). The ICMP checksum is verified (`bad_checksum`,
-//! RFC 792), then:
+//! ICMP packet as IPv4Input's output 2 gives it (chained if a large
+//! reassembled datagram: the reply is chained too). The ICMP checksum is
+//! verified over the whole message (`bad_checksum`, RFC 792), then:
 //! * an echo request to one of our addresses gets its reply (RFC 792:
 //!   type 0, the identifier, sequence number and data of the request,
 //!   the checksum recomputed) in a new 20-byte IPv4 header, from the
@@ -25,7 +25,8 @@
 //!   to ignore, redirect, timestamp ...) is counted in `ignored`.
 //!
 //! ICMPv6Responder([SRC addr], [HOP_LIMIT 64], [GATEWAY ip, NETWORK
-//! prefix]), input: as IPv6Input's output 2 gives it. The checksum over
+//! prefix]), input: as IPv6Input's output 2 gives it (linear: there is no
+//! IPv6 reassembly; a chained one is counted in `chained`). The checksum over
 //! the pseudo-header is verified (`bad_checksum`, RFC 4443 §2.3), then:
 //! * an echo request gets its reply (RFC 4443 §4.2) the same way, in a
 //!   40-byte IPv6 header with HOP_LIMIT; to a request sent to a multicast
@@ -43,10 +44,13 @@
 //!
 //! Handlers (read): `count` (packets out), `drops` (the sum of the drop
 //! counters), and each counter named above; `bad_message` counts what the
-//! wire module could not parse.
+//! wire module could not parse, `bad_header` packets without the marks
+//! or an ICMP header, `no_headroom` replies without room for their
+//! header. Both classes have the same handlers (`chained` and
+//! `multicast_echo` stay 0 in ICMPv4Responder).
 
 use super::route::{RouteV4, RouteV6};
-use super::{counter, ipv6_address, unsigned_arg, Outputs, PACKET_HOST};
+use super::{chain_sum, counter, ipv6_address, unsigned_arg, Outputs, PACKET_HOST};
 use crate::anno;
 use crate::wire::icmpv4::{Icmpv4Packet, Icmpv4Repr};
 use crate::wire::icmpv6::{msg_type, Icmpv6Packet, Icmpv6Repr};
@@ -59,6 +63,9 @@ use oxnet_graph::args::Args;
 use oxnet_graph::element::{Element, PUSH};
 use oxnet_graph::router::Ctx;
 use std::net::Ipv6Addr;
+
+/// ICMP echo reply's type (RFC 792).
+const ECHO_REPLY: u8 = 0;
 
 /// Bytes of the invoking packet's data an error must quote after its IP
 /// header (RFC 792; RFC 4443 §3 quotes more, this is what we need).
@@ -141,10 +148,6 @@ impl Default for ICMPv4Responder {
 
 impl ICMPv4Responder {
     fn classify(&mut self, mut p: Packet) -> Option<(usize, Packet)> {
-        if p.is_chained() {
-            self.drops.chained += 1;
-            return None;
-        }
         let Some((n, t)) = marks(&p) else {
             self.drops.bad_header += 1;
             return None;
@@ -157,7 +160,8 @@ impl ICMPv4Responder {
             self.drops.bad_header += 1;
             return None;
         };
-        if !icmp.verify_checksum() {
+        // Over the whole chain: a reassembled datagram may be one.
+        if oxnet_driver::offload::fold(chain_sum(&p, t, 0)) != 0xFFFF {
             self.drops.bad_checksum += 1;
             return None;
         }
@@ -169,44 +173,12 @@ impl ICMPv4Responder {
             }
         };
         match repr {
-            Icmpv4Repr::EchoRequest {
-                ident,
-                seq_no,
-                data_len,
-            } => {
+            Icmpv4Repr::EchoRequest { .. } => {
                 if p.anno().packet_type != PACKET_HOST || ip.dst.is_broadcast() || ip.dst.is_multicast() {
                     self.drops.broadcast_echo += 1;
                     return None;
                 }
-                // RFC 792: the reply swaps the addresses, type 0.
-                let message_len = p.len() - t;
-                if p.strip_front(t).is_err() || p.prepend(20).is_err() {
-                    self.drops.no_headroom += 1;
-                    return None;
-                }
-                let header = Ipv4Repr {
-                    src: ip.dst,
-                    dst: ip.src,
-                    protocol: IpProtocol::Icmp,
-                    payload_len: message_len,
-                    ttl: self.ttl,
-                    dscp_ecn: 0,
-                    ident: self.ident,
-                    dont_frag: false,
-                    more_frags: false,
-                    frag_offset: 0,
-                };
-                self.ident = self.ident.wrapping_add(1);
-                header.emit(&mut Ipv4Packet::new_unchecked(&mut p[..20]));
-                let reply = Icmpv4Repr::EchoReply {
-                    ident,
-                    seq_no,
-                    data_len,
-                };
-                reply.emit(&mut Icmpv4Packet::new_unchecked(&mut p[20..]));
-                let _ = p.set_network_header(0, 20);
-                anno::set_next_hop_v4(&mut p, self.route.next_hop(ip.src));
-                Some((0, p))
+                self.echo_reply(p, t, ip).map(|p| (0, p))
             }
             Icmpv4Repr::DstUnreachable { data, .. } | Icmpv4Repr::TimeExceeded { data, .. } => {
                 if data.len() < QUOTED_DATA {
@@ -222,6 +194,46 @@ impl ICMPv4Responder {
                 None
             }
         }
+    }
+
+    /// The echo reply to the request at `t` (RFC 792: type 0, the
+    /// request's identifier, sequence number and data), in a new IPv4
+    /// header from the address asked (`request.dst`) to the requester.
+    fn echo_reply(&mut self, mut p: Packet, t: usize, request: Ipv4Repr) -> Option<Packet> {
+        let message_len = p.total_len() - t;
+        // The header goes in front of the first buffer; the rest of a
+        // chain waits aside (strip_front() and prepend() move the first
+        // buffer only; append() recounts the chain's length).
+        let rest = p.take_next();
+        if p.strip_front(t).is_err() || p.prepend(20).is_err() {
+            self.drops.no_headroom += 1;
+            return None;
+        }
+        let header = Ipv4Repr {
+            src: request.dst,
+            dst: request.src,
+            protocol: IpProtocol::Icmp,
+            payload_len: message_len,
+            ttl: self.ttl,
+            dscp_ecn: 0,
+            ident: self.ident,
+            dont_frag: false,
+            more_frags: false,
+            frag_offset: 0,
+        };
+        self.ident = self.ident.wrapping_add(1);
+        header.emit(&mut Ipv4Packet::new_unchecked(&mut p[..20]));
+        if let Some(rest) = rest {
+            p.append(rest);
+        }
+        let mut reply = Icmpv4Packet::new_unchecked(&mut p[20..]);
+        reply.set_msg_type(ECHO_REPLY);
+        reply.set_checksum(0);
+        let checksum = !oxnet_driver::offload::fold(chain_sum(&p, 20, 0));
+        Icmpv4Packet::new_unchecked(&mut p[20..]).set_checksum(checksum);
+        let _ = p.set_network_header(0, 20);
+        anno::set_next_hop_v4(&mut p, self.route.next_hop(request.src));
+        Some(p)
     }
 }
 

@@ -66,6 +66,34 @@ fn echo_request_gets_its_reply_v4() {
     b.expect_counts("icmp", &[("count", 2)]);
 }
 
+#[test]
+fn a_large_reassembled_echo_request_gets_a_chained_reply() {
+    let data: Vec<u8> = (0..3992u32).map(|i| (i % 249) as u8).collect();
+    let request = icmpv4([8, 0, 0, 0, 0x77, 0x77, 0, 3], &data);
+    let mut b = v4_bench();
+    b.frames(vec![
+        ipv4_fragment(PEER, US, 1, &request[..1480], 5, true, 0),
+        ipv4_fragment(PEER, US, 1, &request[1480..2960], 5, true, 1480),
+        ipv4_fragment(PEER, US, 1, &request[2960..], 5, false, 2960),
+    ]);
+    let replies = b.take("reply");
+    assert_eq!(replies.len(), 1);
+    assert!(replies[0].segments >= 2);
+    let ip = Ipv4Packet::new_checked(&replies[0].bytes[..]).unwrap();
+    assert!(ip.verify_checksum());
+    assert_eq!(
+        (ip.total_len(), ip.src_addr(), ip.dst_addr()),
+        (20 + 4000, Ipv4Addr::from(US), Ipv4Addr::from(PEER))
+    );
+    let reply = Icmpv4Packet::new_checked(ip.payload()).unwrap();
+    assert!(reply.verify_checksum());
+    assert_eq!(
+        (reply.msg_type(), reply.echo_ident(), reply.echo_seq_no()),
+        (0, 0x7777, 3)
+    );
+    assert_eq!(reply.data(), &data[..]);
+}
+
 /// Port unreachable from a router about a UDP datagram of ours: the
 /// quoted IPv4 header and 8 bytes of UDP.
 fn port_unreachable(quoted_data: usize) -> Vec<u8> {
