@@ -26,6 +26,13 @@
 //! * the next-hop annotation becomes the destination if it is on the link
 //!   per NETWORK (or there is no GATEWAY), else GATEWAY ([`super::route`]).
 //!
+//! A TCP segment whose `TxOffload` already asks for segmentation
+//! (`TX_TSO` with its MSS, from the TCP segmentation element) may pass
+//! MTU: the request is kept, the header lengths filled in, the transport
+//! checksum left to the device (which writes one per segment, as the
+//! driver's software fallback does), and the total length must still fit
+//! 16 bits.
+//!
 //! No fragmentation (RFC 791 §3.2 is not done on output): a packet whose
 //! IP length would pass MTU is dropped and counted in `too_big`, as one
 //! with no destination (`no_destination`), too little head room
@@ -52,7 +59,7 @@ use crate::wire::ip::{pseudo_header_sum, IpAddress, IpProtocol};
 use crate::wire::ipv4::{Ipv4Packet, Ipv4Repr};
 use crate::wire::ipv6::{Ipv6Packet, Ipv6Repr};
 use crate::wire::{icmpv4, tcp, udp};
-use oxnet_driver::packet::{TX_IP_CSUM, TX_TCP_CSUM, TX_UDP_CSUM};
+use oxnet_driver::packet::{TX_IP_CSUM, TX_TCP_CSUM, TX_TSO, TX_UDP_CSUM};
 use oxnet_driver::{Packet, PacketBatch, TxOffload};
 use oxnet_graph::args::Args;
 use oxnet_graph::element::{Element, PUSH};
@@ -184,7 +191,11 @@ impl IpOutput {
                     self.drops.no_destination += 1;
                     return None;
                 }
-                if 20 + payload_len > self.mtu.min(65535) {
+                // A large TCP segment the device is asked to cut (TSO) may
+                // pass the MTU, not the 16-bit total length.
+                let requested = p.tx_offload();
+                let tso = requested.flags & TX_TSO != 0 && self.protocol == IpProtocol::Tcp;
+                if 20 + payload_len > 65535 || (!tso && 20 + payload_len > self.mtu) {
                     self.drops.too_big += 1;
                     return None;
                 }
@@ -210,12 +221,15 @@ impl IpOutput {
                     p.append(rest);
                 }
                 let l4_offload = offload && matches!(self.protocol, IpProtocol::Tcp | IpProtocol::Udp);
-                if self.l4_checksum && !l4_offload {
+                if self.l4_checksum && !l4_offload && !tso {
                     self.fill_l4_checksum(&mut p, 20, src.into(), dst.into());
                 }
-                if offload {
-                    Ipv4Packet::new_unchecked(&mut p[..20]).set_checksum(0);
-                    let mut flags = TX_IP_CSUM;
+                if offload || tso {
+                    let mut flags = if tso { TX_TSO } else { 0 };
+                    if offload {
+                        Ipv4Packet::new_unchecked(&mut p[..20]).set_checksum(0);
+                        flags |= TX_IP_CSUM;
+                    }
                     if self.l4_checksum && l4_offload {
                         flags |= if self.protocol == IpProtocol::Tcp {
                             TX_TCP_CSUM
@@ -228,7 +242,7 @@ impl IpOutput {
                         l2_len: ETHER_LEN as u8,
                         l3_len: 20,
                         l4_len: l4_len as u8,
-                        mss: 0,
+                        mss: if tso { requested.mss } else { 0 },
                     });
                 }
                 let _ = p.set_network_header(0, 20);

@@ -33,6 +33,8 @@ pub struct Item {
     pub use_headroom: usize,
     /// A second segment to chain after the frame.
     pub chained: Option<Vec<u8>>,
+    /// The offload request it comes with.
+    pub tx_offload: TxOffload,
 }
 
 impl Item {
@@ -103,6 +105,7 @@ impl Element for Inject {
                 let _ = p.set_network_header(offset, len);
             }
             p.anno_mut().packet_type = item.packet_type;
+            p.set_tx_offload(item.tx_offload);
             if let Some(bytes) = item.chained {
                 let mut next = ctx.pool().alloc().expect("test pool");
                 next.set_len(bytes.len()).expect("a segment that fits a buffer");

@@ -6,7 +6,7 @@ use crate::wire::ip::IpAddress;
 use crate::wire::ipv4::Ipv4Packet;
 use crate::wire::tcp::TcpPacket;
 use crate::wire::udp::UdpPacket;
-use oxnet_driver::packet::{TX_IP_CSUM, TX_TCP_CSUM};
+use oxnet_driver::packet::{TX_IP_CSUM, TX_TCP_CSUM, TX_TSO};
 
 /// UDP 12345 -> 53, length 12, checksum left 0, data "abcd".
 const UDP: [u8; 12] = [0x30, 0x39, 0x00, 0x35, 0x00, 0x0c, 0x00, 0x00, b'a', b'b', b'c', b'd'];
@@ -106,6 +106,43 @@ fn offload_asks_the_device_and_the_software_fallback_agrees() {
         &IpAddress::V4([10, 0, 0, 1].into()),
         &IpAddress::V4([10, 0, 0, 2].into())
     ));
+}
+
+#[test]
+fn a_tso_segment_passes_the_mtu_and_keeps_its_request() {
+    let mut b = Bench::new("Inject -> out :: IPv4Output(10.0.0.1, PROTOCOL tcp, L4_CHECKSUM true) -> Sink(out);");
+    let tso = TxOffload {
+        flags: TX_TSO,
+        mss: 1460,
+        ..TxOffload::default()
+    };
+    let big = Item {
+        chained: Some(vec![7; 2000]),
+        tx_offload: tso,
+        ..to_v4(&TCP, [10, 0, 0, 2])
+    };
+    b.push(vec![big]);
+    let out = &b.take("out")[0];
+    assert_eq!(out.bytes.len(), 20 + 22 + 2000);
+    assert_eq!(
+        out.tx_offload,
+        TxOffload {
+            flags: TX_TSO,
+            l2_len: 14,
+            l3_len: 20,
+            l4_len: 20,
+            mss: 1460
+        }
+    );
+    assert!(Ipv4Packet::new_checked(&out.bytes[..]).unwrap().verify_checksum());
+    // Not TCP, or no TSO asked: the MTU holds.
+    let mut b = Bench::new("Inject -> out :: IPv4Output(10.0.0.1, PROTOCOL udp) -> Sink(out);");
+    b.push(vec![Item {
+        chained: Some(vec![7; 2000]),
+        tx_offload: tso,
+        ..to_v4(&UDP, [10, 0, 0, 2])
+    }]);
+    b.expect_counts("out", &[("too_big", 1)]);
 }
 
 #[test]
