@@ -17,11 +17,16 @@
 //!    RFC 4861 §7.1);
 //! 5. the extension headers walk to the upper layer (the wire module's
 //!    `upper_layer`, RFC 8200 §4): a chain running past the payload or
-//!    out of order is `bad_header`; the options inside Hop-by-Hop and
-//!    Destination Options headers are skipped, not acted on (RFC 8200
-//!    §4.2's actions for unknown options are not done yet). A Fragment
-//!    header is dropped and counted in `fragments` (no IPv6 reassembly
-//!    yet: RFC 8200 §4.5 is to come).
+//!    out of order is `bad_header`. The options of the Hop-by-Hop and
+//!    Destination Options headers are read (RFC 8200 §4.2): Pad1, PadN and
+//!    Router Alert (RFC 2711) are understood, an unknown option whose
+//!    type's two high bits say "skip" (00) is skipped, any other drops the
+//!    packet (`unknown_option`; the ICMP Parameter Problem that 10 and 11
+//!    ask for is not sent: no ICMP error sender yet; a Jumbo Payload, RFC
+//!    2675, is one of these). A Routing header with segments left asks us
+//!    to forward (RFC 8200 §4.4): a host does not (`routing_header`). A
+//!    Fragment header is dropped and counted in `fragments` (no IPv6
+//!    reassembly yet: RFC 8200 §4.5 is to come).
 //!
 //! Output, the headers marked (the transport mark after the extension
 //! headers; module doc): 0 TCP, 1 UDP, 2 ICMPv6, 3 anything else, No Next
@@ -52,6 +57,57 @@ pub fn solicited_node(addr: Ipv6Addr) -> Ipv6Addr {
     Ipv6Addr::from(u128::from(Ipv6Addr::new(0xff02, 0, 0, 0, 0, 1, 0xff00, 0)) | low)
 }
 
+/// Why the extension headers refuse a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refused {
+    UnknownOption,
+    RoutingHeader,
+    Malformed,
+}
+
+/// Reads the extension headers of `ip` (an IPv6 packet whose chain the
+/// wire module walked to `upper`, so every header lies inside it):
+/// options (RFC 8200 §4.2) and Routing headers (§4.4).
+fn check_extension_headers(ip: &[u8], upper: usize) -> Result<(), Refused> {
+    let mut next = IpProtocol::from(*ip.get(6).ok_or(Refused::Malformed)?);
+    let mut offset = HEADER_LEN;
+    while offset < upper {
+        let header = ip.get(offset..).ok_or(Refused::Malformed)?;
+        let len = (*header.get(1).ok_or(Refused::Malformed)? as usize + 1) * 8;
+        let header = header.get(..len).ok_or(Refused::Malformed)?;
+        match next {
+            IpProtocol::HopByHop | IpProtocol::Ipv6Opts => check_options(&header[2..])?,
+            // Segments Left, the fourth byte (RFC 8200 §4.4).
+            IpProtocol::Ipv6Route if header[3] != 0 => return Err(Refused::RoutingHeader),
+            _ => {}
+        }
+        next = header[0].into();
+        offset += len;
+    }
+    Ok(())
+}
+
+/// The options of a Hop-by-Hop or Destination Options header: type,
+/// length, data (RFC 8200 §4.2).
+fn check_options(mut options: &[u8]) -> Result<(), Refused> {
+    const PAD1: u8 = 0;
+    const PADN: u8 = 1;
+    const ROUTER_ALERT: u8 = 5;
+    while let Some((&kind, rest)) = options.split_first() {
+        if kind == PAD1 {
+            options = rest;
+            continue;
+        }
+        let (&len, rest) = rest.split_first().ok_or(Refused::Malformed)?;
+        options = rest.get(len as usize..).ok_or(Refused::Malformed)?;
+        // The two high bits of an unknown type: 00 skip it, else discard.
+        if !matches!(kind, PADN | ROUTER_ALERT) && kind >> 6 != 0 {
+            return Err(Refused::UnknownOption);
+        }
+    }
+    Ok(())
+}
+
 #[derive(Debug, Default)]
 struct Drops {
     vlan: u64,
@@ -61,6 +117,8 @@ struct Drops {
     bad_source: u64,
     not_for_us: u64,
     fragments: u64,
+    unknown_option: u64,
+    routing_header: u64,
     other_protocol: u64,
 }
 
@@ -121,6 +179,21 @@ impl IPv6Input {
                 return None;
             }
         };
+        match check_extension_headers(frame.payload(), upper) {
+            Ok(()) => {}
+            Err(Refused::UnknownOption) => {
+                self.drops.unknown_option += 1;
+                return None;
+            }
+            Err(Refused::RoutingHeader) => {
+                self.drops.routing_header += 1;
+                return None;
+            }
+            Err(Refused::Malformed) => {
+                self.drops.bad_header += 1;
+                return None;
+            }
+        }
         let total = ETHER_LEN + HEADER_LEN + ip.payload_len() as usize;
         let port = match protocol {
             IpProtocol::Ipv6Frag => {
@@ -187,6 +260,8 @@ impl Element for IPv6Input {
             ("bad_source", true, false),
             ("not_for_us", true, false),
             ("fragments", true, false),
+            ("unknown_option", true, false),
+            ("routing_header", true, false),
             ("other_protocol", true, false),
         ]
     }
@@ -201,6 +276,8 @@ impl Element for IPv6Input {
                 ("bad_source", d.bad_source),
                 ("not_for_us", d.not_for_us),
                 ("fragments", d.fragments),
+                ("unknown_option", d.unknown_option),
+                ("routing_header", d.routing_header),
                 ("other_protocol", d.other_protocol),
             ],
             &[("count", self.count)],

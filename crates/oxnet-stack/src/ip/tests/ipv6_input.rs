@@ -115,3 +115,49 @@ fn other_protocols_are_counted_without_a_fourth_output() {
     b.frames(vec![ipv6_frame("fe80::2", "fe80::1", 59, &[])]);
     b.expect_counts("in", &[("other_protocol", 1)]);
 }
+
+#[test]
+fn extension_header_options_and_routing_headers() {
+    let mut b = Bench::new(CONFIG);
+    let udp = [0u8; 8];
+    let with = |next: u8, header: &[u8]| {
+        let mut payload = header.to_vec();
+        payload.extend_from_slice(&udp);
+        ipv6_frame("fe80::2", "fe80::1", next, &payload)
+    };
+    // Hop-by-Hop: Router Alert (MLD), then PadN: understood.
+    let alert = with(0, &[17, 0, 5, 2, 0, 0, 1, 0]);
+    // Destination Options: Pad1 x2, an unknown option 0x1e (00: skip).
+    let skip = with(60, &[17, 0, 0, 0, 0x1e, 2, 9, 9]);
+    // An unknown option 0x63 (01: discard), and a Jumbo Payload (0xc2).
+    let discard = with(60, &[17, 0, 0x63, 4, 0, 0, 0, 0]);
+    let jumbo = with(0, &[17, 0, 0xc2, 4, 0, 1, 0, 0]);
+    // An option running past its header.
+    let overrun = with(60, &[17, 0, 1, 9, 0, 0, 0, 0]);
+    // Routing headers: segments left 0 is ignored, 1 asks to forward.
+    let done = with(43, &[17, 0, 4, 0, 0, 0, 0, 0]);
+    let forward = with(43, &[17, 0, 4, 1, 0, 0, 0, 0]);
+    b.frames(vec![
+        alert.clone(),
+        skip.clone(),
+        discard,
+        jumbo,
+        overrun,
+        done.clone(),
+        forward,
+    ]);
+    let out = b.take("udp");
+    assert_eq!(out.len(), 3);
+    assert_eq!((out[0].bytes.clone(), out[0].transport), (alert, Some(62)));
+    assert_eq!(out[1].bytes, skip);
+    assert_eq!(out[2].bytes, done);
+    b.expect_counts(
+        "in",
+        &[
+            ("unknown_option", 2),
+            ("bad_header", 1),
+            ("routing_header", 1),
+            ("count", 3),
+        ],
+    );
+}
