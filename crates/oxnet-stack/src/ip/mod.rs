@@ -24,7 +24,10 @@
 //!   header (offset 14) and the transport header mark on the upper-layer
 //!   header (after the IPv4 options, or after the IPv6 extension
 //!   headers). The annotation `packet_type` says how it was addressed
-//!   (Click's values: 0 host, 1 broadcast, 2 multicast). A reassembled
+//!   (Click's values: 0 host, 1 broadcast, 2 multicast). The driver's
+//!   receive checksum verdict stays in the metadata for the transport
+//!   checks (`oxnet_driver::offload::rx_checksum` computes it when the
+//!   NIC did not, as for a reassembled datagram, which has none). A reassembled
 //!   IPv4 datagram looks the same (the first fragment's Ethernet and IP
 //!   header, total length and fragment fields rewritten, checksum
 //!   recomputed) but for being a new packet from the router's pool: when

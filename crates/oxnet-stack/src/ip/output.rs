@@ -315,6 +315,13 @@ impl Element for IpOutput {
     fn configure(&mut self, args: &mut Args) -> Result<(), String> {
         let src = args.required("SRC")?;
         self.protocol = protocol_arg(&args.required("PROTOCOL")?)?;
+        let wrong_icmp = match self.family {
+            Family::V4 { .. } => IpProtocol::Icmpv6,
+            Family::V6 { .. } => IpProtocol::Icmp,
+        };
+        if self.protocol == wrong_icmp {
+            return Err(format!("PROTOCOL: {:?} is the other family's ICMP", self.protocol));
+        }
         self.l4_checksum = bool_arg(args, "L4_CHECKSUM")?;
         self.mtu = unsigned_arg(args, "MTU", 1500, 65535)? as usize;
         match &mut self.family {

@@ -229,10 +229,19 @@ fn udp_over_ipv6_exact_header_and_checksum() {
 #[test]
 fn configuration_errors() {
     crate::elements::register();
+    assert!(oxnet_graph::build(
+        "t.click",
+        "Idle -> IPv6Output(fe80::1, PROTOCOL icmpv6) -> Discard",
+        &[]
+    )
+    .is_ok());
     for config in [
         "Idle -> IPv4Output(10.0.0.1) -> Discard",
         "Idle -> IPv4Output(10.0.0.1, PROTOCOL tcp, GATEWAY 10.0.0.254) -> Discard",
         "Idle -> IPv6Output(10.0.0.1, PROTOCOL udp) -> Discard",
+        "Idle -> IPv6Output(fe80::1, PROTOCOL icmp) -> Discard",
+        "Idle -> IPv4Output(10.0.0.1, PROTOCOL icmpv6) -> Discard",
+        "Idle -> IPv4Output(10.0.0.1, PROTOCOL 256) -> Discard",
         "Idle -> IPv4Input -> Discard",
         "Idle -> IPv6Input(fe80::1, BROADCAST true) -> Discard",
     ] {
