@@ -360,14 +360,12 @@ impl Element for IPv4Input {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
         let mut outs = Outputs::new(ctx.noutputs().max(4), batch.len());
         let len = batch.len();
-        let mut taken = Vec::with_capacity(len);
-        batch.consume_front(len, |p| taken.push(p));
-        for p in taken {
+        batch.consume_front(len, |p| {
             if let Verdict::Out(port, p) = self.classify(p, ctx) {
                 self.count += 1;
                 outs.put(port, p);
             }
-        }
+        });
         self.arm_timer(ctx);
         outs.push_all(ctx);
     }

@@ -74,7 +74,7 @@ pub mod route;
 mod tests;
 
 use oxnet_driver::{Packet, PacketBatch};
-use oxnet_graph::element::Element;
+use oxnet_graph::element::{recycle_batch, take_batch, Element};
 use oxnet_graph::router::Ctx;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -119,9 +119,11 @@ pub(crate) struct Outputs {
 }
 
 impl Outputs {
+    /// Batches from the graph's bin of empty ones (no allocation once the
+    /// graph runs: the elements that end a batch's trip give it back).
     pub(crate) fn new(n: usize, capacity: usize) -> Outputs {
         Outputs {
-            batches: (0..n).map(|_| PacketBatch::with_capacity(capacity)).collect(),
+            batches: (0..n).map(|_| take_batch(capacity)).collect(),
         }
     }
 
@@ -132,7 +134,9 @@ impl Outputs {
 
     pub(crate) fn push_all(self, ctx: &mut Ctx<'_>) {
         for (port, batch) in self.batches.into_iter().enumerate() {
-            if !batch.is_empty() {
+            if batch.is_empty() {
+                recycle_batch(batch);
+            } else {
                 ctx.push(port, batch);
             }
         }

@@ -345,14 +345,18 @@ impl Element for IpOutput {
     }
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
         let len = batch.len();
-        let mut out = PacketBatch::with_capacity(len);
+        let mut out = oxnet_graph::element::take_batch(len);
         batch.consume_front(len, |p| {
             if let Some(p) = self.process(p) {
                 self.count += 1;
                 out.push(p);
             }
         });
-        ctx.push(0, out);
+        if out.is_empty() {
+            oxnet_graph::element::recycle_batch(out);
+        } else {
+            ctx.push(0, out);
+        }
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
         &[
