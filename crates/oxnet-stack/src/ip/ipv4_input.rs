@@ -25,7 +25,12 @@
 //!    drop a datagram for a low TTL).
 //!
 //! Fragments are reassembled ([`super::reassembly`]; the table's rules,
-//! RFC 5722's on overlaps, are there): `bad_fragment` counts malformed
+//! RFC 5722's on overlaps, are there). Settings: MAX_DATAGRAMS datagrams
+//! in progress at once, MAX_BYTES bytes of data in one, MAX_TOTAL_BYTES
+//! bytes of data held in all (Linux's 4 MiB), TIMEOUT from a datagram's
+//! first fragment (30 s as Linux; RFC 791 §3.2 suggests at least 15 s,
+//! RFC 1122 §3.3.2 60 to 120 s: both are a setting away). Counters:
+//! `bad_fragment` counts malformed
 //! fragments, `fragments_dropped` those dropped by a limit or because
 //! their datagram was discarded, `fragments_duplicate` exact copies,
 //! `fragments_overlapping` the datagrams discarded for an overlap,
@@ -39,7 +44,11 @@
 //! `other_protocol` and dropped).
 //!
 //! Handlers (read): every counter above, `count` (packets out), `drops`
-//! (their sum), `in_progress` (datagrams being reassembled).
+//! (the sum of the counters of dropped packets: not
+//! `fragments_overlapping`, `fragments_timed_out` and `reassembled`,
+//! which count datagrams; the fragment that overlapped is in
+//! `fragments_dropped`), `in_progress` (datagrams being reassembled,
+//! discarded ones waiting for their timeout included).
 
 use super::reassembly::{Fragment, FragmentKey, Limits, Outcome, Reassembly, MAX_DATAGRAM};
 use super::{address_words, bool_arg, counter, ipv4_with_prefix, unsigned_arg, Outputs, ETHER_LEN};

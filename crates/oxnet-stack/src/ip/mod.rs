@@ -26,9 +26,10 @@
 //!   headers). The annotation `packet_type` says how it was addressed
 //!   (Click's values: 0 host, 1 broadcast, 2 multicast). The driver's
 //!   receive checksum verdict stays in the metadata for the transport
-//!   checks (`oxnet_driver::offload::rx_checksum` computes it when the
-//!   NIC did not, as for a reassembled datagram, which has none). A reassembled
-//!   IPv4 datagram looks the same (the first fragment's Ethernet and IP
+//!   checks (for IPv4, `oxnet_driver::offload::rx_checksum` computes it
+//!   when the NIC did not, as for a reassembled datagram, which has
+//!   none; the driver's verdicts are IPv4 only). A reassembled IPv4
+//!   datagram looks the same (the first fragment's Ethernet and IP
 //!   header, total length and fragment fields rewritten, checksum
 //!   recomputed) but for being a new packet from the router's pool: when
 //!   it does not fit one buffer it is a **chained** packet, the headers
@@ -50,7 +51,9 @@
 //! * **ICMP errors** (responders' output 1): the frame as received; the
 //!   network mark moved to the *quoted* IP header and the transport mark
 //!   to the quoted transport header (at least its first 8 bytes are
-//!   there: ports, and TCP's sequence number); the ICMP header itself is
+//!   there: ports, and TCP's sequence number; for IPv6 the mark is right
+//!   after the quoted fixed header: quoted extension headers, which a cut
+//!   quote may not hold whole, are not walked); the ICMP header itself is
 //!   the 8 bytes before the network mark (type, code, and the MTU of
 //!   "fragmentation needed" / "packet too big").
 //!
