@@ -260,3 +260,57 @@ fn errors_neighbor_discovery_and_drops_v6() {
         ],
     );
 }
+
+#[test]
+fn more_v6_drops() {
+    let mut b = v6_bench("ICMPv6Responder");
+    let from_nowhere = icmpv6("::", "fe80::1", [128, 0, 0, 0, 0, 1, 0, 1], b"");
+    let bad_code = icmpv6("fe80::2", "fe80::1", [128, 1, 0, 0, 0, 1, 0, 1], b"");
+    let time_exceeded = {
+        let invoking = ipv6_frame("fe80::1", "2001:db8::9", 17, &[0; 8]);
+        icmpv6("fe80::9", "fe80::1", [3, 0, 0, 0, 0, 0, 0, 0], &invoking[14..])
+    };
+    b.frames(vec![
+        ipv6_frame("::", "fe80::1", 58, &from_nowhere),
+        ipv6_frame("fe80::2", "fe80::1", 58, &bad_code),
+        ipv6_frame("fe80::9", "fe80::1", 58, &time_exceeded),
+    ]);
+    assert_eq!(b.take("error").len(), 1);
+    b.expect_counts("icmp", &[("bad_source", 1), ("bad_message", 1), ("count", 1)]);
+    // Straight into the responder: a chained packet, and one without marks.
+    let mut b = Bench::new("Inject -> icmp :: ICMPv6Responder -> Sink(a); icmp[1] -> Sink(b); icmp[2] -> Sink(c);");
+    let frame = ipv6_frame(
+        "fe80::2",
+        "fe80::1",
+        58,
+        &icmpv6("fe80::2", "fe80::1", [128, 0, 0, 0, 0, 1, 0, 1], b""),
+    );
+    b.push(vec![
+        Item {
+            marks: Some((14, 40)),
+            chained: Some(vec![0; 2]),
+            ..Item::frame(frame.clone())
+        },
+        Item::frame(frame.clone()),
+        Item {
+            marks: Some((14, 40)),
+            ..Item::frame(frame)
+        },
+    ]);
+    assert_eq!(b.take("a").len(), 1);
+    b.expect_counts("icmp", &[("chained", 1), ("bad_header", 1), ("count", 1)]);
+}
+
+#[test]
+fn time_exceeded_v4_is_an_error_too() {
+    let mut b = v4_bench();
+    let invoking = ipv4_frame(US, [192, 0, 2, 9], 6, &[0x30, 0x39, 0, 80, 0, 0, 0, 1]);
+    let message = icmpv4([11, 0, 0, 0, 0, 0, 0, 0], &invoking[14..]);
+    let frame = ipv4_frame([10, 0, 0, 254], US, 1, &message);
+    b.frames(vec![frame.clone()]);
+    let errors = b.take("error");
+    assert_eq!(
+        (errors[0].bytes.clone(), errors[0].network, errors[0].transport),
+        (frame, Some(42), Some(62))
+    );
+}
