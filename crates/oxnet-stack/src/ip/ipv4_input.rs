@@ -207,7 +207,7 @@ impl IPv4Input {
             match outcome {
                 Outcome::Stored => return Verdict::Gone,
                 Outcome::Complete { headers, data } => {
-                    if headers.len() - ETHER_LEN + data.len() > MAX_DATAGRAM {
+                    if headers.len().saturating_sub(ETHER_LEN) + data.len() > MAX_DATAGRAM {
                         // Options in the first fragment made it too long.
                         self.drops.fragments_dropped += 1;
                         return Verdict::Gone;

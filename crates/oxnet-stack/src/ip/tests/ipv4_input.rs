@@ -272,3 +272,48 @@ fn limits_and_the_timeout() {
     ]);
     b.expect_counts("in", &[("fragments_dropped", 2), ("in_progress", 1)]);
 }
+
+/// The fragments of a datagram of `len` data bytes, 1480 per fragment,
+/// the first with `options` words of options.
+fn big_datagram(len: usize, options: usize) -> Vec<Vec<u8>> {
+    let data: Vec<u8> = (0..len).map(|i| (i % 241) as u8).collect();
+    (0..len)
+        .step_by(1480)
+        .map(|at| {
+            let end = (at + 1480).min(len);
+            let frame = ipv4_fragment(PEER, US, 17, &data[at..end], 3, end < len, at as u16);
+            if at > 0 || options == 0 {
+                return frame;
+            }
+            // Options (NOPs) after the fixed header of the first fragment.
+            let mut with = frame[..34].to_vec();
+            with.extend(std::iter::repeat_n(1u8, options * 4));
+            with.extend_from_slice(&frame[34..]);
+            edited(with, |ip| {
+                ip.set_version_and_header_len(20 + options * 4);
+                ip.set_total_len((20 + options * 4 + end - at) as u16);
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn the_largest_datagram_is_reassembled_and_one_byte_more_is_not() {
+    // 20 + 65512 = 65532 bytes: whole, in a chain of buffers.
+    let mut b = Bench::new(CONFIG);
+    b.frames(big_datagram(65512, 0));
+    let out = b.take("udp");
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].bytes.len(), 14 + 20 + 65512);
+    assert!(out[0].segments > 30);
+    let ip = Ipv4Packet::new_checked(&out[0].bytes[14..]).unwrap();
+    assert!(ip.verify_checksum());
+    assert_eq!(ip.total_len(), 65532);
+    assert!(ip.payload().iter().enumerate().all(|(i, &x)| x == (i % 241) as u8));
+    // With a word of options in the first fragment the whole would be
+    // 65536 bytes, past the 16-bit total length (the "ping of death").
+    let mut b = Bench::new(CONFIG);
+    b.frames(big_datagram(65512, 1));
+    assert!(b.take("udp").is_empty());
+    b.expect_counts("in", &[("fragments_dropped", 1), ("in_progress", 0)]);
+}
