@@ -57,6 +57,21 @@
 //!   the 8 bytes before the network mark (type, code, and the MTU of
 //!   "fragmentation needed" / "packet too big").
 //!
+//! How they sit in a host's configuration (the resolvers are the
+//! neighbour family's; `...` the transport elements):
+//!
+//! ```text
+//! dev :: FromDevice(...) -> eth :: Classifier(12/0800, 12/86dd, 12/0806);
+//! eth[0] -> ip4 :: IPv4Input(10.0.0.1/24);
+//! ip4[0] -> ... TCP ...; ip4[1] -> ... UDP ...;
+//! ip4[2] -> icmp4 :: ICMPv4Responder(GATEWAY 10.0.0.254, NETWORK 10.0.0.0/24);
+//! icmp4[0] -> arp :: ARPResolver(10.0.0.1/24, MAC) -> ToDevice(...);
+//! icmp4[1] -> ... errors for TCP and UDP ...;
+//! ... TCP ... -> IPv4Output(10.0.0.1, PROTOCOL tcp, L4_CHECKSUM true,
+//!                GATEWAY 10.0.0.254, NETWORK 10.0.0.0/24) -> arp;
+//! eth[2] -> [1]arp;
+//! ```
+//!
 //! | file | what |
 //! |---|---|
 //! | [`ipv4_input`] | IPv4Input |
