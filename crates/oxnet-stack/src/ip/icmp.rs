@@ -34,7 +34,8 @@
 //!   ours), and without SRC it is dropped (`multicast_echo`); a request
 //!   from the unspecified address cannot be answered (`bad_source`);
 //! * destination unreachable, packet too big, time exceeded, parameter
-//!   problem (RFC 4443 §3) go out of output 1, the network mark on the
+//!   problem (RFC 4443 §3), and errors of an unknown type (below 128:
+//!   RFC 4443 §2.4 (b) has them passed up) go out of output 1, the network mark on the
 //!   quoted fixed header, the transport mark right after it (quoted
 //!   extension headers are not walked: the quote may be cut);
 //! * Neighbor Discovery (types 133 to 137, RFC 4861) goes out of output 2
@@ -387,18 +388,37 @@ impl ICMPv6Responder {
             | Icmpv6Repr::PacketTooBig { data, .. }
             | Icmpv6Repr::TimeExceeded { data, .. }
             | Icmpv6Repr::ParamProblem { data, .. } => {
-                if data.len() < QUOTED_DATA {
-                    self.drops.bad_error += 1;
-                    return None;
+                let quoted = data.len();
+                self.error(p, t, quoted)
+            }
+            // RFC 4443 §2.4 (b): an error of an unknown type (below 128)
+            // still goes to the upper layer that sent the invoking packet.
+            Icmpv6Repr::Other { msg_type, .. } if msg_type < 128 => {
+                let quoted = Ipv6Repr::parse_quoted(icmp.data()).map(|_| icmp.data().len() - IPV6_HEADER_LEN);
+                match quoted {
+                    Ok(quoted) => self.error(p, t, quoted),
+                    Err(_) => {
+                        self.drops.bad_error += 1;
+                        None
+                    }
                 }
-                let _ = p.set_network_header(t + 8, IPV6_HEADER_LEN);
-                Some((1, p))
             }
             _ => {
                 self.drops.ignored += 1;
                 None
             }
         }
+    }
+
+    /// An error whose quote holds the invoking packet's fixed header and
+    /// `quoted` bytes after it: out of output 1, marks on the quote.
+    fn error(&mut self, mut p: Packet, t: usize, quoted: usize) -> Option<(usize, Packet)> {
+        if quoted < QUOTED_DATA {
+            self.drops.bad_error += 1;
+            return None;
+        }
+        let _ = p.set_network_header(t + 8, IPV6_HEADER_LEN);
+        Some((1, p))
     }
 }
 

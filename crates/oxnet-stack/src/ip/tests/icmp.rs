@@ -314,3 +314,25 @@ fn time_exceeded_v4_is_an_error_too() {
         (frame, Some(42), Some(62))
     );
 }
+
+#[test]
+fn an_unknown_v6_error_type_goes_up_and_an_unknown_informational_one_does_not() {
+    let mut b = v6_bench("ICMPv6Responder");
+    let invoking = ipv6_frame("fe80::1", "2001:db8::9", 6, &[0; 20]);
+    let unknown_error = icmpv6("fe80::9", "fe80::1", [100, 0, 0, 0, 0, 0, 0, 0], &invoking[14..]);
+    let unknown_error = ipv6_frame("fe80::9", "fe80::1", 58, &unknown_error);
+    let no_quote = icmpv6("fe80::9", "fe80::1", [100, 0, 0, 0, 0, 0, 0, 0], &[0x60; 20]);
+    let unknown_info = icmpv6("fe80::9", "fe80::1", [200, 0, 0, 0, 0, 0, 0, 0], b"");
+    b.frames(vec![
+        unknown_error.clone(),
+        ipv6_frame("fe80::9", "fe80::1", 58, &no_quote),
+        ipv6_frame("fe80::9", "fe80::1", 58, &unknown_info),
+    ]);
+    let errors = b.take("error");
+    assert_eq!(errors.len(), 1);
+    assert_eq!(
+        (errors[0].bytes.clone(), errors[0].network, errors[0].transport),
+        (unknown_error, Some(62), Some(102))
+    );
+    b.expect_counts("icmp", &[("count", 1), ("bad_error", 1), ("ignored", 1)]);
+}
