@@ -17,8 +17,9 @@
 //!   (the requester, or GATEWAY if it is off the link per NETWORK). An
 //!   echo request to a broadcast or multicast address is dropped
 //!   (`broadcast_echo`; RFC 1122 §3.2.2.6 allows it);
-//! * destination unreachable and time exceeded (RFC 792) whose quote
-//!   holds an IPv4 header and 8 bytes go out of output 1, the network
+//! * destination unreachable, time exceeded and parameter problem (RFC
+//!   792; RFC 1122 §3.2.2.5 passes the last to the transport layer too)
+//!   whose quote holds an IPv4 header and 8 bytes go out of output 1, the network
 //!   mark on the quoted header and the transport mark after it; a
 //!   shorter or broken quote is counted in `bad_error`;
 //! * any other message (echo reply, source quench, which RFC 6633 says
@@ -67,6 +68,8 @@ use std::net::Ipv6Addr;
 
 /// ICMP echo reply's type (RFC 792).
 const ECHO_REPLY: u8 = 0;
+/// ICMP parameter problem's type (RFC 792).
+const PARAM_PROBLEM: u8 = 12;
 
 /// Bytes of the invoking packet's data an error must quote after its IP
 /// header (RFC 792; RFC 4443 §3 quotes more, this is what we need).
@@ -148,7 +151,7 @@ impl Default for ICMPv4Responder {
 }
 
 impl ICMPv4Responder {
-    fn classify(&mut self, mut p: Packet) -> Option<(usize, Packet)> {
+    fn classify(&mut self, p: Packet) -> Option<(usize, Packet)> {
         let Some((n, t)) = marks(&p) else {
             self.drops.bad_header += 1;
             return None;
@@ -182,19 +185,40 @@ impl ICMPv4Responder {
                 self.echo_reply(p, t, ip).map(|p| (0, p))
             }
             Icmpv4Repr::DstUnreachable { data, .. } | Icmpv4Repr::TimeExceeded { data, .. } => {
-                if data.len() < QUOTED_DATA {
-                    self.drops.bad_error += 1;
-                    return None;
-                }
-                let quoted_len = icmp.data().len() - data.len();
-                let _ = p.set_network_header(t + 8, quoted_len);
-                Some((1, p))
+                let quote = (icmp.data().len() - data.len(), data.len());
+                self.error(p, t, quote)
             }
+            // RFC 1122 §3.2.2.5: a Parameter Problem goes to the transport
+            // layer too (the wire module leaves it unparsed).
+            Icmpv4Repr::Other {
+                msg_type: PARAM_PROBLEM,
+                ..
+            } => match Ipv4Repr::parse_quoted(icmp.data()) {
+                Ok((_, header_len)) => {
+                    let quote = (header_len, icmp.data().len() - header_len);
+                    self.error(p, t, quote)
+                }
+                Err(_) => {
+                    self.drops.bad_error += 1;
+                    None
+                }
+            },
             _ => {
                 self.drops.ignored += 1;
                 None
             }
         }
+    }
+
+    /// An error quoting (header length, bytes after it) of the invoking
+    /// packet: out of output 1, the marks on the quote.
+    fn error(&mut self, mut p: Packet, t: usize, (header_len, data_len): (usize, usize)) -> Option<(usize, Packet)> {
+        if data_len < QUOTED_DATA {
+            self.drops.bad_error += 1;
+            return None;
+        }
+        let _ = p.set_network_header(t + 8, header_len);
+        Some((1, p))
     }
 
     /// The echo reply to the request at `t` (RFC 792: type 0, the

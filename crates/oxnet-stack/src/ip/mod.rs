@@ -8,7 +8,7 @@
 //! | IPv6Input(ADDR [ADDR...]) | 1/3-4 | push | checks Ethernet/IPv6 frames (RFC 8200 §3), accepts our addresses, their solicited-node groups and ff02::1 (RFC 4291 §2.7.1), walks the extension headers (RFC 8200 §4); out: 0 TCP, 1 UDP, 2 ICMPv6, 3 other |
 //! | IPv4Output(SRC, PROTOCOL p, [TTL 64], [GATEWAY ip, NETWORK prefix], ...) | 1/1 | push | prepends the IPv4 header to a transport segment, fills (or offloads) its checksum and the transport checksum, sets the next hop |
 //! | IPv6Output(SRC, PROTOCOL p, [HOP_LIMIT 64], [GATEWAY ip, NETWORK prefix], ...) | 1/1 | push | the same for IPv6 (RFC 8200 §3, §8.1) |
-//! | ICMPv4Responder([TTL 64], [GATEWAY ip, NETWORK prefix]) | 1/2 | push | echo requests answered (RFC 792); errors (unreachable, time exceeded) out of 1 with the quoted header marked |
+//! | ICMPv4Responder([TTL 64], [GATEWAY ip, NETWORK prefix]) | 1/2 | push | echo requests answered (RFC 792); errors (unreachable, time exceeded, parameter problem) out of 1 with the quoted header marked |
 //! | ICMPv6Responder([SRC addr], [HOP_LIMIT 64], [GATEWAY ip, NETWORK prefix]) | 1/3 | push | echo requests answered (RFC 4443 §4.2); errors out of 1; Neighbor Discovery (133-137) out of 2 untouched; MLD counted and dropped |
 //!
 //! Every element takes a batch and splits it per output, packets in order

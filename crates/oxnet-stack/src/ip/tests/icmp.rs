@@ -336,3 +336,27 @@ fn an_unknown_v6_error_type_goes_up_and_an_unknown_informational_one_does_not() 
     );
     b.expect_counts("icmp", &[("count", 1), ("bad_error", 1), ("ignored", 1)]);
 }
+
+#[test]
+fn parameter_problem_v4_goes_up_and_source_quench_does_not() {
+    let mut b = v4_bench();
+    // The invoking datagram had a word of options: the quoted header is 24 bytes.
+    let mut invoking = ipv4_frame(US, [192, 0, 2, 9], 17, &[1, 1, 1, 1, 0x30, 0x39, 0, 53, 0, 12, 0, 0]);
+    Ipv4Packet::new_unchecked(&mut invoking[14..]).set_version_and_header_len(24);
+    let problem = icmpv4([12, 0, 0, 0, 20, 0, 0, 0], &invoking[14..]);
+    let problem = ipv4_frame([10, 0, 0, 254], US, 1, &problem);
+    let quench = icmpv4([4, 0, 0, 0, 0, 0, 0, 0], &invoking[14..]);
+    let short = icmpv4([12, 0, 0, 0, 20, 0, 0, 0], &invoking[14..14 + 24 + 4]);
+    b.frames(vec![
+        problem.clone(),
+        ipv4_frame([10, 0, 0, 254], US, 1, &quench),
+        ipv4_frame([10, 0, 0, 254], US, 1, &short),
+    ]);
+    let errors = b.take("error");
+    assert_eq!(errors.len(), 1);
+    assert_eq!(
+        (errors[0].bytes.clone(), errors[0].network, errors[0].transport),
+        (problem, Some(42), Some(66))
+    );
+    b.expect_counts("icmp", &[("count", 1), ("ignored", 1), ("bad_error", 1)]);
+}
