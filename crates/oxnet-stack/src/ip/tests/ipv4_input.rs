@@ -317,3 +317,32 @@ fn the_largest_datagram_is_reassembled_and_one_byte_more_is_not() {
     assert!(b.take("udp").is_empty());
     b.expect_counts("in", &[("fragments_dropped", 1), ("in_progress", 0)]);
 }
+
+#[test]
+fn an_empty_pool_is_counted_not_a_panic() {
+    let payload = vec![5u8; 4000];
+    let mut b = Bench::new("Inject -> in :: IPv4Input(10.0.0.1) -> Sink(tcp); in[1] -> Keep; in[2] -> Sink(icmp);");
+    b.frames(vec![
+        ipv4_fragment(PEER, US, 17, &payload[..1480], 6, true, 0),
+        ipv4_fragment(PEER, US, 17, &payload[1480..2960], 6, true, 1480),
+    ]);
+    // Take every buffer but one: the last fragment will have it, and its
+    // datagram needs more than one.
+    b.frames(vec![ipv4_frame(PEER, US, 17, &[0; 8])]);
+    while b.free.get() > 1 {
+        let n = (b.free.get() - 1).min(1024);
+        b.frames(vec![ipv4_frame(PEER, US, 17, &[0; 8]); n]);
+    }
+    let held = b.held.borrow().len() as u64;
+    b.frames(vec![ipv4_fragment(PEER, US, 17, &payload[2960..], 6, false, 2960)]);
+    b.expect_counts("in", &[("no_buffers", 1), ("reassembled", 1), ("count", held)]);
+    b.held.borrow_mut().clear();
+    // With buffers back, the next datagram is whole again.
+    b.frames(vec![
+        ipv4_fragment(PEER, US, 17, &payload[..1480], 7, true, 0),
+        ipv4_fragment(PEER, US, 17, &payload[1480..2960], 7, true, 1480),
+        ipv4_fragment(PEER, US, 17, &payload[2960..], 7, false, 2960),
+    ]);
+    assert_eq!(b.held.borrow().len(), 1);
+    assert_eq!(b.held.borrow()[0].total_len(), 14 + 20 + 4000);
+}

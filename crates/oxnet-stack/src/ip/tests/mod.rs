@@ -1,7 +1,8 @@
 //! Tests of the IP family: routers built from configurations with two
 //! test-only elements, `Inject` (pushes the frames a test queued, with
 //! the metadata it asked for) and `Sink(NAME)` (keeps what it gets, with
-//! the marks and annotations), so that each test checks exact bytes out.
+//! the marks and annotations), so that each test checks exact bytes out;
+//! `Keep` holds packets to empty the router's pool.
 
 mod fuzz;
 mod icmp;
@@ -164,15 +165,45 @@ fn seen(p: &Packet, at_us: u64) -> Seen {
     }
 }
 
+/// Keeps the packets themselves (their buffers stay taken from the pool),
+/// and the pool's free buffers after each batch.
+struct Keep {
+    held: Rc<RefCell<Vec<Packet>>>,
+    free: Rc<std::cell::Cell<usize>>,
+}
+
+impl Element for Keep {
+    fn class_name(&self) -> &'static str {
+        "Keep"
+    }
+    fn port_count(&self) -> &'static str {
+        "1/0"
+    }
+    fn processing(&self) -> &'static str {
+        "h/h"
+    }
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        let len = batch.len();
+        batch.consume_front(len, |p| self.held.borrow_mut().push(p));
+        self.free.set(ctx.pool().free_count());
+    }
+}
+
 struct TestRegistry {
     queue: Queue,
     kept: Kept,
+    held: Rc<RefCell<Vec<Packet>>>,
+    free: Rc<std::cell::Cell<usize>>,
 }
 
 impl Registry for TestRegistry {
     fn create(&self, class: &str) -> Option<Box<dyn Element>> {
         match class {
             "Inject" => Some(Box::new(Inject(self.queue.clone()))),
+            "Keep" => Some(Box::new(Keep {
+                held: self.held.clone(),
+                free: self.free.clone(),
+            })),
             "Sink" => Some(Box::new(Sink {
                 name: String::new(),
                 kept: self.kept.clone(),
@@ -188,6 +219,10 @@ pub struct Bench {
     pub router: Router,
     queue: Queue,
     kept: Kept,
+    /// What `Keep` holds.
+    pub held: Rc<RefCell<Vec<Packet>>>,
+    /// The pool's free buffers when `Keep` last got a batch.
+    pub free: Rc<std::cell::Cell<usize>>,
 }
 
 impl Bench {
@@ -195,17 +230,27 @@ impl Bench {
         crate::elements::register();
         let queue: Queue = Rc::default();
         let kept: Kept = Rc::default();
+        let held: Rc<RefCell<Vec<Packet>>> = Rc::default();
+        let free: Rc<std::cell::Cell<usize>> = Rc::default();
         let registry = TestRegistry {
             queue: queue.clone(),
             kept: kept.clone(),
+            held: held.clone(),
+            free: free.clone(),
         };
         let flat = oxnet_graph::lang::compile("t.click", config, &[], &|c: &str| {
-            c == "Inject" || c == "Sink" || oxnet_graph::elements::Standard.is_class(c)
+            matches!(c, "Inject" | "Sink" | "Keep") || oxnet_graph::elements::Standard.is_class(c)
         })
         .expect("configuration compiles");
         let mut router = Router::build(&flat, &registry).expect("router builds");
         router.use_simulated_time();
-        Bench { router, queue, kept }
+        Bench {
+            router,
+            queue,
+            kept,
+            held,
+            free,
+        }
     }
 
     /// Pushes `items` through in one batch, without moving the clock.
