@@ -17,6 +17,7 @@ use std::rc::{Rc, Weak};
 
 /// Every family of the stack's elements; a new family adds one line.
 pub const MODULES: &[Module] = &[
+    crate::ip::MODULE,
     crate::neighbor::MODULE,
     crate::tcp::elements::MODULE,
     crate::app::MODULE,
