@@ -4,20 +4,22 @@
 // elements, docs/stack.md), the echo application as a task on the
 // router's executor.
 //
-//   oxnet run conf/echo.click DEV=tap:ox0,ip=10.0.0.1/24 IP=10.0.0.2 MAC=02:00:00:00:00:02
+//   oxnet run conf/echo.click DEV=tap:ox0,ip=10.0.0.1/24 IP=10.0.0.2
 //   socat - TCP:10.0.0.2:7          (from the host: type, it comes back)
 //
-// Variables: DEV (an oxnet device spec), IP and NET (IPv4 address and
-// its network), IP6 (IPv6 address), MAC, PORT. Counters (-h or `oxnet
-// handler`): echo.connections, echo.bytes, tcp/listen.syns, ...
-define($DEV tap:ox0, $IP 10.0.0.2, $NET 10.0.0.0/24, $IP6 fd00::2, $MAC 02:00:00:00:00:02, $PORT 7)
+// Variables: DEV (an oxnet device spec), IP (IPv4 address), IP6 (IPv6
+// address), MAC, PORT, LOSS (a share of received frames to drop, for
+// testing loss recovery where tc netem is not available; writable at run
+// time as loss.drop_prob). Counters (-h or `oxnet handler`):
+// echo.connections, echo.bytes, tcp/listen.syns, loss.drops, ...
+define($DEV tap:ox0, $IP 10.0.0.2, $IP6 fd00::2, $MAC 02:00:00:00:00:02, $PORT 7, $LOSS 0)
 
 dev :: FromDevice("$DEV", PROMISC true);
 out :: ToDevice("$DEV");
 
 // Frames in: IPv4, IPv6, ARP, the rest.
 eth :: Classifier(12/0800, 12/86dd, 12/0806, -);
-dev -> eth;
+dev -> loss :: RandomSample(DROP $LOSS) -> eth;
 arp :: ARPResolver($IP, $MAC) -> out;
 nd :: NDResolver($IP6, $MAC) -> out;
 eth[2] -> [1]arp;
