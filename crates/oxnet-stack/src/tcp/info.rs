@@ -111,6 +111,8 @@ pub struct TcpInfo {
 pub enum TimerKind {
     Retransmit,
     DelayedAck,
+    Persist,
+    Keepalive,
     TimeWait,
 }
 
@@ -198,6 +200,30 @@ impl TcpInfo {
                 tcb.delayed_ack_deadline = Some(at);
                 self.timers.insert((at, r, TimerKind::DelayedAck));
             }
+        }
+    }
+
+    /// Arms the persist timer of `r` (RFC 9293 §3.8.6.1): the RTO, doubled
+    /// for each probe already sent, up to the RTO's maximum.
+    pub fn arm_persist(&mut self, r: TcbRef, now_us: u64) {
+        let max = self.settings.tcb.rto.max_us;
+        if let Some(tcb) = self.tcbs.get_mut(r) {
+            let wait = tcb
+                .rtt
+                .rto_us()
+                .saturating_mul(1 << tcb.persist_probes.min(16))
+                .min(max);
+            let at = now_us + wait;
+            tcb.persist_deadline = Some(at);
+            self.timers.insert((at, r, TimerKind::Persist));
+        }
+    }
+
+    /// Arms the keepalive timer of `r` at `at`.
+    pub fn arm_keepalive(&mut self, r: TcbRef, at: u64) {
+        if let Some(tcb) = self.tcbs.get_mut(r) {
+            tcb.keepalive_deadline = Some(at);
+            self.timers.insert((at, r, TimerKind::Keepalive));
         }
     }
 

@@ -169,6 +169,37 @@ impl TcpStream {
         self.stack.borrow().tcbs.get(self.tcb).map(|t| t.key)
     }
 
+    /// SO_KEEPALIVE with TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT (None:
+    /// off, the default).
+    pub fn set_keepalive(&self, keepalive: Option<super::tcb::Keepalive>) {
+        let mut info = self.stack.borrow_mut();
+        let now = info.clock_us;
+        let Some(tcb) = info.tcbs.get_mut(self.tcb) else { return };
+        tcb.keepalive = keepalive;
+        tcb.keepalive_probes = 0;
+        tcb.keepalive_deadline = None;
+        if tcb.last_heard_us == 0 {
+            tcb.last_heard_us = now;
+        }
+        if let Some(ka) = keepalive {
+            let at = tcb.last_heard_us.max(now) + ka.idle_us;
+            info.arm_keepalive(self.tcb, at);
+        }
+    }
+
+    /// TCP_USER_TIMEOUT (RFC 5482): give up when data stays
+    /// unacknowledged this long (None: only after the retransmissions).
+    pub fn set_user_timeout(&self, timeout_us: Option<u64>) {
+        if let Some(t) = self.stack.borrow_mut().tcbs.get_mut(self.tcb) {
+            t.user_timeout_us = timeout_us;
+        }
+    }
+
+    /// The connection's error (SO_ERROR), if it ended with one.
+    pub fn error(&self) -> Option<i32> {
+        self.stack.borrow().tcbs.get(self.tcb).and_then(|t| t.error)
+    }
+
     /// TCP_NODELAY.
     pub fn set_nodelay(&self, on: bool) {
         if let Some(t) = self.stack.borrow_mut().tcbs.get_mut(self.tcb) {

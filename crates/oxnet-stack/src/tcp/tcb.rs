@@ -158,6 +158,22 @@ pub struct Tcb {
     /// received since our last ACK.
     pub delayed_ack_deadline: Option<u64>,
     pub unacked_segments: u32,
+    /// The persist timer (a zero window and data to send), and the
+    /// probes sent since the window was last open; the next segment is a
+    /// one-octet window probe.
+    pub persist_deadline: Option<u64>,
+    pub persist_probes: u32,
+    pub window_probe: bool,
+    /// SO_KEEPALIVE and its TCP_KEEPIDLE / TCP_KEEPINTVL / TCP_KEEPCNT.
+    pub keepalive: Option<Keepalive>,
+    pub keepalive_deadline: Option<u64>,
+    pub keepalive_probes: u32,
+    /// When the peer was last heard from (an acceptable segment).
+    pub last_heard_us: u64,
+    /// TCP_USER_TIMEOUT (RFC 5482): how long data may stay unacknowledged
+    /// before the connection is given up; and since when it has been.
+    pub user_timeout_us: Option<u64>,
+    pub unacked_since: Option<u64>,
 }
 
 impl Tcb {
@@ -206,6 +222,15 @@ impl Tcb {
             time_wait_deadline: None,
             delayed_ack_deadline: None,
             unacked_segments: 0,
+            persist_deadline: None,
+            persist_probes: 0,
+            window_probe: false,
+            keepalive: None,
+            keepalive_deadline: None,
+            keepalive_probes: 0,
+            last_heard_us: 0,
+            user_timeout_us: None,
+            unacked_since: None,
         }
     }
 
@@ -243,6 +268,29 @@ impl Tcb {
     /// Bytes sent and not acknowledged (RFC 5681's FlightSize).
     pub fn flight_size(&self) -> u32 {
         (self.snd_nxt - self.snd_una).max(0) as u32
+    }
+}
+
+/// Keepalive settings (RFC 1122 §4.2.3.6: off unless asked; at least
+/// two hours idle by default there, Linux's 7200 s / 75 s / 9 probes;
+/// here they are per socket, so tests use seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    /// Idle time before the first probe.
+    pub idle_us: u64,
+    /// Time between probes.
+    pub interval_us: u64,
+    /// Unanswered probes before the connection is given up (ETIMEDOUT).
+    pub count: u32,
+}
+
+impl Default for Keepalive {
+    fn default() -> Keepalive {
+        Keepalive {
+            idle_us: 7_200_000_000,
+            interval_us: 75_000_000,
+            count: 9,
+        }
     }
 }
 

@@ -143,9 +143,19 @@ impl Element for ProcessAck {
                 // updated ... if (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and
                 // SND.WL2 =< SEG.ACK))".
                 if una <= ack && (tcb.snd_wl1 < seg.seq || (tcb.snd_wl1 == seg.seq && tcb.snd_wl2 <= ack)) {
+                    let was_closed = tcb.snd_wnd == 0;
                     tcb.snd_wnd = (seg.window as u32) << tcb.snd_wscale;
                     tcb.snd_wl1 = seg.seq;
                     tcb.snd_wl2 = ack;
+                    // The window opened: no more probes; send what waits.
+                    if tcb.snd_wnd > 0 {
+                        tcb.persist_deadline = None;
+                        tcb.persist_probes = 0;
+                        want_output |= was_closed && tcb.unsent() > 0;
+                    }
+                }
+                if acked > 0 {
+                    tcb.unacked_since = (tcb.flight_size() > 0).then_some(now);
                 }
                 match tcb.state {
                     TcpState::FinWait1 if tcb.fin_acked() => tcb.state = TcpState::FinWait2,

@@ -176,6 +176,9 @@ impl Element for CheckSeqNo {
                     self.unacceptable += 1;
                     return reject(p, tcb);
                 }
+                // Heard from the peer: keepalive starts counting again.
+                tcb.last_heard_us = now;
+                tcb.keepalive_probes = 0;
                 // RFC 7323 §4.3 (2): TS.Recent follows the peer's TSval when the
                 // segment starts at or before what we last acknowledged.
                 if let Some((tsval, _)) = options.and_then(|o| o.timestamps) {

@@ -194,18 +194,29 @@ impl Element for RateControl {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
         let Some(info) = self.info.clone() else { return };
         let n = ctx.noutputs();
+        let now = ctx.now_us();
         let outs = {
-            let info = info.borrow();
+            let mut info = info.borrow_mut();
             super::split_packets(batch, n, |mut p| {
-                let tcb = anno::tcb(&p).and_then(|r| info.tcbs.get(r))?;
+                let r = anno::tcb(&p)?;
+                let tcb = info.tcbs.get(r)?;
                 // RFC 5681 §3.1: at most min(cwnd, rwnd) in flight.
                 let window = tcb.cc.cwnd().min(tcb.snd_wnd);
                 let usable = window.saturating_sub(tcb.flight_size());
                 let fin_only = tcb.unsent() == 0 && tcb.fin_queued && !tcb.fin_sent;
+                if tcb.window_probe {
+                    // RFC 9293 §3.8.6.1: one octet past a zero window.
+                    anno::set_send_allowance(&mut p, 1);
+                    return Some((0, p));
+                }
                 if usable == 0 && !tcb.retransmit_first && !fin_only && !tcb.send_ack && !syn_due(tcb) {
-                    // A zero window waits for the peer's update (the persist
-                    // timer, RFC 9293 §3.8.6.1, comes with the other timers).
                     self.window_full += 1;
+                    // A zero window with data waiting and nothing in flight
+                    // (which the RTO would cover): the persist timer.
+                    if tcb.snd_wnd == 0 && tcb.unsent() > 0 && tcb.flight_size() == 0 && tcb.persist_deadline.is_none()
+                    {
+                        info.arm_persist(r, now);
+                    }
                     return None;
                 }
                 anno::set_send_allowance(&mut p, usable);
@@ -358,6 +369,12 @@ impl Element for Segmentation {
                     }
                 }
                 let mut budget = allowance;
+                if std::mem::take(&mut tcb.window_probe) {
+                    budget = 1;
+                }
+                if tcb.flight_size() == 0 && tcb.unacked_since.is_none() && (tcb.unsent() > 0 || syn_due(tcb)) {
+                    tcb.unacked_since = Some(now);
+                }
                 loop {
                     let unsent = tcb.unsent();
                     let len = unsent.min(mss).min(budget);
@@ -443,6 +460,9 @@ pub struct Timers {
     gave_up: u64,
     time_waits: u64,
     delayed_acks: u64,
+    window_probes: u64,
+    keepalive_probes: u64,
+    user_timeouts: u64,
 }
 
 impl Element for Timers {
@@ -496,6 +516,24 @@ impl Element for Timers {
                         tcb.send_ack = true;
                         info.want_output(r);
                     }
+                    TimerKind::Persist if tcb.persist_deadline == Some(at) => {
+                        worked = true;
+                        tcb.persist_deadline = None;
+                        if tcb.snd_wnd == 0 && tcb.unsent() > 0 {
+                            self.window_probes += 1;
+                            tcb.persist_probes += 1;
+                            tcb.window_probe = true;
+                            info.want_output(r);
+                            info.arm_persist(r, now);
+                        }
+                    }
+                    TimerKind::Keepalive if tcb.keepalive_deadline == Some(at) => {
+                        worked = true;
+                        tcb.keepalive_deadline = None;
+                        if let Some(p) = self.keepalive(&mut info, r, now, ctx) {
+                            out.push(p);
+                        }
+                    }
                     TimerKind::TimeWait if tcb.time_wait_deadline == Some(at) => {
                         worked = true;
                         self.time_waits += 1;
@@ -526,6 +564,9 @@ impl Element for Timers {
             ("gave_up", true, false),
             ("time_waits", true, false),
             ("delayed_acks", true, false),
+            ("window_probes", true, false),
+            ("keepalive_probes", true, false),
+            ("user_timeouts", true, false),
         ]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
@@ -536,12 +577,52 @@ impl Element for Timers {
                 ("gave_up", self.gave_up),
                 ("time_waits", self.time_waits),
                 ("delayed_acks", self.delayed_acks),
+                ("window_probes", self.window_probes),
+                ("keepalive_probes", self.keepalive_probes),
+                ("user_timeouts", self.user_timeouts),
             ],
         )
     }
 }
 
 impl Timers {
+    /// RFC 1122 §4.2.3.6: after `idle` without hearing from the peer, a
+    /// probe every `interval`, given up (ETIMEDOUT) after `count`
+    /// unanswered ones. The probe is ClickNF's: an ACK whose sequence
+    /// number is one before SND.NXT ("DecTCPSeqNo"), which the peer must
+    /// answer. Returns the probe to send, if one is due.
+    fn keepalive(
+        &mut self,
+        info: &mut crate::tcp::info::TcpInfo,
+        r: anno::TcbRef,
+        now: u64,
+        ctx: &mut Ctx<'_>,
+    ) -> Option<Packet> {
+        let tcb = info.tcbs.get_mut(r)?;
+        let ka = tcb.keepalive?;
+        if !matches!(tcb.state, TcpState::Established | TcpState::CloseWait) {
+            return None;
+        }
+        let quiet_since = tcb.last_heard_us;
+        if now.saturating_sub(quiet_since) < ka.idle_us {
+            info.arm_keepalive(r, quiet_since + ka.idle_us);
+            return None;
+        }
+        if tcb.keepalive_probes >= ka.count {
+            self.gave_up += 1;
+            super::rst_syn::abort(info, r, Some(libc::ETIMEDOUT));
+            return None;
+        }
+        tcb.keepalive_probes += 1;
+        self.keepalive_probes += 1;
+        let mut seg = super::ack_segment(tcb, now);
+        seg.seq = tcb.snd_nxt - 1usize;
+        let key = tcb.key;
+        info.arm_keepalive(r, now + ka.interval_us);
+        let mut p = ctx.pool().alloc().ok()?;
+        write_segment(&mut p, &key, &seg, &[]).then_some(p)
+    }
+
     /// RFC 6298 §5.4-5.7: retransmit the earliest unacknowledged segment
     /// (everything from SND.UNA is sent again, within a window of one
     /// segment), back the timer off, and let congestion control restart
@@ -556,6 +637,15 @@ impl Timers {
     ) -> Option<Packet> {
         let our_mss = info.our_mss(&info.tcbs.get(r)?.key);
         let tcb = info.tcbs.get_mut(r)?;
+        // RFC 5482 / RFC 9293 §3.8.3: data unacknowledged longer than the
+        // user timeout ends the connection.
+        if let (Some(limit), Some(since)) = (tcb.user_timeout_us, tcb.unacked_since) {
+            if now.saturating_sub(since) >= limit {
+                self.user_timeouts += 1;
+                super::rst_syn::abort(info, r, Some(libc::ETIMEDOUT));
+                return None;
+            }
+        }
         tcb.rtt.back_off();
         if tcb.rtt.backoffs() > MAX_RETRANSMITS {
             self.gave_up += 1;

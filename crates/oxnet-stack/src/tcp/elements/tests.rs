@@ -502,3 +502,99 @@ fn every_second_segment_is_acknowledged_at_once() {
     assert!(rig.output.borrow().is_empty());
     assert_eq!(rig.handler("ar.delayed"), "1");
 }
+
+/// A connection to port 81 accepted through a listener socket, and the
+/// server's ISS.
+fn accepted(rig: &mut Rig) -> (crate::tcp::socket::TcpStream, TcpSeqNumber) {
+    let listener = crate::tcp::socket::TcpListener::bind(&rig.info, IpEndpoint::new(SERVER, 81), 4).unwrap();
+    let out = rig.exchange(vec![from_client(&seg(CPORT, 81, 1000, None, TcpFlags::SYN, 0), &[])]);
+    let iss = to_client(&out[0]).0.seq;
+    rig.exchange(vec![from_client(
+        &seg(CPORT, 81, 1001, Some((iss + 1).0), TcpFlags::empty(), 0),
+        &[],
+    )]);
+    let stream = listener.try_accept().unwrap();
+    std::mem::forget(listener); // keep listening; nothing else uses it
+    (stream, iss)
+}
+
+/// Runs the router until something comes out (simulated time jumps to
+/// the next timer) and returns it with the time.
+fn next_output(rig: &mut Rig) -> (u64, Vec<(crate::wire::TcpRepr, Vec<u8>)>) {
+    let output = rig.output.clone();
+    rig.router.run(&|| !output.borrow().is_empty());
+    let out = rig.output.borrow_mut().drain(..).map(|b| to_client(&b)).collect();
+    (rig.router.now_us(), out)
+}
+
+#[test]
+fn keepalive_probes_an_idle_peer_and_gives_up_after_its_count() {
+    let mut rig = Rig::new(&path());
+    let (stream, iss) = accepted(&mut rig);
+    stream.set_keepalive(Some(crate::tcp::tcb::Keepalive {
+        idle_us: 1_000_000,
+        interval_us: 500_000,
+        count: 2,
+    }));
+    // First probe after 1 s idle: an ACK at SND.NXT - 1.
+    let (t, out) = next_output(&mut rig);
+    assert_eq!(t, 1_000_000);
+    assert_eq!((out[0].0.seq, out[0].0.ack), (iss, Some(TcpSeqNumber(1001))));
+    // The peer answers: the count starts again, the next probe 1 s later.
+    rig.exchange(vec![from_client(
+        &seg(CPORT, 81, 1001, Some((iss + 1).0), TcpFlags::empty(), 0),
+        &[],
+    )]);
+    let (t, _) = next_output(&mut rig);
+    assert_eq!(t, 2_000_000);
+    // Now silence: the second probe 0.5 s later, then it gives up.
+    let (t, _) = next_output(&mut rig);
+    assert_eq!(t, 2_500_000);
+    let output = rig.output.clone();
+    rig.router.run(&|| !output.borrow().is_empty());
+    assert_eq!(stream.state(), TcpState::Closed);
+    assert_eq!(stream.error(), Some(libc::ETIMEDOUT));
+    assert_eq!(rig.handler("timers.keepalive_probes"), "3");
+}
+
+#[test]
+fn a_zero_window_is_probed_with_one_octet_until_it_opens() {
+    let mut rig = Rig::new(&path());
+    let (stream, iss) = accepted(&mut rig);
+    // The peer's window closes.
+    let mut zero = seg(CPORT, 81, 1001, Some((iss + 1).0), TcpFlags::empty(), 0);
+    zero.window = 0;
+    rig.exchange(vec![from_client(&zero, &[])]);
+    assert_eq!(stream.try_write(b"hello"), Ok(5));
+    assert!(rig.exchange(vec![]).is_empty(), "nothing into a zero window");
+    let (t, out) = next_output(&mut rig);
+    assert_eq!(t, 1_000_000, "the persist timer: the RTO");
+    assert_eq!((out[0].0.seq, out[0].1.as_slice()), (iss + 1, &b"h"[..]), "one octet");
+    // The probe is acknowledged and the window opens: the rest goes.
+    let open = seg(CPORT, 81, 1001, Some((iss + 2).0), TcpFlags::empty(), 0);
+    let out = rig.exchange(vec![from_client(&open, &[])]);
+    let (d, payload) = to_client(&out[0]);
+    assert_eq!((d.seq, payload.as_slice()), (iss + 2, &b"ello"[..]));
+    assert_eq!(rig.handler("timers.window_probes"), "1");
+}
+
+#[test]
+fn the_user_timeout_ends_a_connection_whose_data_stays_unacknowledged() {
+    let mut rig = Rig::new(&path());
+    let (stream, _) = accepted(&mut rig);
+    stream.set_user_timeout(Some(2_500_000));
+    assert_eq!(stream.try_write(b"data"), Ok(4));
+    rig.exchange(vec![]);
+    // RTOs at 1 s and 3 s (backed off): the second finds 3 s > 2.5 s.
+    let output = rig.output.clone();
+    rig.router.run(&|| !output.borrow().is_empty());
+    rig.output.borrow_mut().clear();
+    rig.router.run(&|| false);
+    assert_eq!(stream.error(), Some(libc::ETIMEDOUT));
+    assert_eq!(rig.handler("timers.user_timeouts"), "1");
+    assert!(
+        rig.router.now_us() >= 2_500_000 && rig.router.now_us() < 4_000_000,
+        "{}",
+        rig.router.now_us()
+    );
+}
