@@ -8,10 +8,40 @@ use oxnet_stack::script::{parse, run_script, RunOptions};
 use std::path::PathBuf;
 
 /// Scripts that pass today.
-const PASSING: &[&str] = &[];
+const PASSING: &[&str] = &[
+    "data_in_read.pkt",
+    "our_close.pkt",
+    "out_of_window.pkt",
+    "passive_open.pkt",
+    "paws.pkt",
+    "peer_close.pkt",
+    "rst_at_rcv_nxt.pkt",
+    "rst_in_window.pkt",
+    "rto_backoff.pkt",
+    "syn_ack_options.pkt",
+    "syn_closed_port.pkt",
+    "write_psh.pkt",
+];
 
 /// Scripts that do not pass yet, and why (printed with the failure).
-const NOT_YET: &[(&str, &str)] = &[];
+const NOT_YET: &[(&str, &str)] = &[
+    (
+        "active_open.pkt",
+        "connect: the active open API (TcpStream::connect) is not there yet; poll is not supported by the runner",
+    ),
+    (
+        "ipv6_sack_reset.pkt",
+        "SACK blocks in ACKs (RFC 2018 §4) are not sent yet: the duplicate ACK for out-of-order data has no SACK option",
+    ),
+    (
+        "passive_open_data_close.pkt",
+        "no delayed ACK yet: data is acknowledged at once, before the script's read, which expects the ACK after it",
+    ),
+    (
+        "retransmission.pkt",
+        "stack bug: TCPListen sends the SYN-ACK without arming the retransmission timer, so a lost SYN-ACK is never sent again",
+    ),
+];
 
 fn scripts() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/scripts");
@@ -35,7 +65,7 @@ fn every_script_passes_or_is_listed_as_not_yet() {
             .and_then(|script| run_script(&script, &RunOptions { file: name.clone() }).map_err(|f| f.to_string()));
         let listed = PASSING.contains(&name.as_str());
         match (&result, listed) {
-            (Ok(_), true) => println!("pass {name}"),
+            (Ok(report), true) => println!("pass {name}\n{report}"),
             (Err(why), false) => {
                 let reason = NOT_YET.iter().find(|(n, _)| *n == name).map_or("(no reason listed)", |r| r.1);
                 println!("not yet {name}: {reason}\n    {why}");

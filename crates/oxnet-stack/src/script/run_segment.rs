@@ -392,13 +392,13 @@ pub fn differences(want: &PacketSpec<'_>, got: &PacketSpec<'_>) -> Vec<String> {
         diffs.push(format!("{} bytes of data instead of {}", got.payload_len, want.payload_len));
     }
     if want.ack.is_some() && want.ack != got.ack {
-        diffs.push(format!("ack {:?} instead of {:?}", got.ack, want.ack));
+        diffs.push(format!("ack {} instead of {}", shown(got.ack), shown(want.ack)));
     }
     if want.window.is_some() && want.window != got.window {
-        diffs.push(format!("win {:?} instead of {:?}", got.window, want.window));
+        diffs.push(format!("win {} instead of {}", shown(got.window), shown(want.window)));
     }
     if want.urgent.is_some() && want.urgent != got.urgent {
-        diffs.push(format!("urg {:?} instead of {:?}", got.urgent, want.urgent));
+        diffs.push(format!("urg {} instead of {}", shown(got.urgent), shown(want.urgent)));
     }
     if let (Some(want), Some(got)) = (want.options, got.options) {
         let same = want.len() == got.len() && want.iter().zip(got).all(|(w, g)| option_matches(w, g));
@@ -407,6 +407,11 @@ pub fn differences(want: &PacketSpec<'_>, got: &PacketSpec<'_>) -> Vec<String> {
         }
     }
     diffs
+}
+
+/// A field that may be absent: its value, or "none".
+fn shown<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "none".to_string(), |v| v.to_string())
 }
 
 /// One option against the script's: equal, except oxnet's TSval (its
