@@ -107,6 +107,8 @@ impl TcpFlags {
     pub const DUP_ACK: u16 = 4;
     /// The segment carried a FIN in sequence.
     pub const FIN: u16 = 8;
+    /// The ACK must not be delayed (a gap was filled, RFC 5681 §4.2).
+    pub const ACK_NOW: u16 = 16;
 
     pub fn has(self, flag: u16) -> bool {
         self.0 & flag != 0

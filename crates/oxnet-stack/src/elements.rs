@@ -16,7 +16,12 @@ use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
 /// Every family of the stack's elements; a new family adds one line.
-pub const MODULES: &[Module] = &[crate::tcp::elements::MODULE, crate::app::MODULE];
+pub const MODULES: &[Module] = &[
+    crate::ip::MODULE,
+    crate::neighbor::MODULE,
+    crate::tcp::elements::MODULE,
+    crate::app::MODULE,
+];
 
 /// Adds the stack's elements to the graph's library (idempotent).
 pub fn register() {

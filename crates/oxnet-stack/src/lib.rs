@@ -8,7 +8,9 @@
 //! | [`anno`] | the stack's packet annotations: next hop, TCB, acked bytes, RTT sample, flags, socket |
 //! | [`app`] | applications: the executor's element, the echo server |
 //! | [`elements`] | the stack's element families in the graph's library ([`elements::register`]), and the per-router state they share ([`elements::shared`]) |
+//! | [`ip`] | IPv4 and IPv6 input (checks, IPv4 reassembly, demultiplexing) and output (header, checksums, next hop), the ICMP echo responders |
 //! | [`exec`] | the per-core executor: applications as `async` tasks beside the elements, woken by socket events ([`exec::Event`]), run in batches each round, in the router's (possibly simulated) time; [`exec::block_on`] for blocking callers |
+//! | [`neighbor`] | neighbour resolution: a neighbour cache with RFC 4861's states, ARP (ARPResolver) and Neighbor Discovery with duplicate address detection (NDResolver) |
 //! | [`wire`] | a typed view per header (Ethernet, ARP, IPv4, IPv6, ICMP, ICMPv6 and Neighbor Discovery, UDP, TCP and its options): parse checks lengths and never panics, emit writes |
 //! | [`script`] | script tests of TCP in a subset of packetdrill's language: the syntax tree, the parser (errors say line, column and what was expected) and the printer back to text |
 //! | [`tcp`] | TCP's state and elements (docs/stack.md) |
@@ -17,6 +19,8 @@ pub mod anno;
 pub mod app;
 pub mod elements;
 pub mod exec;
+pub mod ip;
+pub mod neighbor;
 pub mod script;
 pub mod tcp;
 pub mod wire;

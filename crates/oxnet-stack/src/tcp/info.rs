@@ -32,6 +32,10 @@ pub struct TcpSettings {
     /// Connections half-open (SYN-RECEIVED) or waiting for accept, per
     /// listener, beyond its backlog: refused (SYN cookies come later).
     pub syn_backlog: usize,
+    /// How long an ACK for data may wait for a second segment or data to
+    /// ride on (RFC 1122 §4.2.3.2: under 0.5 s; Linux's least is 40 ms);
+    /// None: every segment is acknowledged at once.
+    pub delayed_ack_us: Option<u64>,
 }
 
 impl Default for TcpSettings {
@@ -45,6 +49,7 @@ impl Default for TcpSettings {
             sack: true,
             msl_us: 30_000_000,
             syn_backlog: 128,
+            delayed_ack_us: Some(40_000),
         }
     }
 }
@@ -96,12 +101,16 @@ pub struct TcpInfo {
     pub timers: std::collections::BTreeSet<(u64, TcbRef, TimerKind)>,
     /// Ephemeral port search state (RFC 6056 algorithm 3's counter).
     pub next_port: u16,
+    /// The router's time as the TCP elements last saw it (socket calls,
+    /// which run outside the elements, read it: ISNs, timestamps).
+    pub clock_us: u64,
 }
 
 /// The timers TCPTimers runs (ClickNF Figure 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TimerKind {
     Retransmit,
+    DelayedAck,
     TimeWait,
 }
 
@@ -178,6 +187,17 @@ impl TcpInfo {
             let at = now_us + tcb.rtt.rto_us();
             tcb.rto_deadline = Some(at);
             self.timers.insert((at, r, TimerKind::Retransmit));
+        }
+    }
+
+    /// Arms the delayed-ACK timer of `r` unless it runs.
+    pub fn arm_delayed_ack(&mut self, r: TcbRef, now_us: u64, delay_us: u64) {
+        if let Some(tcb) = self.tcbs.get_mut(r) {
+            if tcb.delayed_ack_deadline.is_none() {
+                let at = now_us + delay_us;
+                tcb.delayed_ack_deadline = Some(at);
+                self.timers.insert((at, r, TimerKind::DelayedAck));
+            }
         }
     }
 

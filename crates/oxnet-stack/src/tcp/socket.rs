@@ -11,9 +11,10 @@
 
 use super::elements::rst_syn::abort;
 use super::info::TcpInfo;
-use super::tcb::TcpState;
+use super::isn::{ephemeral_port, initial_sequence_number};
+use super::tcb::{Tcb, TcpState};
 use crate::anno::TcbRef;
-use crate::wire::IpEndpoint;
+use crate::wire::{FlowKey, IpEndpoint, TcpSeqNumber};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -92,6 +93,63 @@ pub struct TcpStream {
 }
 
 impl TcpStream {
+    /// Opens a connection from `local` to `remote` (RFC 9293 §3.10.1,
+    /// active OPEN): the SYN goes out in the router's next round; wait
+    /// for the handshake with [`TcpStream::connected`]. A local port of 0
+    /// takes an ephemeral port (RFC 6056, Linux's range 32768-60999).
+    pub fn connect(stack: &Stack, local: IpEndpoint, remote: IpEndpoint) -> Result<TcpStream, i32> {
+        if local.addr.is_ipv4() != remote.addr.is_ipv4() {
+            return Err(libc::EAFNOSUPPORT);
+        }
+        if local.addr.is_unspecified() {
+            return Err(libc::EADDRNOTAVAIL);
+        }
+        let mut info = stack.borrow_mut();
+        let info = &mut *info;
+        let mut key = FlowKey { local, remote };
+        if local.port == 0 {
+            let (flows, listeners) = (&info.flows, &info.listeners);
+            let in_use = |port: u16| {
+                let mut k = key;
+                k.local.port = port;
+                flows.contains_key(&k) || listeners.contains_key(&k.local)
+            };
+            key.local.port = ephemeral_port(&info.secret, &key, 32768..=60999, &mut info.next_port, in_use)
+                .ok_or(libc::EADDRNOTAVAIL)?;
+        } else if info.flows.contains_key(&key) {
+            return Err(libc::EADDRINUSE);
+        }
+        let iss = TcpSeqNumber(initial_sequence_number(&info.secret, &key, info.clock_us));
+        let mut tcb = Tcb::new(key, TcpState::SynSent, iss, &info.settings.tcb);
+        tcb.has_socket = true;
+        let r = info.insert(tcb);
+        info.want_output(r);
+        Ok(TcpStream {
+            stack: stack.clone(),
+            tcb: r,
+        })
+    }
+
+    /// Waits for the handshake: Ok once established, the error if it
+    /// failed (ECONNREFUSED for a RST, ETIMEDOUT).
+    pub async fn connected(&self) -> Result<(), i32> {
+        loop {
+            let wait = {
+                let info = self.stack.borrow();
+                let tcb = info.tcbs.get(self.tcb).ok_or(libc::ENOTCONN)?;
+                if let Some(e) = tcb.error {
+                    return Err(e);
+                }
+                match tcb.state {
+                    TcpState::SynSent | TcpState::SynReceived => tcb.writable.wait(),
+                    TcpState::Closed => return Err(libc::ECONNREFUSED),
+                    _ => return Ok(()),
+                }
+            };
+            wait.await;
+        }
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut TcpInfo, TcbRef) -> Result<T, i32>) -> Result<T, i32> {
         let mut info = self.stack.borrow_mut();
         f(&mut info, self.tcb)
@@ -245,7 +303,8 @@ impl Drop for TcpStream {
         let mut info = self.stack.borrow_mut();
         if let Some(tcb) = info.tcbs.get_mut(self.tcb) {
             tcb.has_socket = false;
-            if tcb.state == TcpState::Closed {
+            // CLOSE in SYN-SENT: "Delete the TCB" (RFC 9293 §3.10.4).
+            if matches!(tcb.state, TcpState::Closed | TcpState::SynSent) {
                 abort(&mut info, self.tcb, None);
             }
         }

@@ -110,6 +110,10 @@ pub struct Tcb {
     pub recv_queue: VecDeque<Packet>,
     /// Bytes in `recv_queue`.
     pub recv_queued: usize,
+    /// Segments received ahead of RCV.NXT, by sequence number
+    /// (TCPReordering), and a counter that orders their arrivals.
+    pub ooo: VecDeque<Held>,
+    pub ooo_arrivals: u64,
     /// Bytes the application gave and the peer has not acknowledged, from
     /// SND.UNA on (so retransmissions are cut from it).
     pub send_buffer: VecDeque<u8>,
@@ -150,6 +154,10 @@ pub struct Tcb {
     pub rto_deadline: Option<u64>,
     /// When TIME-WAIT ends, in that state.
     pub time_wait_deadline: Option<u64>,
+    /// When a delayed ACK must go, if one waits; and the data segments
+    /// received since our last ACK.
+    pub delayed_ack_deadline: Option<u64>,
+    pub unacked_segments: u32,
 }
 
 impl Tcb {
@@ -178,6 +186,8 @@ impl Tcb {
             cc: NewReno::new(default_mss as u32, iss.0, settings.initial_window),
             recv_queue: VecDeque::new(),
             recv_queued: 0,
+            ooo: VecDeque::new(),
+            ooo_arrivals: 0,
             send_buffer: VecDeque::new(),
             fin_queued: false,
             fin_sent: false,
@@ -194,6 +204,8 @@ impl Tcb {
             retransmit_first: false,
             rto_deadline: None,
             time_wait_deadline: None,
+            delayed_ack_deadline: None,
+            unacked_segments: 0,
         }
     }
 
@@ -201,6 +213,13 @@ impl Tcb {
     /// shift applies, except in a SYN segment, which the caller handles).
     pub fn window_field(&self) -> u16 {
         (self.rcv_window() >> self.rcv_wscale).min(u16::MAX as u32) as u16
+    }
+
+    /// An ACK went out (alone or on data): no delayed ACK waits any more.
+    pub fn ack_sent(&mut self) {
+        self.delayed_ack_deadline = None;
+        self.unacked_segments = 0;
+        self.send_ack = false;
     }
 
     /// Whether our FIN has been sent and acknowledged.
@@ -224,6 +243,39 @@ impl Tcb {
     /// Bytes sent and not acknowledged (RFC 5681's FlightSize).
     pub fn flight_size(&self) -> u32 {
         (self.snd_nxt - self.snd_una).max(0) as u32
+    }
+}
+
+/// A segment held ahead of RCV.NXT: where its data starts and ends (a
+/// FIN counted), when it came (to report the newest SACK block first).
+pub struct Held {
+    pub seq: TcpSeqNumber,
+    pub end: TcpSeqNumber,
+    pub arrival: u64,
+    pub packet: Packet,
+}
+
+impl Tcb {
+    /// The SACK blocks to report (RFC 2018 §4): the held data as ranges,
+    /// the one with the most recent arrival first, then the others in
+    /// sequence order; at most `max`.
+    pub fn sack_blocks(&self, max: usize) -> Vec<(TcpSeqNumber, TcpSeqNumber, u64)> {
+        let mut ranges: Vec<(TcpSeqNumber, TcpSeqNumber, u64)> = Vec::new();
+        for h in &self.ooo {
+            match ranges.last_mut() {
+                Some(last) if h.seq <= last.1 => {
+                    last.1 = last.1.max(h.end);
+                    last.2 = last.2.max(h.arrival);
+                }
+                _ => ranges.push((h.seq, h.end, h.arrival)),
+            }
+        }
+        if let Some(newest) = (0..ranges.len()).max_by_key(|&i| ranges[i].2) {
+            let first = ranges.remove(newest);
+            ranges.insert(0, first);
+        }
+        ranges.truncate(max);
+        ranges
     }
 }
 

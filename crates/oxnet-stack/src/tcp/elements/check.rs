@@ -75,7 +75,7 @@ pub(crate) fn syn_ack(tcb: &Tcb, now_us: u64, our_mss: u16) -> TcpRepr {
 /// first, then data) and `tail` bytes of data off its end (a FIN beyond
 /// the window goes with them), rewriting its header: the headers move
 /// forward over the cut data.
-fn trim(p: &mut Packet, seg: &Seg, mut front: usize, tail: usize) -> Option<()> {
+pub(crate) fn trim(p: &mut Packet, seg: &Seg, mut front: usize, tail: usize) -> Option<()> {
     let mut flags = seg.flags;
     let mut seq = seg.seq;
     if front > 0 && flags.contains(TcpFlags::SYN) {

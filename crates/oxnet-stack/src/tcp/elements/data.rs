@@ -21,8 +21,10 @@
 //!
 //! TCPAckRequired: a packet whose annotation asks for an ACK becomes that
 //! ACK (output 0, an IP packet for the resolver); the others are freed.
-//! (Delayed ACKs, RFC 1122 §4.2.3.2, come with the timers.) Handlers:
-//! `acks`.
+//! An ACK for in-order data alone is delayed (RFC 1122 §4.2.3.2): until a
+//! second segment arrives, data of ours carries it, or the delay
+//! (TCPInfo's `delayed_ack_us`, 40 ms) ends and TCPTimers sends it.
+//! Handlers: `acks`, `delayed`.
 
 use super::{info, turn_into_ack, Info, Seg};
 use crate::anno::{self, TcpFlags as Anno};
@@ -63,14 +65,31 @@ impl Element for ProcessData {
         let outs = {
             let mut info = info.borrow_mut();
             super::split_packets(batch, n, |mut p| {
-                let (Some(r), Some(seg)) = (anno::tcb(&p), Seg::read(&p)) else {
+                let Some(r) = anno::tcb(&p) else {
                     self.drops += 1;
                     return None;
+                };
+                let Some(mut seg) = Seg::read(&p) else {
+                    // A control packet (TCPReordering's duplicate ACK): on.
+                    return Some((0, p));
                 };
                 let Some(tcb) = info.tcbs.get_mut(r) else {
                     self.drops += 1;
                     return None;
                 };
+                // A segment TCPReordering released may overlap what the one
+                // before it delivered: its new part only.
+                if seg.seq < tcb.rcv_nxt {
+                    let old = (tcb.rcv_nxt - seg.seq) as usize;
+                    if old >= seg.payload_len + seg.has(TcpFlags::FIN) as usize {
+                        return None;
+                    }
+                    if super::check::trim(&mut p, &seg, old, 0).is_none() {
+                        self.drops += 1;
+                        return None;
+                    }
+                    seg = Seg::read(&p)?;
+                }
                 let mut flags = anno::tcp_flags(&p);
                 let in_sequence = seg.seq == tcb.rcv_nxt;
                 let accepts_text = matches!(
@@ -202,6 +221,7 @@ impl Element for ProcessFin {
 pub struct AckRequired {
     info: Option<Info>,
     acks: u64,
+    delayed: u64,
 }
 
 impl Element for AckRequired {
@@ -223,22 +243,40 @@ impl Element for AckRequired {
         let now = ctx.now_us();
         let n = ctx.noutputs();
         let outs = {
-            let info = info.borrow();
+            let mut info = info.borrow_mut();
+            let delay = info.settings.delayed_ack_us;
             super::split_packets(batch, n, |mut p| {
-                if !anno::tcp_flags(&p).has(Anno::ACK_NEEDED) {
+                let flags = anno::tcp_flags(&p);
+                if !flags.has(Anno::ACK_NEEDED) {
                     return None;
                 }
-                let tcb = anno::tcb(&p).and_then(|r| info.tcbs.get(r))?;
+                let r = anno::tcb(&p)?;
+                let tcb = info.tcbs.get_mut(r)?;
+                // RFC 1122 §4.2.3.2 / RFC 9293 §3.8.6.3: new data in order
+                // may wait for a second full segment (then at once) or the
+                // delay; a FIN, a filled gap or anything else is answered
+                // now (RFC 5681 §4.2).
+                let only_data = flags.0 & !(Anno::NEW_DATA | Anno::ACK_NEEDED) == 0 && flags.has(Anno::NEW_DATA);
+                if let (true, Some(delay)) = (only_data, delay) {
+                    tcb.unacked_segments += 1;
+                    if tcb.unacked_segments < 2 {
+                        self.delayed += 1;
+                        info.arm_delayed_ack(r, now, delay);
+                        return None;
+                    }
+                }
+                tcb.ack_sent();
                 self.acks += 1;
+                let tcb = info.tcbs.get(r)?;
                 turn_into_ack(&mut p, tcb, now).then_some((0, p))
             })
         };
         super::push_all(ctx, outs);
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("acks", true, false)]
+        &[("acks", true, false), ("delayed", true, false)]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "acks").then(|| self.acks.to_string())
+        super::counter_handler(name, &[("acks", self.acks), ("delayed", self.delayed)])
     }
 }

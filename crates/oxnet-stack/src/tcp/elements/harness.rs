@@ -126,11 +126,16 @@ impl Rig {
         self.output.borrow_mut().drain(..).collect()
     }
 
+    /// Reads `element.handler`; an element not found at the top is
+    /// looked for inside the TCPStack compound named `tcp`.
     pub fn handler(&self, spec: &str) -> String {
         let (element, handler) = spec.split_once('.').unwrap();
-        self.router
-            .read_handler(self.router.find(element).unwrap(), handler)
-            .unwrap()
+        let index = self
+            .router
+            .find(element)
+            .or_else(|| self.router.find(&format!("tcp/{element}")))
+            .unwrap_or_else(|| panic!("no element {element}"));
+        self.router.read_handler(index, handler).unwrap()
     }
 }
 

@@ -57,9 +57,11 @@ impl Element for FlowLookup {
     }
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
         let Some(info) = self.info.clone() else { return };
+        let now = ctx.now_us();
         let n = ctx.noutputs();
         let outs = {
-            let info = info.borrow();
+            let mut info = info.borrow_mut();
+            info.clock_us = now;
             super::split_packets(batch, n, |mut p| {
                 self.count += 1;
                 let Some(seg) = Seg::read(&p) else {

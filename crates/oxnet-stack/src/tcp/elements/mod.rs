@@ -4,6 +4,8 @@
 //! | element | ports | what |
 //! |---|---|---|
 //! | TCPFlowLookup | 1/2 | checksum, then the flow's TCB into the annotation: output 0 a known flow, 1 none |
+//! | TCPStateDemux | 1/2 | output 0 segments of connections in SYN-SENT, 1 the others |
+//! | TCPSynSent | 1/1 | §3.10.7.3: the answer to our SYN (ESTABLISHED, or SYN-RECEIVED for a simultaneous open, or refused by a RST) |
 //! | TCPListen | 1/1 | no TCB (§3.10.7.1-2): a SYN to a listener makes a TCB in SYN-RECEIVED and is answered with a SYN-ACK; anything else to no listener gets a RST |
 //! | TCPCheckSeqNo | 1/2 | "first, check sequence number" and PAWS (RFC 7323 §5); trims the segment to the window; 0 acceptable, 1 the ACK that answers an unacceptable one |
 //! | TCPProcessRst | 1/2 | "second, check the RST bit", RFC 5961 §3: 0 no RST, 1 a challenge ACK |
@@ -11,6 +13,7 @@
 //! | TCPProcessAck | 1/2 | "fifth, check the ACK field": SYN-RECEIVED to ESTABLISHED, SND.UNA, the window, FIN acknowledged; 0 on, 1 an ACK or RST to send |
 //! | TCPEstimateRTT | 1/1 | an RTT sample into the RTO estimator (RFC 6298) |
 //! | TCPNewRenoAck | 1/1 | acked bytes and duplicate ACKs into NewReno (RFC 5681, 6582) |
+//! | TCPReordering | 1/1 | data ahead of RCV.NXT kept (bounded) and released in order; a duplicate ACK with SACK blocks at once |
 //! | TCPProcessData | 1/1 | "seventh, process the segment text": in-sequence data to the receive queue |
 //! | TCPProcessFin | 1/1 | "eighth, check the FIN bit" |
 //! | TCPAckRequired | 1/1 | the ACK the segment asked for, or nothing |
@@ -30,8 +33,10 @@ pub mod check;
 pub mod data;
 pub mod listen;
 pub mod lookup;
+pub mod reorder;
 pub mod rst_syn;
 pub mod send;
+pub mod syn_sent;
 
 use super::info::TcpInfo;
 use super::output::write_segment;
@@ -53,8 +58,10 @@ use std::rc::Rc;
 pub const TCP_STACK: &str = "
 elementclass TCPStack {
   input -> fl :: TCPFlowLookup;
-  fl[0] -> cs :: TCPCheckSeqNo -> rst :: TCPProcessRst -> syn :: TCPProcessSyn -> ack :: TCPProcessAck
-    -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> data :: TCPProcessData -> fin :: TCPProcessFin
+  fl[0] -> sd :: TCPStateDemux;
+  sd[0] -> ss :: TCPSynSent -> output;
+  sd[1] -> cs :: TCPCheckSeqNo -> rst :: TCPProcessRst -> syn :: TCPProcessSyn -> ack :: TCPProcessAck
+    -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> ro :: TCPReordering -> data :: TCPProcessData -> fin :: TCPProcessFin
     -> ar :: TCPAckRequired -> output;
   fl[1] -> listen :: TCPListen -> output;
   cs[1] -> output; rst[1] -> output; syn[1] -> output; ack[1] -> output;
@@ -80,7 +87,10 @@ pub const MODULE: Module = Module {
         "TCPProcessRst",
         "TCPProcessSyn",
         "TCPRateControl",
+        "TCPReordering",
         "TCPSegmentation",
+        "TCPStateDemux",
+        "TCPSynSent",
         "TCPTimers",
     ],
     create: |class| {
@@ -101,6 +111,9 @@ pub const MODULE: Module = Module {
             "TCPRateControl" => Box::new(send::RateControl::default()),
             "TCPSegmentation" => Box::new(send::Segmentation::default()),
             "TCPTimers" => Box::new(send::Timers::default()),
+            "TCPStateDemux" => Box::new(syn_sent::StateDemux::default()),
+            "TCPReordering" => Box::new(reorder::Reordering::default()),
+            "TCPSynSent" => Box::new(syn_sent::SynSent::default()),
             _ => return None,
         })
     },
@@ -210,6 +223,13 @@ pub fn ack_segment(tcb: &Tcb, now_us: u64) -> TcpRepr {
     let mut options = TcpOptions::default();
     if tcb.timestamps {
         options.timestamps = Some((ts_now(now_us), tcb.ts_recent));
+    }
+    if tcb.sack_permitted {
+        // Three blocks fit beside the timestamps, four without (RFC 2018 §3).
+        let room = if tcb.timestamps { 3 } else { 4 };
+        for (slot, (left, right, _)) in options.sack_blocks.iter_mut().zip(tcb.sack_blocks(room)) {
+            *slot = Some((left, right));
+        }
     }
     TcpRepr {
         src_port: tcb.key.local.port,

@@ -37,7 +37,8 @@ pub const MAX_RETRANSMITS: u32 = 15;
 fn may_send(state: TcpState) -> bool {
     matches!(
         state,
-        TcpState::Established
+        TcpState::SynSent
+            | TcpState::Established
             | TcpState::CloseWait
             | TcpState::FinWait1
             | TcpState::FinWait2
@@ -75,6 +76,7 @@ impl Element for Output {
         let mut batch = PacketBatch::with_capacity(32);
         {
             let mut info = info.borrow_mut();
+            info.clock_us = ctx.now_us();
             if info.output.is_empty() {
                 return false;
             }
@@ -120,7 +122,8 @@ pub struct Nagle {
 /// if the connection is closing (what remains goes with the FIN).
 pub fn nagle_allows(tcb: &Tcb) -> bool {
     let unsent = tcb.unsent();
-    tcb.retransmit_first
+    syn_due(tcb)
+        || tcb.retransmit_first
         || tcb.send_ack
         || unsent >= tcb.snd_mss as usize
         || tcb.flight_size() == 0
@@ -199,7 +202,7 @@ impl Element for RateControl {
                 let window = tcb.cc.cwnd().min(tcb.snd_wnd);
                 let usable = window.saturating_sub(tcb.flight_size());
                 let fin_only = tcb.unsent() == 0 && tcb.fin_queued && !tcb.fin_sent;
-                if usable == 0 && !tcb.retransmit_first && !fin_only && !tcb.send_ack {
+                if usable == 0 && !tcb.retransmit_first && !fin_only && !tcb.send_ack && !syn_due(tcb) {
                     // A zero window waits for the peer's update (the persist
                     // timer, RFC 9293 §3.8.6.1, comes with the other timers).
                     self.window_full += 1;
@@ -226,6 +229,35 @@ pub struct Segmentation {
     bytes: u64,
     retransmits: u64,
     no_buffers: u64,
+}
+
+/// Our SYN is to be sent (a connection just opened, or its SYN timed
+/// out): SYN-SENT with SND.NXT still at ISS.
+fn syn_due(tcb: &Tcb) -> bool {
+    tcb.state == TcpState::SynSent && tcb.snd_nxt == tcb.iss
+}
+
+/// Our SYN (RFC 9293 §3.10.1 OPEN): the options we offer (MSS, window
+/// scale, SACK-permitted, timestamps, as the settings say).
+fn syn_segment(tcb: &Tcb, settings: &crate::tcp::info::TcpSettings, our_mss: u16, now: u64) -> TcpRepr {
+    TcpRepr {
+        src_port: tcb.key.local.port,
+        dst_port: tcb.key.remote.port,
+        seq: tcb.iss,
+        ack: None,
+        flags: TcpFlags::SYN,
+        // RFC 7323 §2.2: a SYN's window is never scaled.
+        window: tcb.rcv_wnd.min(u16::MAX as u32) as u16,
+        urgent: 0,
+        options: TcpOptions {
+            mss: Some(our_mss),
+            window_scale: settings.window_scale,
+            sack_permitted: settings.sack,
+            timestamps: settings.timestamps.then(|| (ts_now(now), 0)),
+            ..TcpOptions::default()
+        },
+        payload_len: 0,
+    }
 }
 
 /// A segment of `tcb` at `seq` with `len` bytes of its send buffer from
@@ -289,9 +321,24 @@ impl Element for Segmentation {
                     *no_buffers += p.is_none() as u64;
                     p
                 };
+                let settings = info.settings;
+                let Some(key) = info.tcbs.get(r).map(|t| t.key) else {
+                    continue;
+                };
+                let our_mss = info.our_mss(&key);
                 let Some(tcb) = info.tcbs.get_mut(r) else { continue };
                 let mss = tcb.snd_mss as usize;
                 let mut sent_any = false;
+                if syn_due(tcb) {
+                    if let Some(mut p) = packet(&mut spare, &mut self.no_buffers) {
+                        if write_segment(&mut p, &key, &syn_segment(tcb, &settings, our_mss, now), &[]) {
+                            out.push(p);
+                            tcb.snd_nxt = tcb.iss + 1;
+                            self.segments += 1;
+                            sent_any = true;
+                        }
+                    }
+                }
                 if std::mem::take(&mut tcb.retransmit_first) {
                     // RFC 5681 §3.2 / RFC 6582: the first unacknowledged
                     // segment again, SND.NXT unchanged.
@@ -353,6 +400,9 @@ impl Element for Segmentation {
                         }
                     }
                 }
+                if sent_any {
+                    tcb.ack_sent();
+                }
                 // RFC 6298 §5.1: a segment with data (or a FIN) left and
                 // the timer is not running: start it.
                 let arm = sent_any && tcb.rto_deadline.is_none();
@@ -392,6 +442,7 @@ pub struct Timers {
     timeouts: u64,
     gave_up: u64,
     time_waits: u64,
+    delayed_acks: u64,
 }
 
 impl Element for Timers {
@@ -438,6 +489,13 @@ impl Element for Timers {
                             out.push(p);
                         }
                     }
+                    TimerKind::DelayedAck if tcb.delayed_ack_deadline == Some(at) => {
+                        worked = true;
+                        self.delayed_acks += 1;
+                        tcb.delayed_ack_deadline = None;
+                        tcb.send_ack = true;
+                        info.want_output(r);
+                    }
                     TimerKind::TimeWait if tcb.time_wait_deadline == Some(at) => {
                         worked = true;
                         self.time_waits += 1;
@@ -467,6 +525,7 @@ impl Element for Timers {
             ("timeouts", true, false),
             ("gave_up", true, false),
             ("time_waits", true, false),
+            ("delayed_acks", true, false),
         ]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
@@ -476,6 +535,7 @@ impl Element for Timers {
                 ("timeouts", self.timeouts),
                 ("gave_up", self.gave_up),
                 ("time_waits", self.time_waits),
+                ("delayed_acks", self.delayed_acks),
             ],
         )
     }
@@ -500,6 +560,13 @@ impl Timers {
         if tcb.rtt.backoffs() > MAX_RETRANSMITS {
             self.gave_up += 1;
             super::rst_syn::abort(info, r, Some(libc::ETIMEDOUT));
+            return None;
+        }
+        if tcb.state == TcpState::SynSent {
+            // The SYN again (TCPSegmentation sends it: SND.NXT back at ISS).
+            tcb.snd_nxt = tcb.iss;
+            info.arm_rto(r, now);
+            info.want_output(r);
             return None;
         }
         if tcb.state == TcpState::SynReceived {

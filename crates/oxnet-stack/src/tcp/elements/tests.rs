@@ -5,20 +5,20 @@ use super::harness::*;
 use crate::tcp::tcb::TcpState;
 use crate::wire::{IpEndpoint, TcpFlags, TcpOptions, TcpSeqNumber};
 
-/// ClickNF Figure 2's incoming path, every answer to one sink.
-const PATH: &str = "
-src :: TestSource -> fl :: TCPFlowLookup;
-fl[0] -> cs :: TCPCheckSeqNo -> rst :: TCPProcessRst -> syn :: TCPProcessSyn -> ack :: TCPProcessAck
-  -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> data :: TCPProcessData -> fin :: TCPProcessFin
-  -> ar :: TCPAckRequired -> out :: TestSink;
-fl[1] -> listen :: TCPListen -> out;
-cs[1] -> out; rst[1] -> out; syn[1] -> out; ack[1] -> out;
-";
+/// cTCP (TCPStack: both paths and the timers) between a source and a
+/// sink; its elements' handlers are read as `tcp/NAME.HANDLER` (the rig
+/// adds the `tcp/`).
+fn path() -> String {
+    format!(
+        "{}\nsrc :: TestSource -> tcp :: TCPStack -> out :: TestSink;",
+        super::TCP_STACK
+    )
+}
 
 const CPORT: u16 = 40000;
 
 fn rig_listening() -> Rig {
-    let rig = Rig::new(PATH);
+    let rig = Rig::new(&path());
     rig.info.borrow_mut().listen(IpEndpoint::new(SERVER, 80), 16).unwrap();
     rig
 }
@@ -91,7 +91,12 @@ fn data_in_sequence_is_queued_without_a_copy_and_acknowledged() {
     let iss = handshake(&mut rig);
     let mut d = seg(CPORT, 80, 1001, Some((iss + 1).0), TcpFlags::PSH, 5);
     d.options.timestamps = Some((102, 0));
-    let out = rig.exchange(vec![from_client(&d, b"hello")]);
+    // One segment: its ACK waits (RFC 1122 §4.2.3.2), 40 ms.
+    assert!(rig.exchange(vec![from_client(&d, b"hello")]).is_empty());
+    let output = rig.output.clone();
+    rig.router.run(&|| !output.borrow().is_empty());
+    assert_eq!(rig.router.now_us(), 40_000, "the delay, in simulated time");
+    let out: Vec<_> = rig.output.borrow_mut().drain(..).collect();
     assert_eq!(out.len(), 1);
     let (ack, _) = to_client(&out[0]);
     assert_eq!(
@@ -241,7 +246,7 @@ fn a_bad_checksum_is_dropped_and_counted() {
 
 #[test]
 fn a_full_listener_drops_new_syns() {
-    let mut rig = Rig::new(PATH);
+    let mut rig = Rig::new(&path());
     rig.info.borrow_mut().settings.syn_backlog = 0;
     rig.info.borrow_mut().listen(IpEndpoint::new(SERVER, 80), 2).unwrap();
     let syns = (0..5)
@@ -352,11 +357,154 @@ fn unacknowledged_data_is_sent_again_when_the_timer_expires() {
     rig.router.run(&|| !output.borrow().is_empty());
     let again: Vec<_> = rig.output.borrow_mut().drain(..).map(|b| to_client(&b)).collect();
     assert!(again.iter().any(|(s, p)| p == b"ping" && s.seq == iss + 1), "{again:?}");
-    assert_eq!(rig.handler("tcp/timers.timeouts"), "1");
+    assert_eq!(rig.handler("timers.timeouts"), "1");
 }
 
 fn state_of(rig: &Rig, port: u16) -> Option<TcpState> {
     let info = rig.info.borrow();
     let r = info.lookup(&server_key(CPORT, port))?;
     info.tcbs.get(r).map(|t| t.state)
+}
+
+fn client_stream(rig: &Rig, port: u16) -> crate::tcp::socket::TcpStream {
+    crate::tcp::socket::TcpStream::connect(&rig.info, IpEndpoint::new(SERVER, port), IpEndpoint::new(CLIENT, 9000))
+        .unwrap()
+}
+
+#[test]
+fn an_active_open_sends_a_syn_with_our_options_and_completes_on_the_syn_ack() {
+    // Here the stack is the one at SERVER's address opening to CLIENT:9000.
+    let mut rig = Rig::new(&echo_config());
+    let stream = client_stream(&rig, 45000);
+    let out = rig.exchange(vec![]);
+    assert_eq!(out.len(), 1);
+    let (syn, _) = to_client(&out[0]);
+    assert_eq!(
+        (syn.flags, syn.ack, syn.src_port, syn.dst_port),
+        (TcpFlags::SYN, None, 45000, 9000)
+    );
+    assert_eq!(syn.options.mss, Some(1460));
+    assert_eq!(syn.options.window_scale, Some(7));
+    assert!(syn.options.sack_permitted && syn.options.timestamps.is_some());
+    assert_eq!(stream.state(), TcpState::SynSent);
+    // The peer's SYN-ACK (from port 9000 to 45000).
+    let mut syn_ack = seg(9000, 45000, 5000, Some((syn.seq + 1).0), TcpFlags::SYN, 0);
+    syn_ack.options = TcpOptions {
+        mss: Some(1200),
+        ..TcpOptions::default()
+    };
+    let out = rig.exchange(vec![from_client(&syn_ack, &[])]);
+    assert_eq!(out.len(), 1, "the handshake's ACK");
+    let (ack, _) = to_client(&out[0]);
+    assert_eq!(
+        (ack.seq, ack.ack, ack.flags),
+        (syn.seq + 1, Some(TcpSeqNumber(5001)), TcpFlags::empty())
+    );
+    assert_eq!(stream.state(), TcpState::Established);
+    let info = rig.info.borrow();
+    let key = stream.key().unwrap();
+    let tcb = info.tcbs.get(info.lookup(&key).unwrap()).unwrap();
+    assert_eq!(tcb.snd_mss, 1200);
+    assert!(!tcb.timestamps && tcb.snd_wscale == 0, "the peer offered neither");
+    drop(info);
+    // Data both ways over it.
+    assert_eq!(stream.try_write(b"hi"), Ok(2));
+    let out = rig.exchange(vec![]);
+    let (d, payload) = to_client(&out[0]);
+    assert_eq!((d.seq, payload.as_slice()), (syn.seq + 1, &b"hi"[..]));
+}
+
+#[test]
+fn a_reset_answering_our_syn_refuses_the_connection() {
+    let mut rig = Rig::new(&echo_config());
+    let stream = client_stream(&rig, 45001);
+    let (syn, _) = to_client(&rig.exchange(vec![])[0]);
+    let rst = seg(9000, 45001, 0, Some((syn.seq + 1).0), TcpFlags::RST, 0);
+    assert!(rig.exchange(vec![from_client(&rst, &[])]).is_empty());
+    assert_eq!(stream.state(), TcpState::Closed);
+    let mut buf = [0; 4];
+    assert_eq!(stream.try_read(&mut buf), Err(libc::ECONNREFUSED));
+    drop(stream);
+    assert!(rig.info.borrow().tcbs.is_empty(), "the socket let go: the TCB is gone");
+}
+
+#[test]
+fn an_unanswered_syn_is_sent_again_after_the_timeout() {
+    let mut rig = Rig::new(&echo_config());
+    let _stream = client_stream(&rig, 45002);
+    let (first, _) = to_client(&rig.exchange(vec![])[0]);
+    let output = rig.output.clone();
+    rig.router.run(&|| !output.borrow().is_empty());
+    let again: Vec<_> = rig.output.borrow_mut().drain(..).map(|b| to_client(&b).0).collect();
+    assert_eq!(again.len(), 1);
+    assert_eq!((again[0].flags, again[0].seq), (TcpFlags::SYN, first.seq));
+    assert!(rig.router.now_us() >= 1_000_000, "RFC 6298 §2.1: 1 s");
+}
+
+#[test]
+fn data_ahead_of_rcv_nxt_is_held_sacked_and_delivered_in_order_once_the_gap_fills() {
+    let mut rig = rig_listening();
+    let iss = handshake(&mut rig);
+    let ack = Some((iss + 1).0);
+    let ts = |mut s: crate::wire::TcpRepr, v: u32| {
+        s.options.timestamps = Some((v, 0));
+        s
+    };
+    // "cd" at 1003 and "gh" at 1007 arrive before "ab" (1001) and "ef" (1005).
+    let out = rig.exchange(vec![
+        from_client(&ts(seg(CPORT, 80, 1003, ack, TcpFlags::empty(), 2), 110), b"cd"),
+        from_client(&ts(seg(CPORT, 80, 1007, ack, TcpFlags::empty(), 2), 111), b"gh"),
+    ]);
+    let dups: Vec<_> = out.iter().map(|b| to_client(b).0).collect();
+    assert_eq!(dups.len(), 2, "an immediate duplicate ACK for each");
+    assert!(dups.iter().all(|d| d.ack == Some(TcpSeqNumber(1001))));
+    // RFC 2018 §4: the newest block first.
+    let blocks: Vec<_> = dups[1].options.sack_blocks.iter().flatten().copied().collect();
+    assert_eq!(
+        blocks,
+        [
+            (TcpSeqNumber(1007), TcpSeqNumber(1009)),
+            (TcpSeqNumber(1003), TcpSeqNumber(1005))
+        ]
+    );
+    // "abcd" at 1001 overlaps the held "cd"; then "ef" fills the last gap.
+    let out = rig.exchange(vec![from_client(
+        &ts(seg(CPORT, 80, 1001, ack, TcpFlags::empty(), 4), 112),
+        b"abcd",
+    )]);
+    assert_eq!(to_client(out.last().unwrap()).0.ack, Some(TcpSeqNumber(1005)));
+    let out = rig.exchange(vec![from_client(
+        &ts(seg(CPORT, 80, 1005, ack, TcpFlags::empty(), 2), 113),
+        b"ef",
+    )]);
+    assert_eq!(to_client(out.last().unwrap()).0.ack, Some(TcpSeqNumber(1009)));
+    let info = rig.info.borrow();
+    let tcb = info.tcbs.get(info.lookup(&server_key(CPORT, 80)).unwrap()).unwrap();
+    let got: Vec<u8> = tcb.recv_queue.iter().flat_map(|p| p.to_vec()).collect();
+    assert_eq!(got, b"abcdefgh", "every byte once, in order");
+    assert!(tcb.ooo.is_empty());
+    drop(info);
+    assert_eq!(rig.handler("ro.held"), "2");
+    assert_eq!(rig.handler("ro.released"), "1", "gh; cd was covered by abcd");
+}
+
+#[test]
+fn every_second_segment_is_acknowledged_at_once() {
+    let mut rig = rig_listening();
+    let iss = handshake(&mut rig);
+    let ack = Some((iss + 1).0);
+    let mut a = seg(CPORT, 80, 1001, ack, TcpFlags::empty(), 2);
+    a.options.timestamps = Some((110, 0));
+    let mut b = seg(CPORT, 80, 1003, ack, TcpFlags::empty(), 2);
+    b.options.timestamps = Some((111, 0));
+    assert!(rig.exchange(vec![from_client(&a, b"ab")]).is_empty(), "the first waits");
+    let out = rig.exchange(vec![from_client(&b, b"cd")]);
+    assert_eq!(out.len(), 1, "the second is acknowledged with the first");
+    assert_eq!(to_client(&out[0]).0.ack, Some(TcpSeqNumber(1005)));
+    assert_eq!(rig.router.now_us(), 0);
+    // And the delayed-ACK timer, now stale, sends nothing more.
+    let output = rig.output.clone();
+    rig.router.run(&|| !output.borrow().is_empty());
+    assert!(rig.output.borrow().is_empty());
+    assert_eq!(rig.handler("ar.delayed"), "1");
 }
