@@ -17,11 +17,15 @@
 //! | `fcntl(fd, F_SETFL, flags)`, `fcntl(fd, F_GETFL)` | `O_NONBLOCK` on or off, or read back |
 //! | `getsockopt(fd, SOL_SOCKET, SO_ERROR, [v], ...)` | the connection's pending error |
 //!
-//! Anything else (`connect`, `poll`, other options) is refused by name.
+//! | `connect(fd, ..., ...)` on a non-blocking socket | `TcpStream::connect` from port 8080 to the script's port; `-1 EINPROGRESS` |
+//! | `poll([{fd, events, revents}], n, timeout)` | readiness from the connection's state; each given `revents` compared |
+//!
+//! Anything else (a blocking `connect`, other options) is refused by name.
 //! Constants have Linux's values, as the scripts are Linux's.
 
 use super::ast::{Expr, IpVersion};
 use crate::tcp::socket::{Stack, TcpListener, TcpStream};
+use crate::tcp::tcb::TcpState;
 use crate::wire::{IpAddress, IpEndpoint};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -50,7 +54,18 @@ const CONSTANTS: &[(&str, i64)] = &[
     ("SHUT_RD", 0),
     ("SHUT_WR", 1),
     ("SHUT_RDWR", 2),
+    ("POLLIN", POLLIN),
+    ("POLLPRI", 2),
+    ("POLLOUT", POLLOUT),
+    ("POLLERR", POLLERR),
+    ("POLLHUP", POLLHUP),
 ];
+
+/// poll's event bits (Linux's `poll.h`).
+const POLLIN: i64 = 0x1;
+const POLLOUT: i64 = 0x4;
+const POLLERR: i64 = 0x8;
+const POLLHUP: i64 = 0x10;
 
 /// Linux's errno names, for the values the sockets return.
 const ERRNO_NAMES: &[(i32, &str)] = &[
@@ -64,6 +79,9 @@ const ERRNO_NAMES: &[(i32, &str)] = &[
     (libc::ETIMEDOUT, "ETIMEDOUT"),
     (libc::EADDRINUSE, "EADDRINUSE"),
     (libc::EINPROGRESS, "EINPROGRESS"),
+    (libc::EISCONN, "EISCONN"),
+    (libc::EAFNOSUPPORT, "EAFNOSUPPORT"),
+    (libc::EADDRNOTAVAIL, "EADDRNOTAVAIL"),
     (libc::EOPNOTSUPP, "EOPNOTSUPP"),
     (libc::ENOTSOCK, "ENOTSOCK"),
 ];
@@ -117,6 +135,16 @@ enum Socket {
 struct Fd {
     socket: Socket,
     nonblocking: bool,
+}
+
+/// A struct's field by name, or by position when unnamed (`{fd=3,
+/// events=POLLIN}` or `{3, POLLIN}`).
+fn field<'a>(fields: &'a [super::ast::Field], name: &str, at: usize) -> Option<&'a Expr> {
+    fields
+        .iter()
+        .find(|f| f.name.as_deref() == Some(name))
+        .or_else(|| fields.get(at).filter(|f| f.name.is_none()))
+        .map(|f| &f.value)
 }
 
 /// The script's file descriptors.
@@ -293,8 +321,104 @@ impl Sockets {
                     _ => Err(format!("fcntl command {command}: unsupported")),
                 }
             }
-            "connect" => Err("connect: not supported yet (oxnet has no active open API)".to_string()),
+            "connect" => {
+                let fd = arg(0)?;
+                let Some(entry) = self.fds.get_mut(&fd) else { return done(Err(libc::EBADF)) };
+                let Socket::Fresh { nodelay, .. } = entry.socket else { return done(Err(libc::EISCONN)) };
+                if !entry.nonblocking {
+                    // The call would return only after the handshake, which
+                    // later events of the script play: the runner plays
+                    // one event at a time.
+                    return Err("a blocking connect is not supported: make the socket non-blocking \
+                         (fcntl O_NONBLOCK) and expect -1 EINPROGRESS"
+                        .to_string());
+                }
+                let (local, remote) = super::run_segment::addresses(self.ip);
+                // Port 8080 on our side: the script's segments carry the
+                // same ports whichever end opened.
+                let local = IpEndpoint::new(local, super::run_segment::LOCAL_PORT);
+                let remote = IpEndpoint::new(remote, super::run_segment::REMOTE_PORT);
+                match TcpStream::connect(&self.stack, local, remote) {
+                    Ok(stream) => {
+                        stream.set_nodelay(nodelay);
+                        entry.socket = Socket::Stream(stream);
+                        done(Err(libc::EINPROGRESS))
+                    }
+                    Err(e) => done(Err(e)),
+                }
+            }
+            "poll" => self.poll(args),
             other => Err(format!("{other}: unsupported system call")),
+        }
+    }
+
+    /// `poll([{fd=F, events=E, revents=R}, ...], n, timeout)`: the ready
+    /// descriptors' count; each `revents` the script gives is compared.
+    /// Nothing ready and a timeout other than 0: it would block.
+    fn poll(&self, args: &[Expr]) -> Result<Attempt, String> {
+        let (Some(Expr::List(entries)), Some(timeout)) = (args.first(), args.get(2)) else {
+            return Err("poll needs a list of {fd, events, revents}, a count and a timeout".to_string());
+        };
+        let mut ready = 0;
+        let mut mismatches = Vec::new();
+        for entry in entries {
+            let Expr::Struct(fields) = entry else {
+                return Err(format!("poll entry `{entry}` is not a struct"));
+            };
+            let fd = int_value(field(fields, "fd", 0).ok_or("poll entry without fd")?)?;
+            let events = int_value(field(fields, "events", 1).ok_or("poll entry without events")?)?;
+            let revents = self.readiness(fd) & (events | POLLERR | POLLHUP);
+            ready += i64::from(revents != 0);
+            if let Some(want) = field(fields, "revents", 2).filter(|e| **e != Expr::Ellipsis) {
+                let want = int_value(want)?;
+                if want != revents {
+                    mismatches.push(format!("fd {fd} revents {revents:#x} instead of {want:#x}"));
+                }
+            }
+        }
+        if ready == 0 && int_value(timeout)? != 0 {
+            return Ok(Attempt::WouldBlock);
+        }
+        if !mismatches.is_empty() {
+            return Err(format!("poll: {}", mismatches.join(", ")));
+        }
+        Ok(Attempt::Done(Ok(ready)))
+    }
+
+    /// What poll reports for `fd`, before masking with its events.
+    fn readiness(&self, fd: i64) -> i64 {
+        let info = self.stack.borrow();
+        match self.fds.get(&fd).map(|e| &e.socket) {
+            None => 0x20, // POLLNVAL
+            Some(Socket::Fresh { .. }) => POLLOUT | POLLHUP,
+            Some(Socket::Listener { listener, .. }) => {
+                let queued = info.listeners.get(&listener.local()).is_some_and(|l| !l.accept_queue.is_empty());
+                if queued {
+                    POLLIN
+                } else {
+                    0
+                }
+            }
+            Some(Socket::Stream(s)) => {
+                let Some(tcb) = s.key().and_then(|k| info.lookup(&k)).and_then(|r| info.tcbs.get(r)) else {
+                    return POLLIN | POLLHUP;
+                };
+                let mut bits = 0;
+                if tcb.recv_queued > 0 || tcb.fin_received || tcb.error.is_some() {
+                    bits |= POLLIN;
+                }
+                let open = matches!(tcb.state, TcpState::Established | TcpState::CloseWait);
+                if (open && !tcb.fin_queued && tcb.send_buffer.len() < tcb.send_buffer_limit) || tcb.error.is_some() {
+                    bits |= POLLOUT;
+                }
+                if tcb.error.is_some() {
+                    bits |= POLLERR;
+                }
+                if tcb.state == TcpState::Closed {
+                    bits |= POLLHUP;
+                }
+                bits
+            }
         }
     }
 

@@ -253,7 +253,9 @@ fn a_segment_that_does_not_come_by_the_end_of_its_window_fails() {
 
 #[test]
 fn a_segment_nobody_expected_fails_at_the_next_event() {
-    let text = format!("{} +0.1 < P. 1:11(10) ack 1 win 514\n   +0 read(4, ..., 100) = 10\n", established());
+    // The ACK of the data comes at 0.24 (delayed by 40 ms, RFC 1122
+    // §4.2.3.2), stamped with the delayed-ACK timer's time.
+    let text = format!("{} +0.1 < P. 1:11(10) ack 1 win 514\n +0.1 read(4, ..., 100) = 10\n", established());
     let f = failure(&text);
     assert_eq!(f.line, 10);
     assert!(
@@ -262,9 +264,9 @@ fn a_segment_nobody_expected_fails_at_the_next_event() {
         "{}",
         f.message
     );
-    assert!(f.message.ends_with("` at t=0.2"), "{}", f.message);
-    // And after the last event too.
-    let text = format!("{} +0.1 < P. 1:11(10) ack 1 win 514\n", established());
+    assert!(f.message.ends_with("` at t=0.24"), "{}", f.message);
+    // And after the last event too (an immediate ACK: the peer's FIN).
+    let text = format!("{} +0.1 < F. 1:1(0) ack 1 win 514\n", established());
     assert_eq!(failure(&text).line, 9);
 }
 
