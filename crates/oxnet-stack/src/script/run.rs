@@ -280,7 +280,9 @@ impl Runner {
 
     /// The segments oxnet sent that no event claimed, as a failure.
     fn check_unexpected(&mut self) -> Result<(), String> {
-        let Some((at, bytes)) = self.pending.pop_front() else { return Ok(()) };
+        let Some((at, bytes)) = self.pending.pop_front() else {
+            return Ok(());
+        };
         let shown = self.show(&bytes);
         Err(format!("unexpected outbound segment `{shown}` at t={}", Seconds(at)))
     }
@@ -326,7 +328,8 @@ impl Runner {
                 Seconds(deadline)
             ));
         };
-        let seg = parse_outbound(&bytes, self.ip).map_err(|e| format!("oxnet sent a packet the runner cannot read: {e}"))?;
+        let seg =
+            parse_outbound(&bytes, self.ip).map_err(|e| format!("oxnet sent a packet the runner cannot read: {e}"))?;
         self.map.learn_outbound(&seg.tcp);
         let got_kind = to_script(&seg, &self.map);
         let got = PacketSpec::of(&got_kind).ok_or("not a segment")?;

@@ -284,8 +284,7 @@ pub fn parse_outbound(bytes: &[u8], ip: IpVersion) -> Result<Outbound, String> {
     }
     let segment = bytes.get(at..).ok_or("no TCP header")?;
     let tcp = TcpPacket::new_checked(segment).map_err(|e| format!("bad TCP header: {e:?}"))?;
-    let repr =
-        TcpRepr::parse(&tcp, &src, &dst, Checksum::Verify).map_err(|e| format!("bad TCP segment: {e:?}"))?;
+    let repr = TcpRepr::parse(&tcp, &src, &dst, Checksum::Verify).map_err(|e| format!("bad TCP segment: {e:?}"))?;
     let options = option_list(tcp.options())?;
     Ok(Outbound { tcp: repr, options })
 }
@@ -389,7 +388,10 @@ pub fn differences(want: &PacketSpec<'_>, got: &PacketSpec<'_>) -> Vec<String> {
         diffs.push(format!("seq {} instead of {}", got.seq, want.seq));
     }
     if want.payload_len != got.payload_len {
-        diffs.push(format!("{} bytes of data instead of {}", got.payload_len, want.payload_len));
+        diffs.push(format!(
+            "{} bytes of data instead of {}",
+            got.payload_len, want.payload_len
+        ));
     }
     if want.ack.is_some() && want.ack != got.ack {
         diffs.push(format!("ack {} instead of {}", shown(got.ack), shown(want.ack)));

@@ -127,8 +127,14 @@ pub enum Attempt {
 /// What a descriptor holds.
 enum Socket {
     /// Made by `socket`, perhaps bound, not listening yet.
-    Fresh { bound: bool, nodelay: bool },
-    Listener { listener: TcpListener, nodelay: bool },
+    Fresh {
+        bound: bool,
+        nodelay: bool,
+    },
+    Listener {
+        listener: TcpListener,
+        nodelay: bool,
+    },
     Stream(TcpStream),
 }
 
@@ -197,7 +203,9 @@ impl Sockets {
             }
             "setsockopt" => {
                 let (fd, level, option) = (arg(0)?, arg(1)?, arg(2)?);
-                let Some(entry) = self.fds.get_mut(&fd) else { return done(Err(libc::EBADF)) };
+                let Some(entry) = self.fds.get_mut(&fd) else {
+                    return done(Err(libc::EBADF));
+                };
                 match (level, option) {
                     (1, 2) => done(Ok(0)),
                     (6, 1) => {
@@ -216,7 +224,9 @@ impl Sockets {
                 if (level, option) != (1, 4) {
                     return Err(format!("getsockopt level {level} option {option}: unsupported"));
                 }
-                let Some(entry) = self.fds.get(&fd) else { return done(Err(libc::EBADF)) };
+                let Some(entry) = self.fds.get(&fd) else {
+                    return done(Err(libc::EBADF));
+                };
                 let error = match &entry.socket {
                     Socket::Stream(s) => self.pending_error(s),
                     _ => 0,
@@ -243,8 +253,12 @@ impl Sockets {
             }
             "listen" => {
                 let (fd, backlog) = (arg(0)?, arg(1)?);
-                let Some(entry) = self.fds.get_mut(&fd) else { return done(Err(libc::EBADF)) };
-                let Socket::Fresh { nodelay, .. } = entry.socket else { return done(Err(libc::EINVAL)) };
+                let Some(entry) = self.fds.get_mut(&fd) else {
+                    return done(Err(libc::EBADF));
+                };
+                let Socket::Fresh { nodelay, .. } = entry.socket else {
+                    return done(Err(libc::EINVAL));
+                };
                 let any: IpAddress = match self.ip {
                     IpVersion::V4 => Ipv4Addr::UNSPECIFIED.into(),
                     IpVersion::V6 => Ipv6Addr::UNSPECIFIED.into(),
@@ -260,8 +274,12 @@ impl Sockets {
             }
             "accept" => {
                 let fd = arg(0)?;
-                let Some(entry) = self.fds.get(&fd) else { return done(Err(libc::EBADF)) };
-                let Socket::Listener { listener, nodelay } = &entry.socket else { return done(Err(libc::EINVAL)) };
+                let Some(entry) = self.fds.get(&fd) else {
+                    return done(Err(libc::EBADF));
+                };
+                let Socket::Listener { listener, nodelay } = &entry.socket else {
+                    return done(Err(libc::EINVAL));
+                };
                 match listener.try_accept() {
                     Ok(stream) => {
                         stream.set_nodelay(*nodelay);
@@ -288,7 +306,9 @@ impl Sockets {
             "write" | "send" => {
                 let (fd, len) = (arg(0)?, arg(2)?);
                 if !(0..=MAX_IO).contains(&len) {
-                    return Err(format!("{name} of {len} bytes: the runner writes 0 to {MAX_IO} at once"));
+                    return Err(format!(
+                        "{name} of {len} bytes: the runner writes 0 to {MAX_IO} at once"
+                    ));
                 }
                 let (stream, nonblocking) = self.stream(fd)?;
                 match stream.try_write(&vec![0; len as usize]) {
@@ -311,7 +331,9 @@ impl Sockets {
             }
             "fcntl" => {
                 let (fd, command) = (arg(0)?, arg(1)?);
-                let Some(entry) = self.fds.get_mut(&fd) else { return done(Err(libc::EBADF)) };
+                let Some(entry) = self.fds.get_mut(&fd) else {
+                    return done(Err(libc::EBADF));
+                };
                 match command {
                     3 => done(Ok(2 | if entry.nonblocking { 0x800 } else { 0 })),
                     4 => {
@@ -323,8 +345,12 @@ impl Sockets {
             }
             "connect" => {
                 let fd = arg(0)?;
-                let Some(entry) = self.fds.get_mut(&fd) else { return done(Err(libc::EBADF)) };
-                let Socket::Fresh { nodelay, .. } = entry.socket else { return done(Err(libc::EISCONN)) };
+                let Some(entry) = self.fds.get_mut(&fd) else {
+                    return done(Err(libc::EBADF));
+                };
+                let Socket::Fresh { nodelay, .. } = entry.socket else {
+                    return done(Err(libc::EISCONN));
+                };
                 if !entry.nonblocking {
                     // The call would return only after the handshake, which
                     // later events of the script play: the runner plays
@@ -392,7 +418,10 @@ impl Sockets {
             None => 0x20, // POLLNVAL
             Some(Socket::Fresh { .. }) => POLLOUT | POLLHUP,
             Some(Socket::Listener { listener, .. }) => {
-                let queued = info.listeners.get(&listener.local()).is_some_and(|l| !l.accept_queue.is_empty());
+                let queued = info
+                    .listeners
+                    .get(&listener.local())
+                    .is_some_and(|l| !l.accept_queue.is_empty());
                 if queued {
                     POLLIN
                 } else {

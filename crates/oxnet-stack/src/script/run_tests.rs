@@ -79,7 +79,11 @@ fn an_inbound_segment_keeps_its_seq_and_acks_relative_to_our_isn() {
     let repr = TcpRepr::parse(&tcp, &theirs, &ours, Checksum::Verify).expect("checksum right");
     assert_eq!((repr.src_port, repr.dst_port), (REMOTE_PORT, LOCAL_PORT));
     assert_eq!(repr.seq, TcpSeqNumber(1), "inbound seq is absolute");
-    assert_eq!(repr.ack, Some(TcpSeqNumber(1_000_011)), "inbound ack is relative to our ISN");
+    assert_eq!(
+        repr.ack,
+        Some(TcpSeqNumber(1_000_011)),
+        "inbound ack is relative to our ISN"
+    );
     assert_eq!(repr.flags, TcpFlags::PSH);
     assert_eq!((repr.window, repr.payload_len), (514, 3));
     assert_eq!(tcp.payload(), [0, 0, 0], "payload bytes are zeros");
@@ -168,8 +172,14 @@ fn option_lists_read_in_order_and_refuse_what_the_notation_cannot_show() {
             TcpOptionSpec::WindowScale(7),
         ]
     );
-    assert_eq!(option_list(&[1, 0, 9, 9]).unwrap(), vec![TcpOptionSpec::Nop, TcpOptionSpec::EndOfList]);
-    assert_eq!(option_list(&[2, 4, 5]).unwrap_err(), "option kind 2 of length 4 runs past the header");
+    assert_eq!(
+        option_list(&[1, 0, 9, 9]).unwrap(),
+        vec![TcpOptionSpec::Nop, TcpOptionSpec::EndOfList]
+    );
+    assert_eq!(
+        option_list(&[2, 4, 5]).unwrap_err(),
+        "option kind 2 of length 4 runs past the header"
+    );
     assert_eq!(option_list(&[2, 3, 5]).unwrap_err(), "option kind 2 of length 3");
     assert_eq!(option_list(&[30, 2]).unwrap_err(), "option kind 30 of length 2");
     assert_eq!(option_list(&[3]).unwrap_err(), "an option without its length");
@@ -193,13 +203,19 @@ proptest! {
 #[test]
 fn a_passive_open_passes_and_the_report_shows_each_event() {
     let report = run(&established()).unwrap();
-    let lines: Vec<String> = report.events.iter().map(|e| format!("{} {}", e.line, e.time_us)).collect();
+    let lines: Vec<String> = report
+        .events
+        .iter()
+        .map(|e| format!("{} {}", e.line, e.time_us))
+        .collect();
     assert_eq!(lines, ["2 0", "3 0", "4 0", "5 0", "6 0", "7 100000", "8 100000"]);
     assert_eq!(report.events[0].outcome, "returned 3");
     assert!(
-        report.events[4].outcome.starts_with("came out: > S. 0:0(0) ack 1 win 65535 <mss 1460,"),
+        report.events[4]
+            .outcome
+            .starts_with("came out: > S. 0:0(0) ack 1 win 65535 <mss 1460,"),
         "{}",
-        report.events[4].outcome
+        report.events[3].outcome
     );
     assert_eq!(report.events[6].outcome, "returned 4");
 }
@@ -241,21 +257,37 @@ fn a_segment_before_its_window_fails_and_the_tolerance_widens_the_window() {
 #[test]
 fn a_segment_that_does_not_come_by_the_end_of_its_window_fails() {
     // The retransmission comes after 1 s, not 0.5 s.
-    let text = format!("{}   +0 write(4, ..., 10) = 10\n   +0 > P. 1:11(10) ack 1\n +0.5 > P. 1:11(10) ack 1\n", established());
+    let text = format!(
+        "{}   +0 write(4, ..., 10) = 10\n   +0 > P. 1:11(10) ack 1\n +0.5 > P. 1:11(10) ack 1\n",
+        established()
+    );
     let f = failure(&text);
     assert_eq!(f.line, 11);
-    assert_eq!(f.message, "expected `> P. 1:11(10) ack 1`, but nothing came out by t=0.604");
+    assert_eq!(
+        f.message,
+        "expected `> P. 1:11(10) ack 1`, but nothing came out by t=0.604"
+    );
     // Within the tolerance of 1 s it does come.
-    let text = format!("{}   +0 write(4, ..., 10) = 10\n   +0 > P. 1:11(10) ack 1\n +0.997 > P. 1:11(10) ack 1\n", established());
+    let text = format!(
+        "{}   +0 write(4, ..., 10) = 10\n   +0 > P. 1:11(10) ack 1\n +0.997 > P. 1:11(10) ack 1\n",
+        established()
+    );
     let report = run(&text).unwrap();
-    assert_eq!(report.events.last().unwrap().time_us, 1_100_000, "stamped when it came out");
+    assert_eq!(
+        report.events.last().unwrap().time_us,
+        1_100_000,
+        "stamped when it came out"
+    );
 }
 
 #[test]
 fn a_segment_nobody_expected_fails_at_the_next_event() {
     // The ACK of the data comes at 0.24 (delayed by 40 ms, RFC 1122
     // §4.2.3.2), stamped with the delayed-ACK timer's time.
-    let text = format!("{} +0.1 < P. 1:11(10) ack 1 win 514\n +0.1 read(4, ..., 100) = 10\n", established());
+    let text = format!(
+        "{} +0.1 < P. 1:11(10) ack 1 win 514\n +0.1 read(4, ..., 100) = 10\n",
+        established()
+    );
     let f = failure(&text);
     assert_eq!(f.line, 10);
     assert!(
@@ -274,8 +306,14 @@ fn a_segment_nobody_expected_fails_at_the_next_event() {
 fn a_wrong_result_or_errno_fails_with_what_the_call_returned() {
     let text = format!("{LISTEN}   +0 < S 0:0(0) win 65535 <mss 1460>\n   +0 > S. 0:0(0) ack 1 <...>\n +0.1 < . 1:1(0) ack 1 win 514\n   +0 accept(3, ..., ...) = 5\n");
     assert_eq!(failure(&text).message, "accept returned 4, expected 5");
-    let text = format!("{}   +0 fcntl(4, F_SETFL, O_NONBLOCK) = 0\n   +0 read(4, ..., 10) = -1 ECONNRESET (reset)\n", established());
-    assert_eq!(failure(&text).message, "read returned -1 EAGAIN, expected -1 ECONNRESET");
+    let text = format!(
+        "{}   +0 fcntl(4, F_SETFL, O_NONBLOCK) = 0\n   +0 read(4, ..., 10) = -1 ECONNRESET (reset)\n",
+        established()
+    );
+    assert_eq!(
+        failure(&text).message,
+        "read returned -1 EAGAIN, expected -1 ECONNRESET"
+    );
     let text = format!("{}   +0 fcntl(4, F_SETFL, O_NONBLOCK) = 0\n   +0 read(4, ..., 10) = -1 EWOULDBLOCK (same)\n   +0 fcntl(4, F_GETFL) = O_RDWR|O_NONBLOCK\n", established());
     run(&text).unwrap();
 }
@@ -291,17 +329,24 @@ fn a_blocking_call_waits_for_the_next_event_then_fails() {
 #[test]
 fn what_the_runner_does_not_do_is_refused_by_name() {
     let f = failure("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 connect(3, ..., ...) = 0\n");
-    assert_eq!(f.message, "connect: not supported yet (oxnet has no active open API)");
+    assert_eq!(
+        f.message,
+        "a blocking connect is not supported: make the socket non-blocking (fcntl O_NONBLOCK) and expect -1 \
+         EINPROGRESS"
+    );
     let f = failure("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 setsockopt(3, SOL_SOCKET, 99, [1], 4) = 0\n");
     assert_eq!(f.message, "setsockopt level 1 option 99: unsupported");
-    let f = failure("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 poll([], 0, 0) = 0\n");
-    assert_eq!(f.message, "poll: unsupported system call");
+    let f = failure("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 epoll_create(1) = 4\n");
+    assert_eq!(f.message, "epoll_create: unsupported system call");
     let f = failure("`echo hi`\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n");
     assert_eq!(f.message, "an event without a time");
     let f = failure("0 `echo hi`\n");
     assert_eq!(f.message, "shell commands are not run (oxnet's runner has no shell)");
     let f = failure("--mss=1000\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n");
-    assert_eq!(f.to_string(), "t.pkt:0: at t=0: option --mss: unsupported by the runner");
+    assert_eq!(
+        f.to_string(),
+        "t.pkt:0: at t=0: option --mss: unsupported by the runner"
+    );
 }
 
 #[test]
@@ -318,13 +363,41 @@ fn relative_times_count_from_when_the_previous_event_happened() {
 
 #[test]
 fn scripts_run_over_ipv6_too() {
-    let text = format!("--ip_version=ipv6\n{LISTEN}   +0 < S 0:0(0) win 65535 <mss 1440>\n   +0 > S. 0:0(0) ack 1 <mss 1440>\n");
+    let text = format!(
+        "--ip_version=ipv6\n{LISTEN}   +0 < S 0:0(0) win 65535 <mss 1440>\n   +0 > S. 0:0(0) ack 1 <mss 1440>\n"
+    );
     run(&text).unwrap();
 }
 
 #[test]
 fn an_any_time_waits_for_a_timer() {
-    let text = format!("{}   +0 write(4, ..., 10) = 10\n   +0 > P. 1:11(10) ack 1\n    * > P. 1:11(10) ack 1\n", established());
+    let text = format!(
+        "{}   +0 write(4, ..., 10) = 10\n   +0 > P. 1:11(10) ack 1\n    * > P. 1:11(10) ack 1\n",
+        established()
+    );
     assert_eq!(run(&text).unwrap().events.last().unwrap().time_us, 1_100_000);
     let _ = EventTime::Any;
+}
+
+#[test]
+fn a_non_blocking_connect_sends_a_syn_from_port_8080_and_poll_reports_the_handshake() {
+    let text = "
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 fcntl(3, F_SETFL, O_RDWR|O_NONBLOCK) = 0
+   +0 connect(3, ..., ...) = -1 EINPROGRESS (Operation now in progress)
+   +0 > S 0:0(0) <...>
+   +0 poll([{fd=3, events=POLLOUT, revents=0}], 1, 0) = 0
+ +0.1 < S. 1000:1000(0) ack 1 win 65535 <mss 1460>
+   +0 > . 1:1(0) ack 1
+   +0 poll([{fd=3, events=POLLIN|POLLOUT, revents=POLLOUT}], 1, 0) = 1
+   +0 getsockopt(3, SOL_SOCKET, SO_ERROR, [0], [4]) = 0
+";
+    let report = run(text).unwrap();
+    assert_eq!(
+        report.events[3].outcome,
+        "came out: > S 0:0(0) win 65535 <mss 1460,sackOK,TS val 0 ecr 0,nop,wscale 7>"
+    );
+    // The script's ISN is 1000: the ACK is relative to it.
+    let wrong = text.replace("revents=POLLOUT}", "revents=POLLIN}");
+    assert_eq!(failure(&wrong).message, "poll: fd 3 revents 0x4 instead of 0x1");
 }
