@@ -95,12 +95,19 @@ impl SeqMap {
 
 /// The fields of an `EventKind::Packet`, by name.
 pub struct PacketSpec<'a> {
+    /// The control bits.
     pub flags: Flags,
+    /// The first sequence number (as the script writes it).
     pub seq: u32,
+    /// Bytes of payload.
     pub payload_len: u16,
+    /// `ack N`, if given (as the script writes it).
     pub ack: Option<u32>,
+    /// `win N`, if given.
     pub window: Option<u16>,
+    /// `urg N`, if given.
     pub urgent: Option<u16>,
+    /// The options in order; None for `<...>`.
     pub options: Option<&'a [TcpOptionSpec]>,
 }
 
@@ -252,7 +259,9 @@ pub fn build_inbound(spec: &PacketSpec<'_>, map: &SeqMap, ip: IpVersion) -> Vec<
 /// A segment oxnet sent, parsed: its header and its options as listed.
 #[derive(Debug, Clone)]
 pub struct Outbound {
+    /// The header, numbers as on the wire.
     pub tcp: TcpRepr,
+    /// The options as listed in the header, in order.
     pub options: Vec<TcpOptionSpec>,
 }
 

@@ -120,7 +120,9 @@ pub fn int_value(e: &Expr) -> Result<i64, String> {
 /// have blocked (a blocking descriptor with nothing to give yet).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Attempt {
+    /// The call returned: a value, or an errno (returned as -1).
     Done(Result<i64, i32>),
+    /// A blocking call that would wait.
     WouldBlock,
 }
 
