@@ -20,16 +20,23 @@ const PASSING: &[&str] = &[
     "passive_open_data_close.pkt",
     "paws.pkt",
     "peer_close.pkt",
+    "peer_window.pkt",
     "rst_at_rcv_nxt.pkt",
     "rst_in_window.pkt",
     "rto_backoff.pkt",
     "syn_ack_options.pkt",
     "syn_closed_port.pkt",
+    "time_wait_ends.pkt",
     "write_psh.pkt",
 ];
 
 /// Scripts that do not pass yet, and why (printed with the failure).
 const NOT_YET: &[(&str, &str)] = &[
+    (
+        "close_unread_rst.pkt",
+        "closing a connection with data not read sends a FIN, not the RST that RFC 1122 §4.2.2.13 asks \
+         for (a SHOULD; Linux sends the RST): the TcpStream's drop does not look at the receive queue",
+    ),
     (
         "gap_filled_ack.pkt",
         "stack bug: the segment that fills a gap is acknowledged at once (ack 2001 at t=0.3), and the \
