@@ -297,7 +297,10 @@ impl Sockets {
                 if !(0..=MAX_IO).contains(&len) {
                     return Err(format!("{name} of {len} bytes: the runner reads 0 to {MAX_IO} at once"));
                 }
-                let (stream, nonblocking) = self.stream(fd)?;
+                let (stream, nonblocking) = match self.stream(fd) {
+                    Ok(s) => s,
+                    Err(e) => return done(Err(e)),
+                };
                 let mut buf = vec![0; len as usize];
                 match stream.try_read(&mut buf) {
                     Ok(n) => done(Ok(n as i64)),
@@ -312,7 +315,10 @@ impl Sockets {
                         "{name} of {len} bytes: the runner writes 0 to {MAX_IO} at once"
                     ));
                 }
-                let (stream, nonblocking) = self.stream(fd)?;
+                let (stream, nonblocking) = match self.stream(fd) {
+                    Ok(s) => s,
+                    Err(e) => return done(Err(e)),
+                };
                 match stream.try_write(&vec![0; len as usize]) {
                     Ok(n) => done(Ok(n as i64)),
                     Err(libc::EAGAIN) if !nonblocking => Ok(Attempt::WouldBlock),
@@ -324,8 +330,10 @@ impl Sockets {
                 if how == 0 {
                     return Err("shutdown(SHUT_RD): unsupported".to_string());
                 }
-                let (stream, _) = self.stream(fd)?;
-                done(stream.shutdown_write().map(|()| 0))
+                done(
+                    self.stream(fd)
+                        .and_then(|(stream, _)| stream.shutdown_write().map(|()| 0)),
+                )
             }
             "close" => {
                 let fd = arg(0)?;
@@ -453,15 +461,17 @@ impl Sockets {
         }
     }
 
-    /// The connection on `fd`, and whether it is non-blocking.
-    fn stream(&self, fd: i64) -> Result<(&TcpStream, bool), String> {
+    /// The connection on `fd`, and whether it is non-blocking; EBADF if
+    /// `fd` is not open, ENOTCONN if it is not a connection (Linux's
+    /// errors for a read or write there).
+    fn stream(&self, fd: i64) -> Result<(&TcpStream, bool), i32> {
         match self.fds.get(&fd) {
             Some(Fd {
                 socket: Socket::Stream(s),
                 nonblocking,
             }) => Ok((s, *nonblocking)),
-            Some(_) => Err(format!("fd {fd} is not a connection")),
-            None => Err(format!("fd {fd} is not open")),
+            Some(_) => Err(libc::ENOTCONN),
+            None => Err(libc::EBADF),
         }
     }
 

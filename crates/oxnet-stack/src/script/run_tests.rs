@@ -401,3 +401,81 @@ fn a_non_blocking_connect_sends_a_syn_from_port_8080_and_poll_reports_the_handsh
     let wrong = text.replace("revents=POLLOUT}", "revents=POLLIN}");
     assert_eq!(failure(&wrong).message, "poll: fd 3 revents 0x4 instead of 0x1");
 }
+
+#[test]
+fn a_time_far_ahead_is_one_jump_of_the_clock() {
+    let text = format!(
+        "{}99999 < F. 1:1(0) ack 1 win 514\n   +0 > . 1:1(0) ack 2\n",
+        established()
+    );
+    let report = run(&text).unwrap();
+    assert_eq!(report.events.last().unwrap().time_us, 99_999_000_000);
+}
+
+/// Lines a random script is made of: calls with odd arguments, segments
+/// with any flags, numbers and options.
+fn any_line() -> impl Strategy<Value = String> {
+    let time = prop_oneof![
+        Just("+0".to_string()),
+        (0u32..3_000_000).prop_map(|us| format!("+{}.{:06}", us / 1_000_000, us % 1_000_000)),
+        Just("*".to_string()),
+        Just("+0~+0.5".to_string()),
+    ];
+    let call = prop_oneof![
+        Just("socket(..., SOCK_STREAM, IPPROTO_TCP) = 3".to_string()),
+        (0i64..6).prop_map(|fd| format!("bind({fd}, ..., ...) = 0")),
+        (0i64..6, -2i64..3).prop_map(|(fd, b)| format!("listen({fd}, {b}) = 0")),
+        (0i64..6).prop_map(|fd| format!("accept({fd}, ..., ...) = 4")),
+        (0i64..6, -5i64..5000).prop_map(|(fd, n)| format!("read({fd}, ..., {n}) = {n}")),
+        (0i64..6, -5i64..5000).prop_map(|(fd, n)| format!("write({fd}, ..., {n}) = {n}")),
+        (0i64..6).prop_map(|fd| format!("close({fd}) = 0")),
+        (0i64..6).prop_map(|fd| format!("fcntl({fd}, F_SETFL, O_RDWR|O_NONBLOCK) = 0")),
+        (0i64..6).prop_map(|fd| format!("connect({fd}, ..., ...) = -1 EINPROGRESS (x)")),
+        (0i64..6).prop_map(|fd| format!("shutdown({fd}, SHUT_WR) = 0")),
+        (0i64..6).prop_map(|fd| format!("poll([{{fd={fd}, events=POLLIN, revents=POLLIN}}], 1, 0) = 1")),
+    ];
+    let flags = prop_oneof![
+        Just("S"),
+        Just("S."),
+        Just("."),
+        Just("P."),
+        Just("F."),
+        Just("R"),
+        Just("R."),
+        Just("-")
+    ];
+    let options = prop_oneof![
+        Just(""),
+        Just(" <...>"),
+        Just(" <mss 1460,sackOK,TS val 100 ecr 7,nop,wscale 14>"),
+        Just(" <nop,nop,sack 1:11 4000000000:5>"),
+    ];
+    let segment = (
+        prop_oneof![Just('<'), Just('>')],
+        flags,
+        any::<u32>(),
+        0u16..2000,
+        any::<u32>(),
+        any::<u16>(),
+        options,
+    )
+        .prop_map(|(dir, flags, seq, len, ack, win, options)| {
+            let end = seq.wrapping_add(len.into());
+            format!("{dir} {flags} {seq}:{end}({len}) ack {ack} win {win}{options}")
+        });
+    (time, prop_oneof![call, segment]).prop_map(|(t, e)| format!("{t} {e}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn any_script_runs_to_a_report_or_a_failure_without_panicking(
+        lines in proptest::collection::vec(any_line(), 1..12)
+    ) {
+        let text = format!("{LISTEN}{}\n", lines.join("\n"));
+        if let Ok(script) = super::parse("fuzz.pkt", &text) {
+            let _ = run_script(&script, &RunOptions::default());
+        }
+    }
+}
