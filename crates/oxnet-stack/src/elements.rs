@@ -23,9 +23,11 @@ pub const MODULES: &[Module] = &[
     crate::app::MODULE,
 ];
 
-/// Adds the stack's elements to the graph's library (idempotent).
+/// Adds the stack's elements to the graph's library, and its compound
+/// classes (`TCPStack`) to the language's prelude (idempotent).
 pub fn register() {
     oxnet_graph::elements::add_modules(MODULES);
+    oxnet_graph::lang::add_prelude("<oxnet-stack>", crate::tcp::elements::TCP_STACK);
 }
 
 thread_local! {

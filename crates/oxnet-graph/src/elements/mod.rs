@@ -21,6 +21,7 @@ pub mod print;
 pub mod queues;
 pub mod rates;
 pub mod rewriter;
+pub mod sample;
 pub mod script;
 pub mod standard;
 
@@ -40,6 +41,7 @@ pub const MODULES: &[Module] = &[
     standard::MODULE,
     basic::MODULE,
     script::MODULE,
+    sample::MODULE,
     device::MODULE,
     control::MODULE,
     flows::MODULE,

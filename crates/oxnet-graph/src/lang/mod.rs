@@ -52,6 +52,22 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// Compound element classes other crates add to the language (the
+/// stack's `TCPStack`): their `elementclass` statements are in scope in
+/// every configuration, as if written before its first line; a
+/// configuration's own class of the same name hides them.
+static PRELUDES: std::sync::RwLock<Vec<(&'static str, &'static str)>> = std::sync::RwLock::new(Vec::new());
+
+/// Adds `text` (only `elementclass` statements count) to the prelude of
+/// every configuration compiled after; `name` names it in errors.
+/// Adding the same text twice adds it once.
+pub fn add_prelude(name: &'static str, text: &'static str) {
+    let mut preludes = PRELUDES.write().unwrap_or_else(|e| e.into_inner());
+    if !preludes.iter().any(|(_, t)| std::ptr::eq(*t, text)) {
+        preludes.push((name, text));
+    }
+}
+
 /// Parses and flattens a whole configuration: `file` names it in errors,
 /// `vars` are command-line definitions (`NAME=value`, overriding the
 /// file's top-level `define`s, click(5) "PARAMETER DEFINITIONS").
@@ -61,6 +77,16 @@ pub fn compile(
     vars: &[(String, String)],
     classes: &dyn PrimitiveClasses,
 ) -> Result<Flat, Error> {
-    let program = parser::parse(file, text)?;
+    let mut program = Vec::new();
+    let preludes = PRELUDES.read().unwrap_or_else(|e| e.into_inner()).clone();
+    for (name, prelude) in preludes {
+        let stmts = parser::parse(name, prelude)?;
+        program.extend(
+            stmts
+                .into_iter()
+                .filter(|s| matches!(s, ast::Stmt::ElementClass { .. })),
+        );
+    }
+    program.extend(parser::parse(file, text)?);
     flatten(&program, vars, classes)
 }

@@ -4,7 +4,7 @@
 //! | element | ports | what |
 //! |---|---|---|
 //! | AppExecutor | 0/0 | task: the router's executor (`crate::exec`): sets its clock to the router's, polls the woken application tasks (at most BUDGET a round), keeps a router timer at its next sleep |
-//! | TCPEchoServer(PORT, [ADDR]) | 0/0 | RFC 862's echo service on TCP: every byte read is written back; the peer's FIN is answered with ours |
+//! | TCPEchoServer(PORT, [ADDR]) | 0/0 | RFC 862's echo service on TCP: every byte read is written back; the peer's FIN is answered with ours. Without ADDR it listens on every IPv4 and IPv6 address |
 
 use crate::exec::Executor;
 use crate::tcp::info::TcpInfo;
@@ -96,7 +96,8 @@ impl Element for AppExecutor {
 
 #[derive(Default)]
 pub struct EchoServer {
-    local: Option<IpEndpoint>,
+    /// Where to listen: ADDR's endpoint, or both families' wildcards.
+    locals: Vec<IpEndpoint>,
     stack: Option<Rc<RefCell<TcpInfo>>>,
     exec: Option<Rc<RefCell<Executor>>>,
     stats: Rc<RefCell<EchoStats>>,
@@ -141,37 +142,44 @@ impl Element for EchoServer {
         let port = a.positional_or("PORT").ok_or("PORT is required")?;
         let port = u16::try_from(args::unsigned(&port).map_err(|e| format!("PORT: {e}"))?)
             .map_err(|_| "PORT: not a port number".to_string())?;
-        let addr = match a.keyword("ADDR") {
+        self.locals = match a.keyword("ADDR") {
             Some(v) => {
                 let ip: std::net::IpAddr = v.parse().map_err(|_| format!("ADDR: '{v}' is not an IP address"))?;
-                IpAddress::from(ip)
+                vec![IpEndpoint {
+                    addr: IpAddress::from(ip),
+                    port,
+                }]
             }
-            None => IpAddress::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            None => vec![
+                IpEndpoint::new(std::net::Ipv4Addr::UNSPECIFIED, port),
+                IpEndpoint::new(std::net::Ipv6Addr::UNSPECIFIED, port),
+            ],
         };
-        self.local = Some(IpEndpoint { addr, port });
         self.stack = Some(crate::tcp::elements::info());
         self.exec = Some(executor());
         Ok(())
     }
     fn initialize(&mut self, _ports: &oxnet_graph::element::Ports) -> Result<(), String> {
-        let (Some(local), Some(stack), Some(exec)) = (self.local, &self.stack, &self.exec) else {
+        let (Some(stack), Some(exec)) = (&self.stack, &self.exec) else {
             return Ok(());
         };
-        let listener = TcpListener::bind(stack, local, 1024).map_err(|e| {
-            format!(
-                "cannot listen on {}:{}: {}",
-                local.addr,
-                local.port,
-                std::io::Error::from_raw_os_error(e)
-            )
-        })?;
-        let stats = self.stats.clone();
-        exec.borrow().spawn(async move {
-            while let Ok(stream) = listener.accept().await {
-                stats.borrow_mut().connections += 1;
-                crate::exec::spawn(echo(stream, stats.clone()));
-            }
-        });
+        for &local in &self.locals {
+            let listener = TcpListener::bind(stack, local, 1024).map_err(|e| {
+                format!(
+                    "cannot listen on {}:{}: {}",
+                    local.addr,
+                    local.port,
+                    std::io::Error::from_raw_os_error(e)
+                )
+            })?;
+            let stats = self.stats.clone();
+            exec.borrow().spawn(async move {
+                while let Ok(stream) = listener.accept().await {
+                    stats.borrow_mut().connections += 1;
+                    crate::exec::spawn(echo(stream, stats.clone()));
+                }
+            });
+        }
         Ok(())
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {

@@ -52,9 +52,11 @@ use std::rc::Rc;
 /// cTCP as one compound element class (ClickNF Figures 2-4 wired
 /// together): input 0 takes IP packets carrying TCP with their header
 /// marks set (the IP layer's input elements set them); output 0 gives the
-/// IP packets to send (for the neighbour resolver). A configuration
-/// includes this text and uses `TCPStack` like any class; every element
-/// inside can be read or rewired (`tcp/cs.unacceptable`, ...).
+/// IP packets to send (for the neighbour resolver). It is in the
+/// language's prelude once the stack is registered, so a configuration
+/// uses `TCPStack` like any class; every element inside can be read
+/// (`tcp/cs.unacceptable`, ...), and a configuration that needs another
+/// wiring copies this text under another name.
 pub const TCP_STACK: &str = "
 elementclass TCPStack {
   input -> fl :: TCPFlowLookup;

@@ -9,10 +9,7 @@ use crate::wire::{IpEndpoint, TcpFlags, TcpOptions, TcpSeqNumber};
 /// sink; its elements' handlers are read as `tcp/NAME.HANDLER` (the rig
 /// adds the `tcp/`).
 fn path() -> String {
-    format!(
-        "{}\nsrc :: TestSource -> tcp :: TCPStack -> out :: TestSink;",
-        super::TCP_STACK
-    )
+    "src :: TestSource -> tcp :: TCPStack -> out :: TestSink;".to_string()
 }
 
 const CPORT: u16 = 40000;
@@ -273,13 +270,10 @@ fn paws_rejects_an_old_timestamp() {
 /// Both paths, the timers and an echo server on the router's executor,
 /// through the TCPStack compound.
 fn echo_config() -> String {
-    format!(
-        "{}
-src :: TestSource -> tcp :: TCPStack -> out :: TestSink;
+    "src :: TestSource -> tcp :: TCPStack -> out :: TestSink;
 AppExecutor;
-echo :: TCPEchoServer(7);",
-        super::TCP_STACK
-    )
+echo :: TCPEchoServer(7);"
+        .to_string()
 }
 
 /// The client's side of a connection to port 7: handshake, returns the

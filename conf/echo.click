@@ -1,0 +1,59 @@
+// An echo server (RFC 862) on oxnet's own TCP/IP stack: ClickNF's
+// Figure 6 without TLS. One device, IPv4 and IPv6, ARP and Neighbor
+// Discovery, ping answered, TCP as the TCPStack compound (cTCP's
+// elements, docs/stack.md), the echo application as a task on the
+// router's executor.
+//
+//   oxnet run conf/echo.click DEV=tap:ox0,ip=10.0.0.1/24 IP=10.0.0.2
+//   socat - TCP:10.0.0.2:7          (from the host: type, it comes back)
+//
+// Variables: DEV (an oxnet device spec), IP (IPv4 address), IP6 (IPv6
+// address), MAC, PORT, LOSS (a share of received frames to drop, for
+// testing loss recovery where tc netem is not available; writable at run
+// time as loss.drop_prob). Counters (-h or `oxnet handler`):
+// echo.connections, echo.bytes, tcp/listen.syns, loss.drops, ...
+define($DEV tap:ox0, $IP 10.0.0.2, $IP6 fd00::2, $MAC 02:00:00:00:00:02, $PORT 7, $LOSS 0)
+
+dev :: FromDevice("$DEV", PROMISC true);
+out :: ToDevice("$DEV");
+
+// Frames in: IPv4, IPv6, ARP, the rest.
+eth :: Classifier(12/0800, 12/86dd, 12/0806, -);
+dev -> loss :: RandomSample(DROP $LOSS) -> eth;
+arp :: ARPResolver($IP, $MAC) -> out;
+nd :: NDResolver($IP6, $MAC) -> out;
+eth[2] -> [1]arp;
+eth[3] -> Discard;
+
+ip4 :: IPv4Input($IP);
+ip6 :: IPv6Input($IP6);
+eth[0] -> ip4;
+eth[1] -> ip6;
+
+// TCP, both families, into one stack; what it sends goes to the
+// resolver of its family.
+tcp :: TCPStack;
+ip4[0] -> tcp;
+ip6[0] -> tcp;
+family :: Classifier(0/40%f0, 0/60%f0);
+tcp -> family;
+family[0] -> arp;
+family[1] -> nd;
+
+// ICMP: echo answered; errors and UDP not handled yet.
+icmp4 :: ICMPv4Responder;
+icmp6 :: ICMPv6Responder;
+ip4[2] -> icmp4;
+ip6[2] -> icmp6;
+icmp4[0] -> arp;
+icmp6[0] -> nd;
+icmp6[2] -> [1]nd;
+icmp4[1] -> Discard;
+icmp6[1] -> Discard;
+ip4[1] -> Discard;
+ip4[3] -> Discard;
+ip6[1] -> Discard;
+ip6[3] -> Discard;
+
+AppExecutor;
+echo :: TCPEchoServer($PORT);
