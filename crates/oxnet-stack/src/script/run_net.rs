@@ -3,7 +3,6 @@
 //! their header marks set, as the IP layer sets them) and a sink element
 //! (the IP packets the stack sends), in simulated time.
 
-use crate::tcp::elements::TCP_STACK;
 use crate::tcp::info::TcpInfo;
 use crate::tcp::socket::Stack;
 use oxnet_driver::PacketBatch;
@@ -121,8 +120,9 @@ impl Net {
             input: input.clone(),
             output: output.clone(),
         };
-        let config = format!("{TCP_STACK}\nsrc :: ScriptSource -> tcp :: TCPStack -> out :: ScriptSink;\n");
-        let flat = oxnet_graph::lang::compile("script-runner.click", &config, &[], &|c: &str| {
+        // TCPStack is in the prelude that `register` adds.
+        let config = "src :: ScriptSource -> tcp :: TCPStack -> out :: ScriptSink;\n";
+        let flat = oxnet_graph::lang::compile("script-runner.click", config, &[], &|c: &str| {
             registry.create(c).is_some()
         })
         .map_err(|e| e.to_string())?;
