@@ -209,9 +209,13 @@ impl Runner {
     }
 
     fn event(&mut self, event: &Event, next: Option<&Event>) -> Result<(), Failure> {
+        if let EventKind::Shell(_) = event.kind {
+            let message = "shell commands are not run (oxnet's runner has no shell)".to_string();
+            return Err(self.failure(Some(event), message));
+        }
         let (start, end) = Self::window(event.time, self.last_us).map_err(|m| self.failure(Some(event), m))?;
         let outcome = match &event.kind {
-            EventKind::Shell(_) => Err("shell commands are not run (oxnet's runner has no shell)".to_string()),
+            EventKind::Shell(_) => unreachable!("refused above"),
             EventKind::Packet {
                 direction: Direction::Outbound,
                 ..
