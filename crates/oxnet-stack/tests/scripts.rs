@@ -11,6 +11,7 @@ use std::path::PathBuf;
 const PASSING: &[&str] = &[
     "active_open.pkt",
     "data_in_read.pkt",
+    "fast_retransmit.pkt",
     "mss_segments.pkt",
     "nagle.pkt",
     "nodelay.pkt",
@@ -25,6 +26,7 @@ const PASSING: &[&str] = &[
     "rst_in_window.pkt",
     "rto_backoff.pkt",
     "syn_ack_options.pkt",
+    "syn_challenge.pkt",
     "syn_closed_port.pkt",
     "time_wait_ends.pkt",
     "write_psh.pkt",
