@@ -33,6 +33,12 @@
 //! `-1 EAGAIN`.
 //!
 //! Sequence numbers and options: `run_segment.rs`.
+//!
+//! # Not done
+//! Shell commands, option lines other than `--tolerance_usecs` and
+//! `--ip_version`, a blocking `connect`, and system calls not listed in
+//! `run_syscall.rs` fail the script by name. oxnet's TSval is never
+//! compared (packetdrill compares it only with `--tcp_ts_tick_usecs`).
 
 use super::ast::{Direction, Event, EventKind, EventTime, Expr, IpVersion, Micros, Script};
 use super::print::Seconds;

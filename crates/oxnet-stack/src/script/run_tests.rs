@@ -187,6 +187,36 @@ fn option_lists_read_in_order_and_refuse_what_the_notation_cannot_show() {
 
 proptest! {
     #[test]
+    fn an_inbound_segment_reads_back_as_built(
+        flags in 0u8..=255, seq in any::<u32>(), len in 0u16..1500, ack in any::<u32>(),
+        win in any::<u16>(), isn in any::<u32>(), mss in any::<u16>(), v6 in any::<bool>(),
+    ) {
+        let f = TcpFlags::from_bits(flags);
+        let spec_flags = Flags {
+            fin: f.contains(TcpFlags::FIN), syn: f.contains(TcpFlags::SYN), rst: f.contains(TcpFlags::RST),
+            psh: f.contains(TcpFlags::PSH), ack: f.contains(TcpFlags::ACK), urg: f.contains(TcpFlags::URG),
+            ece: f.contains(TcpFlags::ECE), cwr: f.contains(TcpFlags::CWR),
+        };
+        let options = [TcpOptionSpec::Mss(mss), TcpOptionSpec::Nop, TcpOptionSpec::Nop, TcpOptionSpec::SackPermitted];
+        let spec = PacketSpec {
+            flags: spec_flags, seq, payload_len: len, ack: Some(ack), window: Some(win), urgent: Some(7),
+            options: Some(&options),
+        };
+        let map = SeqMap { local_isn: Some(isn), ..SeqMap::default() };
+        let ip = if v6 { IpVersion::V6 } else { IpVersion::V4 };
+        let bytes = build_inbound(&spec, &map, ip);
+        let (ours, theirs) = addresses(ip);
+        let at = if v6 { 40 } else { 20 };
+        let tcp = TcpPacket::new_checked(&bytes[at..]).unwrap();
+        let repr = TcpRepr::parse(&tcp, &theirs, &ours, Checksum::Verify).unwrap();
+        prop_assert_eq!(repr.flags.bits() | (repr.ack.is_some() as u8) << 4, flags);
+        prop_assert_eq!(repr.seq, TcpSeqNumber(seq));
+        prop_assert_eq!(repr.ack, spec_flags.ack.then_some(TcpSeqNumber(ack.wrapping_add(isn))));
+        prop_assert_eq!((repr.window, repr.urgent, repr.payload_len), (win, 7, usize::from(len)));
+        prop_assert_eq!(option_list(tcp.options()).unwrap(), options.to_vec());
+    }
+
+    #[test]
     fn reading_any_option_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..48)) {
         let _ = option_list(&bytes);
     }
