@@ -12,7 +12,7 @@
 //! | [`exec`] | the per-core executor: applications as `async` tasks beside the elements, woken by socket events ([`exec::Event`]), run in batches each round, in the router's (possibly simulated) time; [`exec::block_on`] for blocking callers |
 //! | [`neighbor`] | neighbour resolution: a neighbour cache with RFC 4861's states, ARP (ARPResolver) and Neighbor Discovery with duplicate address detection (NDResolver) |
 //! | [`wire`] | a typed view per header (Ethernet, ARP, IPv4, IPv6, ICMP, ICMPv6 and Neighbor Discovery, UDP, TCP and its options): parse checks lengths and never panics, emit writes |
-//! | [`script`] | script tests of TCP in a subset of packetdrill's language: the syntax tree, the parser (errors say line, column and what was expected) and the printer back to text |
+//! | [`script`] | script tests of TCP in a subset of packetdrill's language: the syntax tree, the parser (errors say line, column and what was expected), the printer back to text, and the runner that plays a script against TCPStack in simulated time ([`script::run_script`]) |
 //! | [`tcp`] | TCP's state and elements (docs/stack.md) |
 
 pub mod anno;

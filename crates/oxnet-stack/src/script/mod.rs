@@ -1,10 +1,10 @@
 //! Script tests of the TCP stack (issue 11): a subset of packetdrill's
 //! language (google/packetdrill, its `Syntax.md` and `gtests/net/tcp`),
 //! parsed to a syntax tree ([`ast`], by [`parse`]) and printed back to
-//! text (the tree's [`Display`](std::fmt::Display)). The runner that plays
-//! a script against the stack in simulated time is elsewhere; nothing
-//! here interprets a value. The sample scripts, the stack's conformance
-//! tests to be, are in `crates/oxnet-stack/tests/scripts/`.
+//! text (the tree's [`Display`](std::fmt::Display)), and played against
+//! the stack in simulated time by [`run::run_script`] (its module doc
+//! says how). The scripts, the stack's conformance tests, are in
+//! `crates/oxnet-stack/tests/scripts/`.
 //!
 //! ```text
 //! --tolerance_usecs=10000
@@ -65,6 +65,12 @@ mod error;
 mod lex;
 mod parse;
 mod print;
+pub mod run;
+mod run_net;
+pub mod run_segment;
+mod run_syscall;
+#[cfg(test)]
+mod run_tests;
 mod segment;
 #[cfg(test)]
 mod tests;
@@ -74,3 +80,4 @@ pub use ast::{
 };
 pub use error::{ErrorMessage, ScriptError};
 pub use parse::parse;
+pub use run::{run_script, EventOutcome, Failure, Report, RunOptions};

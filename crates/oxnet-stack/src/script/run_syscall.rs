@@ -1,0 +1,487 @@
+//! The system calls a script makes, on oxnet's sockets: a table of file
+//! descriptors (from 3, as a fresh process's) holding a socket not yet
+//! listening, a listener, or a connection.
+//!
+//! | call | what it does |
+//! |---|---|
+//! | `socket(..., SOCK_STREAM, IPPROTO_TCP)` | the next descriptor |
+//! | `setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, ...)` | accepted, no effect (oxnet has no port reuse rule to relax) |
+//! | `setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, [v], ...)` | `set_nodelay` (on a listener: for the connections it accepts) |
+//! | `bind(fd, ..., ...)` | port 8080, packetdrill's default |
+//! | `listen(fd, backlog)` | `TcpListener::bind` on the wildcard address of the script's family |
+//! | `accept(fd, ..., ...)` | `try_accept` |
+//! | `read`, `recv` | `try_read` of up to that many bytes |
+//! | `write`, `send` | `try_write` of that many zero bytes |
+//! | `shutdown(fd, SHUT_WR or SHUT_RDWR)` | `shutdown_write` |
+//! | `close(fd)` | drops the socket (a connection closes, a listener stops) |
+//! | `fcntl(fd, F_SETFL, flags)`, `fcntl(fd, F_GETFL)` | `O_NONBLOCK` on or off, or read back |
+//! | `getsockopt(fd, SOL_SOCKET, SO_ERROR, [v], ...)` | the connection's pending error |
+//!
+//! | `connect(fd, ..., ...)` on a non-blocking socket | `TcpStream::connect` from port 8080 to the script's port; `-1 EINPROGRESS` |
+//! | `poll([{fd, events, revents}], n, timeout)` | readiness from the connection's state; each given `revents` compared |
+//!
+//! Anything else (a blocking `connect`, other options) is refused by name.
+//! Constants have Linux's values, as the scripts are Linux's.
+
+use super::ast::{Expr, IpVersion};
+use crate::tcp::socket::{Stack, TcpListener, TcpStream};
+use crate::tcp::tcb::TcpState;
+use crate::wire::{IpAddress, IpEndpoint};
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// The most bytes one `read` or `write` of a script moves: a bound on
+/// what a script can make the runner allocate.
+pub const MAX_IO: i64 = 1 << 20;
+
+/// Linux's values of the names scripts use.
+const CONSTANTS: &[(&str, i64)] = &[
+    ("AF_INET", 2),
+    ("AF_INET6", 10),
+    ("SOCK_STREAM", 1),
+    ("IPPROTO_IP", 0),
+    ("IPPROTO_TCP", 6),
+    ("SOL_SOCKET", 1),
+    ("SO_REUSEADDR", 2),
+    ("SO_ERROR", 4),
+    ("TCP_NODELAY", 1),
+    ("F_GETFL", 3),
+    ("F_SETFL", 4),
+    ("O_RDONLY", 0),
+    ("O_WRONLY", 1),
+    ("O_RDWR", 2),
+    ("O_NONBLOCK", 0x800),
+    ("SHUT_RD", 0),
+    ("SHUT_WR", 1),
+    ("SHUT_RDWR", 2),
+    ("POLLIN", POLLIN),
+    ("POLLPRI", 2),
+    ("POLLOUT", POLLOUT),
+    ("POLLERR", POLLERR),
+    ("POLLHUP", POLLHUP),
+];
+
+/// poll's event bits (Linux's `poll.h`).
+const POLLIN: i64 = 0x1;
+const POLLOUT: i64 = 0x4;
+const POLLERR: i64 = 0x8;
+const POLLHUP: i64 = 0x10;
+
+/// Linux's errno names, for the values the sockets return.
+const ERRNO_NAMES: &[(i32, &str)] = &[
+    (libc::EAGAIN, "EAGAIN"),
+    (libc::EBADF, "EBADF"),
+    (libc::EINVAL, "EINVAL"),
+    (libc::EPIPE, "EPIPE"),
+    (libc::ENOTCONN, "ENOTCONN"),
+    (libc::ECONNRESET, "ECONNRESET"),
+    (libc::ECONNREFUSED, "ECONNREFUSED"),
+    (libc::ETIMEDOUT, "ETIMEDOUT"),
+    (libc::EADDRINUSE, "EADDRINUSE"),
+    (libc::EINPROGRESS, "EINPROGRESS"),
+    (libc::EISCONN, "EISCONN"),
+    (libc::EAFNOSUPPORT, "EAFNOSUPPORT"),
+    (libc::EADDRNOTAVAIL, "EADDRNOTAVAIL"),
+    (libc::EOPNOTSUPP, "EOPNOTSUPP"),
+    (libc::ENOTSOCK, "ENOTSOCK"),
+];
+
+/// An errno's name (`EAGAIN`), or its number.
+pub fn errno_name(errno: i32) -> String {
+    ERRNO_NAMES
+        .iter()
+        .find(|(n, _)| *n == errno)
+        .map_or_else(|| errno.to_string(), |(_, name)| name.to_string())
+}
+
+/// Whether the script's errno name means `errno` (`EWOULDBLOCK` is
+/// Linux's other name for `EAGAIN`).
+pub fn errno_matches(name: &str, errno: i32) -> bool {
+    errno_name(errno) == name || (name == "EWOULDBLOCK" && errno == libc::EAGAIN)
+}
+
+/// An expression's integer value: a number, a constant's name, an `a|b`,
+/// or a one-element list (an `int` passed by pointer, `[1]`).
+pub fn int_value(e: &Expr) -> Result<i64, String> {
+    match e {
+        Expr::Int(n) => Ok(*n),
+        Expr::Symbol(s) => CONSTANTS
+            .iter()
+            .find(|(n, _)| n == s)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| format!("unknown name `{s}`")),
+        Expr::BitOr(parts) => parts.iter().try_fold(0, |acc, p| Ok(acc | int_value(p)?)),
+        Expr::List(items) if items.len() == 1 => int_value(&items[0]),
+        other => Err(format!("`{other}` is not an integer")),
+    }
+}
+
+/// What a call did: returned (a value, or -1 and an errno), or would
+/// have blocked (a blocking descriptor with nothing to give yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attempt {
+    /// The call returned: a value, or an errno (returned as -1).
+    Done(Result<i64, i32>),
+    /// A blocking call that would wait.
+    WouldBlock,
+}
+
+/// What a descriptor holds.
+enum Socket {
+    /// Made by `socket`, perhaps bound, not listening yet.
+    Fresh {
+        bound: bool,
+        nodelay: bool,
+    },
+    Listener {
+        listener: TcpListener,
+        nodelay: bool,
+    },
+    Stream(TcpStream),
+}
+
+struct Fd {
+    socket: Socket,
+    nonblocking: bool,
+}
+
+/// A struct's field by name, or by position when unnamed (`{fd=3,
+/// events=POLLIN}` or `{3, POLLIN}`).
+fn field<'a>(fields: &'a [super::ast::Field], name: &str, at: usize) -> Option<&'a Expr> {
+    fields
+        .iter()
+        .find(|f| f.name.as_deref() == Some(name))
+        .or_else(|| fields.get(at).filter(|f| f.name.is_none()))
+        .map(|f| &f.value)
+}
+
+/// The script's file descriptors.
+pub struct Sockets {
+    fds: BTreeMap<i64, Fd>,
+    stack: Stack,
+    ip: IpVersion,
+}
+
+impl Sockets {
+    /// No descriptor yet, on the router's TCP state `stack`.
+    pub fn new(stack: Stack, ip: IpVersion) -> Sockets {
+        Sockets {
+            fds: BTreeMap::new(),
+            stack,
+            ip,
+        }
+    }
+
+    /// The lowest free descriptor from 3, as Linux gives them.
+    fn next_fd(&self) -> i64 {
+        (3..).find(|fd| !self.fds.contains_key(fd)).unwrap_or(3)
+    }
+
+    fn add(&mut self, socket: Socket, nonblocking: bool) -> i64 {
+        let fd = self.next_fd();
+        self.fds.insert(fd, Fd { socket, nonblocking });
+        fd
+    }
+
+    /// Makes the call `name(args)`; Err says why the runner cannot (a call
+    /// or an argument it does not support, or a misused descriptor that
+    /// the script cannot mean).
+    pub fn call(&mut self, name: &str, args: &[Expr]) -> Result<Attempt, String> {
+        let arg = |i: usize| -> Result<i64, String> {
+            int_value(args.get(i).ok_or_else(|| format!("{name} needs argument {}", i + 1))?)
+                .map_err(|e| format!("{name} argument {}: {e}", i + 1))
+        };
+        let done = |r: Result<i64, i32>| Ok(Attempt::Done(r));
+        match name {
+            "socket" => {
+                let fd = self.add(
+                    Socket::Fresh {
+                        bound: false,
+                        nodelay: false,
+                    },
+                    false,
+                );
+                done(Ok(fd))
+            }
+            "setsockopt" => {
+                let (fd, level, option) = (arg(0)?, arg(1)?, arg(2)?);
+                let Some(entry) = self.fds.get_mut(&fd) else {
+                    return done(Err(libc::EBADF));
+                };
+                match (level, option) {
+                    (1, 2) => done(Ok(0)),
+                    (6, 1) => {
+                        let on = arg(3)? != 0;
+                        match &mut entry.socket {
+                            Socket::Fresh { nodelay, .. } | Socket::Listener { nodelay, .. } => *nodelay = on,
+                            Socket::Stream(s) => s.set_nodelay(on),
+                        }
+                        done(Ok(0))
+                    }
+                    _ => Err(format!("setsockopt level {level} option {option}: unsupported")),
+                }
+            }
+            "getsockopt" => {
+                let (fd, level, option) = (arg(0)?, arg(1)?, arg(2)?);
+                if (level, option) != (1, 4) {
+                    return Err(format!("getsockopt level {level} option {option}: unsupported"));
+                }
+                let Some(entry) = self.fds.get(&fd) else {
+                    return done(Err(libc::EBADF));
+                };
+                let error = match &entry.socket {
+                    Socket::Stream(s) => self.pending_error(s),
+                    _ => 0,
+                };
+                let want = arg(3)?;
+                if want != i64::from(error) {
+                    return Err(format!(
+                        "getsockopt SO_ERROR gives {} instead of {want}",
+                        if error == 0 { "0".to_string() } else { errno_name(error) }
+                    ));
+                }
+                done(Ok(0))
+            }
+            "bind" => {
+                let fd = arg(0)?;
+                match self.fds.get_mut(&fd).map(|e| &mut e.socket) {
+                    Some(Socket::Fresh { bound, .. }) if !*bound => {
+                        *bound = true;
+                        done(Ok(0))
+                    }
+                    Some(_) => done(Err(libc::EINVAL)),
+                    None => done(Err(libc::EBADF)),
+                }
+            }
+            "listen" => {
+                let (fd, backlog) = (arg(0)?, arg(1)?);
+                let Some(entry) = self.fds.get_mut(&fd) else {
+                    return done(Err(libc::EBADF));
+                };
+                let Socket::Fresh { nodelay, .. } = entry.socket else {
+                    return done(Err(libc::EINVAL));
+                };
+                let any: IpAddress = match self.ip {
+                    IpVersion::V4 => Ipv4Addr::UNSPECIFIED.into(),
+                    IpVersion::V6 => Ipv6Addr::UNSPECIFIED.into(),
+                };
+                let local = IpEndpoint::new(any, super::run_segment::LOCAL_PORT);
+                match TcpListener::bind(&self.stack, local, usize::try_from(backlog).unwrap_or(0)) {
+                    Ok(listener) => {
+                        entry.socket = Socket::Listener { listener, nodelay };
+                        done(Ok(0))
+                    }
+                    Err(e) => done(Err(e)),
+                }
+            }
+            "accept" => {
+                let fd = arg(0)?;
+                let Some(entry) = self.fds.get(&fd) else {
+                    return done(Err(libc::EBADF));
+                };
+                let Socket::Listener { listener, nodelay } = &entry.socket else {
+                    return done(Err(libc::EINVAL));
+                };
+                match listener.try_accept() {
+                    Ok(stream) => {
+                        stream.set_nodelay(*nodelay);
+                        let fd = self.add(Socket::Stream(stream), false);
+                        done(Ok(fd))
+                    }
+                    Err(libc::EAGAIN) if !entry.nonblocking => Ok(Attempt::WouldBlock),
+                    Err(e) => done(Err(e)),
+                }
+            }
+            "read" | "recv" => {
+                let (fd, len) = (arg(0)?, arg(2)?);
+                if !(0..=MAX_IO).contains(&len) {
+                    return Err(format!("{name} of {len} bytes: the runner reads 0 to {MAX_IO} at once"));
+                }
+                let (stream, nonblocking) = match self.stream(fd) {
+                    Ok(s) => s,
+                    Err(e) => return done(Err(e)),
+                };
+                let mut buf = vec![0; len as usize];
+                match stream.try_read(&mut buf) {
+                    Ok(n) => done(Ok(n as i64)),
+                    Err(libc::EAGAIN) if !nonblocking => Ok(Attempt::WouldBlock),
+                    Err(e) => done(Err(e)),
+                }
+            }
+            "write" | "send" => {
+                let (fd, len) = (arg(0)?, arg(2)?);
+                if !(0..=MAX_IO).contains(&len) {
+                    return Err(format!(
+                        "{name} of {len} bytes: the runner writes 0 to {MAX_IO} at once"
+                    ));
+                }
+                let (stream, nonblocking) = match self.stream(fd) {
+                    Ok(s) => s,
+                    Err(e) => return done(Err(e)),
+                };
+                match stream.try_write(&vec![0; len as usize]) {
+                    Ok(n) => done(Ok(n as i64)),
+                    Err(libc::EAGAIN) if !nonblocking => Ok(Attempt::WouldBlock),
+                    Err(e) => done(Err(e)),
+                }
+            }
+            "shutdown" => {
+                let (fd, how) = (arg(0)?, arg(1)?);
+                if how == 0 {
+                    return Err("shutdown(SHUT_RD): unsupported".to_string());
+                }
+                done(
+                    self.stream(fd)
+                        .and_then(|(stream, _)| stream.shutdown_write().map(|()| 0)),
+                )
+            }
+            "close" => {
+                let fd = arg(0)?;
+                done(self.fds.remove(&fd).map(|_| 0).ok_or(libc::EBADF))
+            }
+            "fcntl" => {
+                let (fd, command) = (arg(0)?, arg(1)?);
+                let Some(entry) = self.fds.get_mut(&fd) else {
+                    return done(Err(libc::EBADF));
+                };
+                match command {
+                    3 => done(Ok(2 | if entry.nonblocking { 0x800 } else { 0 })),
+                    4 => {
+                        entry.nonblocking = arg(2)? & 0x800 != 0;
+                        done(Ok(0))
+                    }
+                    _ => Err(format!("fcntl command {command}: unsupported")),
+                }
+            }
+            "connect" => {
+                let fd = arg(0)?;
+                let Some(entry) = self.fds.get_mut(&fd) else {
+                    return done(Err(libc::EBADF));
+                };
+                let Socket::Fresh { nodelay, .. } = entry.socket else {
+                    return done(Err(libc::EISCONN));
+                };
+                if !entry.nonblocking {
+                    // The call would return only after the handshake, which
+                    // later events of the script play: the runner plays
+                    // one event at a time.
+                    return Err("a blocking connect is not supported: make the socket non-blocking \
+                         (fcntl O_NONBLOCK) and expect -1 EINPROGRESS"
+                        .to_string());
+                }
+                let (local, remote) = super::run_segment::addresses(self.ip);
+                // Port 8080 on our side: the script's segments carry the
+                // same ports whichever end opened.
+                let local = IpEndpoint::new(local, super::run_segment::LOCAL_PORT);
+                let remote = IpEndpoint::new(remote, super::run_segment::REMOTE_PORT);
+                match TcpStream::connect(&self.stack, local, remote) {
+                    Ok(stream) => {
+                        stream.set_nodelay(nodelay);
+                        entry.socket = Socket::Stream(stream);
+                        done(Err(libc::EINPROGRESS))
+                    }
+                    Err(e) => done(Err(e)),
+                }
+            }
+            "poll" => self.poll(args),
+            other => Err(format!("{other}: unsupported system call")),
+        }
+    }
+
+    /// `poll([{fd=F, events=E, revents=R}, ...], n, timeout)`: the ready
+    /// descriptors' count; each `revents` the script gives is compared.
+    /// Nothing ready and a timeout other than 0: it would block.
+    fn poll(&self, args: &[Expr]) -> Result<Attempt, String> {
+        let (Some(Expr::List(entries)), Some(timeout)) = (args.first(), args.get(2)) else {
+            return Err("poll needs a list of {fd, events, revents}, a count and a timeout".to_string());
+        };
+        let mut ready = 0;
+        let mut mismatches = Vec::new();
+        for entry in entries {
+            let Expr::Struct(fields) = entry else {
+                return Err(format!("poll entry `{entry}` is not a struct"));
+            };
+            let fd = int_value(field(fields, "fd", 0).ok_or("poll entry without fd")?)?;
+            let events = int_value(field(fields, "events", 1).ok_or("poll entry without events")?)?;
+            let revents = self.readiness(fd) & (events | POLLERR | POLLHUP);
+            ready += i64::from(revents != 0);
+            if let Some(want) = field(fields, "revents", 2).filter(|e| **e != Expr::Ellipsis) {
+                let want = int_value(want)?;
+                if want != revents {
+                    mismatches.push(format!("fd {fd} revents {revents:#x} instead of {want:#x}"));
+                }
+            }
+        }
+        if ready == 0 && int_value(timeout)? != 0 {
+            return Ok(Attempt::WouldBlock);
+        }
+        if !mismatches.is_empty() {
+            return Err(format!("poll: {}", mismatches.join(", ")));
+        }
+        Ok(Attempt::Done(Ok(ready)))
+    }
+
+    /// What poll reports for `fd`, before masking with its events.
+    fn readiness(&self, fd: i64) -> i64 {
+        let info = self.stack.borrow();
+        match self.fds.get(&fd).map(|e| &e.socket) {
+            None => 0x20, // POLLNVAL
+            Some(Socket::Fresh { .. }) => POLLOUT | POLLHUP,
+            Some(Socket::Listener { listener, .. }) => {
+                let queued = info
+                    .listeners
+                    .get(&listener.local())
+                    .is_some_and(|l| !l.accept_queue.is_empty());
+                if queued {
+                    POLLIN
+                } else {
+                    0
+                }
+            }
+            Some(Socket::Stream(s)) => {
+                let Some(tcb) = s.key().and_then(|k| info.lookup(&k)).and_then(|r| info.tcbs.get(r)) else {
+                    return POLLIN | POLLHUP;
+                };
+                let mut bits = 0;
+                if tcb.recv_queued > 0 || tcb.fin_received || tcb.error.is_some() {
+                    bits |= POLLIN;
+                }
+                let open = matches!(tcb.state, TcpState::Established | TcpState::CloseWait);
+                if (open && !tcb.fin_queued && tcb.send_buffer.len() < tcb.send_buffer_limit) || tcb.error.is_some() {
+                    bits |= POLLOUT;
+                }
+                if tcb.error.is_some() {
+                    bits |= POLLERR;
+                }
+                if tcb.state == TcpState::Closed {
+                    bits |= POLLHUP;
+                }
+                bits
+            }
+        }
+    }
+
+    /// The connection on `fd`, and whether it is non-blocking; EBADF if
+    /// `fd` is not open, ENOTCONN if it is not a connection (Linux's
+    /// errors for a read or write there).
+    fn stream(&self, fd: i64) -> Result<(&TcpStream, bool), i32> {
+        match self.fds.get(&fd) {
+            Some(Fd {
+                socket: Socket::Stream(s),
+                nonblocking,
+            }) => Ok((s, *nonblocking)),
+            Some(_) => Err(libc::ENOTCONN),
+            None => Err(libc::EBADF),
+        }
+    }
+
+    /// SO_ERROR: the error the connection ended with, 0 if none.
+    fn pending_error(&self, s: &TcpStream) -> i32 {
+        let info = self.stack.borrow();
+        s.key()
+            .and_then(|k| info.lookup(&k))
+            .and_then(|r| info.tcbs.get(r))
+            .and_then(|t| t.error)
+            .unwrap_or(0)
+    }
+}
