@@ -109,6 +109,10 @@ impl TcpFlags {
     pub const FIN: u16 = 8;
     /// The ACK must not be delayed (a gap was filled, RFC 5681 §4.2).
     pub const ACK_NOW: u16 = 16;
+    /// A segment out of order: its duplicate ACK goes even if another
+    /// ACK of the connection went in the same batch (RFC 5681 §4.2: one
+    /// per out-of-order segment, the sender counts them).
+    pub const OUT_OF_ORDER: u16 = 32;
 
     pub fn has(self, flag: u16) -> bool {
         self.0 & flag != 0

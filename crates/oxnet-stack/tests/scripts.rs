@@ -10,8 +10,11 @@ use std::path::PathBuf;
 /// Scripts that pass today.
 const PASSING: &[&str] = &[
     "active_open.pkt",
+    "close_unread_rst.pkt",
     "data_in_read.pkt",
     "fast_retransmit.pkt",
+    "gap_filled_ack.pkt",
+    "ipv6_sack_reset.pkt",
     "mss_segments.pkt",
     "nagle.pkt",
     "nodelay.pkt",
@@ -22,6 +25,7 @@ const PASSING: &[&str] = &[
     "paws.pkt",
     "peer_close.pkt",
     "peer_window.pkt",
+    "retransmission.pkt",
     "rst_at_rcv_nxt.pkt",
     "rst_in_window.pkt",
     "rto_backoff.pkt",
@@ -33,30 +37,7 @@ const PASSING: &[&str] = &[
 ];
 
 /// Scripts that do not pass yet, and why (printed with the failure).
-const NOT_YET: &[(&str, &str)] = &[
-    (
-        "close_unread_rst.pkt",
-        "closing a connection with data not read sends a FIN, not the RST that RFC 1122 §4.2.2.13 asks \
-         for (a SHOULD; Linux sends the RST): the TcpStream's drop does not look at the receive queue",
-    ),
-    (
-        "gap_filled_ack.pkt",
-        "stack bug: the segment that fills a gap is acknowledged at once (ack 2001 at t=0.3), and the \
-         delayed-ACK timer sends the same ACK again 40 ms later (t=0.34)",
-    ),
-    (
-        "ipv6_sack_reset.pkt",
-        "oxnet sends a window update ACK when read() opens the window by an MSS or more (socket.rs, try_read); \
-         the script, as Linux, expects none (Linux sends one only when the advertised window had fallen to \
-         half its maximum or less); then the gap_filled_ack.pkt bug (a second ACK 40 ms later). With both \
-         ACKs expected, the rest (SACK, the filled gap, the RST and ECONNRESET) passes",
-    ),
-    (
-        "retransmission.pkt",
-        "stack bug: TCPListen sends the SYN-ACK without arming the retransmission timer, so a lost SYN-ACK \
-         is never sent again (RFC 6298 §5.1; TCPTimers can resend one in SYN-RECEIVED)",
-    ),
-];
+const NOT_YET: &[(&str, &str)] = &[];
 
 fn scripts() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/scripts");

@@ -69,7 +69,11 @@ mod tests {
         assert_eq!(check(&s, &key(1000), c, 10_000_000 + PERIOD_US), Some(1460));
         assert_eq!(check(&s, &key(1000), c, 10_000_000 + 2 * PERIOD_US), None, "too old");
         assert_eq!(check(&s, &key(1001), c, 10_000_000), None, "another flow");
-        assert_eq!(check(&Secret::fixed(3, 5), &key(1000), c, 10_000_000), None, "another secret");
+        assert_eq!(
+            check(&Secret::fixed(3, 5), &key(1000), c, 10_000_000),
+            None,
+            "another secret"
+        );
         assert_eq!(check(&s, &key(1000), c ^ 1, 10_000_000), None, "altered");
     }
 

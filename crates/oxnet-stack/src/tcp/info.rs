@@ -36,6 +36,9 @@ pub struct TcpSettings {
     /// ride on (RFC 1122 §4.2.3.2: under 0.5 s; Linux's least is 40 ms);
     /// None: every segment is acknowledged at once.
     pub delayed_ack_us: Option<u64>,
+    /// Answer SYNs with SYN cookies once `syn_backlog` connections are
+    /// half-open (RFC 4987 §3.6), as Linux does by default.
+    pub syn_cookies: bool,
 }
 
 impl Default for TcpSettings {
@@ -50,6 +53,7 @@ impl Default for TcpSettings {
             msl_us: 30_000_000,
             syn_backlog: 128,
             delayed_ack_us: Some(40_000),
+            syn_cookies: true,
         }
     }
 }

@@ -27,6 +27,17 @@ impl Secret {
     /// RFC 6528 §3's F(): a hash of the endpoints and the secret (SipHash
     /// over them, the secret part of the input as the RFC's MD5 example
     /// has it).
+    /// The keyed hash of `key` and `extra`, for other uses of the secret
+    /// (SYN cookies).
+    pub fn keyed(&self, key: &FlowKey, extra: u64) -> u64 {
+        let mut h = DefaultHasher::new();
+        2u8.hash(&mut h);
+        self.0.hash(&mut h);
+        extra.hash(&mut h);
+        key.hash(&mut h);
+        h.finish()
+    }
+
     fn hash(&self, key: &FlowKey, salt: u8) -> u64 {
         let mut h = DefaultHasher::new();
         salt.hash(&mut h);

@@ -8,11 +8,13 @@
 //! | [`rtt`] | 6298 | smoothed RTT, its variation, the retransmission timeout and its back-off |
 //! | [`socket`] | 9293 §3.10 | listener and stream sockets: async calls for tasks, `try_` calls for non-blocking use, errno errors |
 //! | [`tcb`] | 9293 §3.3 | the TCB (states, sequence variables, options in force, queues) and the per-core table of them |
+//! | [`cookie`] | 4987 §3.6 | SYN cookies: the SYN-ACK's ISS carries a period, the MSS and a keyed hash |
 //! | [`elements`] | 9293 §3.10.7 | the incoming path's elements (ClickNF Figure 2) |
 //! | [`info`] | | TCPInfo: the per-core TCB, flow and listener tables and the settings the elements share |
 //! | [`isn`] | 9293 §3.4.1, 6528, 6056 | initial sequence numbers and ephemeral ports from a keyed hash |
 //! | [`newreno`] | 5681, 6582 | slow start, congestion avoidance, fast retransmit and NewReno's fast recovery |
 
+pub mod cookie;
 pub mod elements;
 pub mod info;
 pub mod isn;

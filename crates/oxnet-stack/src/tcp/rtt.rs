@@ -81,6 +81,16 @@ impl RttEstimator {
         self.backoffs = 0;
     }
 
+    /// The handshake completed after our SYN or SYN-ACK timed out, with no
+    /// sample taken (RFC 6298 §5.7): data starts with an RTO of at least
+    /// 3 s, the back-off forgotten.
+    pub fn after_syn_timeout(&mut self) {
+        if self.backoffs > 0 && self.srtt_us.is_none() {
+            self.rto_us = self.rto_us.max(3_000_000).clamp(self.bounds.min_us, self.bounds.max_us);
+            self.backoffs = 0;
+        }
+    }
+
     /// The retransmission timer expired: back off (RFC 6298 §5.5, "RTO
     /// <- RTO * 2", up to the maximum).
     pub fn back_off(&mut self) {
@@ -182,6 +192,17 @@ mod tests {
         e.sample(500_000);
         assert_eq!(e.backoffs(), 0);
         assert!(e.rto_us() < 3_000_000);
+    }
+
+    #[test]
+    fn a_handshake_that_timed_out_starts_data_at_three_seconds() {
+        let mut e = RttEstimator::new(RFC);
+        e.after_syn_timeout();
+        assert_eq!(e.rto_us(), 1_000_000, "no timeout, no change");
+        e.back_off();
+        assert_eq!(e.rto_us(), 2_000_000);
+        e.after_syn_timeout();
+        assert_eq!((e.rto_us(), e.backoffs()), (3_000_000, 0));
     }
 
     #[test]

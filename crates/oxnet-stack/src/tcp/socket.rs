@@ -225,13 +225,11 @@ impl TcpStream {
                 }
             }
             if n > 0 {
-                let before = tcb.rcv_window() as usize;
                 tcb.recv_queued -= n;
-                // RFC 9293 §3.8.6.2.2: tell the peer when the window has
-                // opened by a segment or half the buffer since it last
-                // heard (receiver-side silly window avoidance).
-                let opened = tcb.rcv_window() as usize - before;
-                if before < tcb.snd_mss as usize || opened >= (tcb.rcv_wnd as usize / 2).min(tcb.snd_mss as usize) {
+                // A window update when the peer is running short of window
+                // (RFC 9293 §3.8.6.2.2's receiver-side silly window
+                // avoidance; the threshold is Linux's).
+                if tcb.state.synchronized() && tcb.window_update_due() {
                     tcb.send_ack = true;
                     info.want_output(r);
                 }
@@ -330,6 +328,19 @@ impl Drop for TcpStream {
     /// finishes the close by itself), and a connection already CLOSED is
     /// deleted.
     fn drop(&mut self) {
+        // RFC 1122 §4.2.2.13: closing with received data unread tells the
+        // peer that data was lost, with a RST.
+        {
+            let mut info = self.stack.borrow_mut();
+            if let Some(tcb) = info.tcbs.get_mut(self.tcb) {
+                if tcb.recv_queued > 0 && tcb.state.synchronized() && tcb.state != TcpState::TimeWait {
+                    tcb.send_rst = true;
+                    tcb.has_socket = false;
+                    info.want_output(self.tcb);
+                    return;
+                }
+            }
+        }
         let _ = self.shutdown_write();
         let mut info = self.stack.borrow_mut();
         if let Some(tcb) = info.tcbs.get_mut(self.tcb) {

@@ -147,6 +147,11 @@ pub struct Tcb {
     pub output_queued: bool,
     /// Send an ACK even with nothing else to send (a window update).
     pub send_ack: bool,
+    /// Send a RST and end the connection (closed with unread data).
+    pub send_rst: bool,
+    /// The right edge of the window we last advertised (RCV.NXT plus the
+    /// window then), for deciding when a window update is worth sending.
+    pub advertised_edge: TcpSeqNumber,
     /// Resend the first unacknowledged segment (fast retransmit, a
     /// partial ACK) before anything new.
     pub retransmit_first: bool,
@@ -217,6 +222,8 @@ impl Tcb {
             nodelay: false,
             output_queued: false,
             send_ack: false,
+            send_rst: false,
+            advertised_edge: TcpSeqNumber(0),
             retransmit_first: false,
             rto_deadline: None,
             time_wait_deadline: None,
@@ -245,6 +252,15 @@ impl Tcb {
         self.delayed_ack_deadline = None;
         self.unacked_segments = 0;
         self.send_ack = false;
+        self.advertised_edge = self.rcv_nxt + self.rcv_window() as usize;
+    }
+
+    /// Whether the application's reading opened the window enough to tell
+    /// the peer now (as Linux decides it: what the peer may still send is
+    /// at most half the buffer, and the window would at least double).
+    pub fn window_update_due(&self) -> bool {
+        let remaining = (self.advertised_edge - self.rcv_nxt).max(0) as u32;
+        2 * remaining <= self.rcv_wnd && self.rcv_window() >= 2 * remaining.max(1)
     }
 
     /// Whether our FIN has been sent and acknowledged.

@@ -76,6 +76,9 @@ impl Element for ProcessAck {
                     }
                     tcb.state = TcpState::Established;
                     tcb.snd_una = ack;
+                    // The SYN-ACK is acknowledged: its timer stops.
+                    tcb.rto_deadline = None;
+                    tcb.rtt.after_syn_timeout();
                     tcb.snd_wnd = (seg.window as u32) << tcb.snd_wscale;
                     tcb.snd_wl1 = seg.seq;
                     tcb.snd_wl2 = ack;

@@ -98,7 +98,7 @@ impl Element for ProcessData {
                 );
                 if seg.payload_len > 0 && !in_sequence {
                     self.out_of_order += 1;
-                    flags.0 |= Anno::ACK_NEEDED;
+                    flags.0 |= Anno::ACK_NEEDED | Anno::OUT_OF_ORDER;
                     anno::set_tcp_flags(&mut p, flags);
                     return Some((0, p));
                 }
@@ -245,12 +245,18 @@ impl Element for AckRequired {
         let outs = {
             let mut info = info.borrow_mut();
             let delay = info.settings.delayed_ack_us;
+            // One ACK per connection and batch: the segments before it in
+            // the path were all processed, so it acknowledges them all.
+            let mut acked: Vec<anno::TcbRef> = Vec::new();
             super::split_packets(batch, n, |mut p| {
                 let flags = anno::tcp_flags(&p);
                 if !flags.has(Anno::ACK_NEEDED) {
                     return None;
                 }
                 let r = anno::tcb(&p)?;
+                if acked.contains(&r) && !flags.has(Anno::OUT_OF_ORDER) {
+                    return None;
+                }
                 let tcb = info.tcbs.get_mut(r)?;
                 // RFC 1122 §4.2.3.2 / RFC 9293 §3.8.6.3: new data in order
                 // may wait for a second full segment (then at once) or the
@@ -266,6 +272,7 @@ impl Element for AckRequired {
                     }
                 }
                 tcb.ack_sent();
+                acked.push(r);
                 self.acks += 1;
                 let tcb = info.tcbs.get(r)?;
                 turn_into_ack(&mut p, tcb, now).then_some((0, p))

@@ -6,25 +6,36 @@
 //!   the SYN-ACK; an ACK gets a RST; anything else is dropped.
 //! - To no listener: a RST is dropped, anything else gets a RST.
 //!
+//! - When the listener has `syn_backlog` connections half-open, a SYN is
+//!   answered with a SYN cookie instead (RFC 4987 §3.6, `tcp::cookie`):
+//!   no TCB until the ACK returns a good cookie, which makes the
+//!   connection ESTABLISHED at once (without window scaling, SACK or
+//!   timestamps: the cookie does not keep them).
+//!
 //! Input: segments from TCPFlowLookup's output 1. Output 0: the answers
-//! (SYN-ACK or RST, IP packets for the neighbour resolver).
+//! (SYN-ACK or RST, IP packets for the neighbour resolver); output 1: the
+//! ACK that completed a cookie's handshake, TCB annotated, for the rest
+//! of the incoming path (it may carry data).
 //! Handlers: `syns` (TCBs made), `resets` (RSTs sent), `overflows` (SYNs
 //! dropped because the listener's queues are full), `drops`.
 
 use super::{info, reset_for, ts_now, Info, Seg};
 use crate::anno;
+use crate::tcp::cookie;
 use crate::tcp::isn::initial_sequence_number;
 use crate::tcp::output::write_segment;
 use crate::tcp::tcb::{Tcb, TcpState};
 use crate::wire::{TcpFlags, TcpOptions, TcpRepr};
 use oxnet_driver::PacketBatch;
 use oxnet_graph::args::Args;
-use oxnet_graph::element::{Element, PORTS_1_1, PUSH};
+use oxnet_graph::element::{Element, PUSH};
 use oxnet_graph::Ctx;
 
 #[derive(Default)]
 pub struct Listen {
     info: Option<Info>,
+    cookies_sent: u64,
+    cookies_accepted: u64,
     syns: u64,
     resets: u64,
     overflows: u64,
@@ -36,7 +47,7 @@ impl Element for Listen {
         "TCPListen"
     }
     fn port_count(&self) -> &'static str {
-        PORTS_1_1
+        "1/1-2"
     }
     fn processing(&self) -> &'static str {
         PUSH
@@ -67,7 +78,43 @@ impl Element for Listen {
                     info.counters.resets_sent += 1;
                     return write_segment(&mut p, &seg.key, &reset_for(&seg), &[]).then_some((0, p));
                 };
-                // §3.10.7.2 second: an ACK to a listener gets a RST.
+                // An ACK to a listener: the end of a handshake answered with
+                // a SYN cookie (RFC 4987 §3.6), or else a RST (§3.10.7.2).
+                if let (Some(ack), false, true) = (seg.ack, seg.has(TcpFlags::SYN), info.settings.syn_cookies) {
+                    let cookie = (ack - 1usize).0;
+                    if let Some(mss) = cookie::check(&info.secret, &seg.key, cookie, now) {
+                        let l = info.listeners.get(&listener_at).expect("found above");
+                        if l.accept_queue.len() >= l.backlog {
+                            self.overflows += 1;
+                            info.counters.listen_overflows += 1;
+                            return None;
+                        }
+                        self.cookies_accepted += 1;
+                        let settings = info.settings;
+                        let iss = ack - 1usize;
+                        let mut tcb = Tcb::new(seg.key, TcpState::Established, iss, &settings.tcb);
+                        tcb.irs = seg.seq - 1usize;
+                        tcb.rcv_nxt = seg.seq;
+                        tcb.snd_una = ack;
+                        tcb.snd_nxt = ack;
+                        tcb.snd_wnd = seg.window as u32;
+                        tcb.snd_wl1 = seg.seq;
+                        tcb.snd_wl2 = ack;
+                        tcb.snd_mss = mss.min(info.our_mss(&seg.key));
+                        tcb.listener = Some(listener_at);
+                        tcb.last_heard_us = now;
+                        tcb.cc =
+                            crate::tcp::newreno::NewReno::new(tcb.snd_mss as u32, iss.0, settings.tcb.initial_window);
+                        let r = info.insert(tcb);
+                        info.counters.passive_opens += 1;
+                        let l = info.listeners.get_mut(&listener_at).expect("found above");
+                        l.accept_queue.push_back(r);
+                        l.accept_event.notify();
+                        // The ACK may carry data: on through the path.
+                        anno::set_tcb(&mut p, Some(r));
+                        return Some((1, p));
+                    }
+                }
                 if seg.ack.is_some() {
                     self.resets += 1;
                     info.counters.resets_sent += 1;
@@ -77,15 +124,39 @@ impl Element for Listen {
                     self.drops += 1;
                     return None;
                 }
-                let backlog = info.settings.syn_backlog;
+                let (backlog, cookies) = (info.settings.syn_backlog, info.settings.syn_cookies);
                 let listener = info.listeners.get_mut(&listener_at).expect("found above");
-                if listener.half_open + listener.accept_queue.len() >= listener.backlog + backlog {
+                if listener.accept_queue.len() >= listener.backlog
+                    || (!cookies && listener.half_open + listener.accept_queue.len() >= listener.backlog + backlog)
+                {
                     self.overflows += 1;
                     info.counters.listen_overflows += 1;
                     return None;
                 }
-                listener.half_open += 1;
                 let theirs = seg.options(&p);
+                if cookies && listener.half_open >= backlog {
+                    // Too many half-open: answer statelessly (RFC 4987 §3.6).
+                    self.cookies_sent += 1;
+                    let our_mss = info.our_mss(&seg.key);
+                    let mss = theirs.mss.unwrap_or(536).min(our_mss);
+                    let iss = crate::wire::TcpSeqNumber(cookie::make(&info.secret, &seg.key, mss, now));
+                    let syn_ack = TcpRepr {
+                        src_port: seg.key.local.port,
+                        dst_port: seg.key.remote.port,
+                        seq: iss,
+                        ack: Some(seg.seq + 1),
+                        flags: TcpFlags::SYN,
+                        window: info.settings.tcb.recv_buffer.min(u16::MAX as u32) as u16,
+                        urgent: 0,
+                        options: TcpOptions {
+                            mss: Some(our_mss),
+                            ..TcpOptions::default()
+                        },
+                        payload_len: 0,
+                    };
+                    return write_segment(&mut p, &seg.key, &syn_ack, &[]).then_some((0, p));
+                }
+                listener.half_open += 1;
                 let settings = info.settings;
                 let iss = crate::wire::TcpSeqNumber(initial_sequence_number(&info.secret, &seg.key, now));
                 let mut tcb = Tcb::new(seg.key, TcpState::SynReceived, iss, &settings.tcb);
@@ -139,6 +210,8 @@ impl Element for Listen {
                 };
                 let key = seg.key;
                 let r = info.insert(tcb);
+                // The SYN-ACK is retransmitted on the RTO (RFC 6298 §5.1).
+                info.arm_rto(r, now);
                 self.syns += 1;
                 if !write_segment(&mut p, &key, &syn_ack, &[]) {
                     self.drops += 1;
@@ -153,6 +226,8 @@ impl Element for Listen {
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
         &[
             ("syns", true, false),
+            ("cookies_sent", true, false),
+            ("cookies_accepted", true, false),
             ("resets", true, false),
             ("overflows", true, false),
             ("drops", true, false),
@@ -163,6 +238,8 @@ impl Element for Listen {
             name,
             &[
                 ("syns", self.syns),
+                ("cookies_sent", self.cookies_sent),
+                ("cookies_accepted", self.cookies_accepted),
                 ("resets", self.resets),
                 ("overflows", self.overflows),
                 ("drops", self.drops),

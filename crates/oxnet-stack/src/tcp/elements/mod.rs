@@ -66,6 +66,7 @@ elementclass TCPStack {
     -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> ro :: TCPReordering -> data :: TCPProcessData -> fin :: TCPProcessFin
     -> ar :: TCPAckRequired -> output;
   fl[1] -> listen :: TCPListen -> output;
+  listen[1] -> cs;
   cs[1] -> output; rst[1] -> output; syn[1] -> output; ack[1] -> output;
   TCPOutput -> nagle :: TCPNagle -> rate :: TCPRateControl -> seg :: TCPSegmentation -> output;
   timers :: TCPTimers -> output;

@@ -128,7 +128,7 @@ impl Element for Reordering {
                 // The duplicate ACK, at once.
                 if let Ok(mut control) = pool.alloc() {
                     anno::set_tcb(&mut control, Some(r));
-                    anno::set_tcp_flags(&mut control, Anno(Anno::ACK_NEEDED));
+                    anno::set_tcp_flags(&mut control, Anno(Anno::ACK_NEEDED | Anno::OUT_OF_ORDER));
                     out.push(control);
                 }
             }

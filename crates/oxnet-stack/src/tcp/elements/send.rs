@@ -236,6 +236,7 @@ impl Element for RateControl {
 #[derive(Default)]
 pub struct Segmentation {
     info: Option<Info>,
+    resets: u64,
     segments: u64,
     bytes: u64,
     retransmits: u64,
@@ -338,6 +339,21 @@ impl Element for Segmentation {
                 };
                 let our_mss = info.our_mss(&key);
                 let Some(tcb) = info.tcbs.get_mut(r) else { continue };
+                if tcb.send_rst {
+                    // <SEQ=SND.NXT><ACK=RCV.NXT><CTL=RST,ACK>, then the end.
+                    let mut rst = super::ack_segment(tcb, now);
+                    rst.flags = TcpFlags::RST;
+                    rst.options = TcpOptions::default();
+                    rst.window = 0;
+                    if let Some(mut p) = packet(&mut spare, &mut self.no_buffers) {
+                        if write_segment(&mut p, &key, &rst, &[]) {
+                            out.push(p);
+                        }
+                    }
+                    self.resets += 1;
+                    super::rst_syn::abort(&mut info, r, None);
+                    continue;
+                }
                 let mss = tcb.snd_mss as usize;
                 let mut sent_any = false;
                 if syn_due(tcb) {
@@ -414,6 +430,7 @@ impl Element for Segmentation {
                     if let Some(mut p) = packet(&mut spare, &mut self.no_buffers) {
                         if super::turn_into_ack(&mut p, tcb, now) {
                             out.push(p);
+                            tcb.ack_sent();
                         }
                     }
                 }
@@ -436,12 +453,14 @@ impl Element for Segmentation {
             ("bytes", true, false),
             ("retransmits", true, false),
             ("no_buffers", true, false),
+            ("resets", true, false),
         ]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
         super::counter_handler(
             name,
             &[
+                ("resets", self.resets),
                 ("segments", self.segments),
                 ("bytes", self.bytes),
                 ("retransmits", self.retransmits),

@@ -157,6 +157,7 @@ impl Element for SynSent {
                     tcb.snd_wl2 = ack;
                     tcb.state = TcpState::Established;
                     tcb.rto_deadline = None;
+                    tcb.rtt.after_syn_timeout();
                     tcb.writable.notify_all();
                     self.established += 1;
                     info.counters.active_opens += 1;

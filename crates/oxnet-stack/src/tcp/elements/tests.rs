@@ -245,6 +245,7 @@ fn a_bad_checksum_is_dropped_and_counted() {
 fn a_full_listener_drops_new_syns() {
     let mut rig = Rig::new(&path());
     rig.info.borrow_mut().settings.syn_backlog = 0;
+    rig.info.borrow_mut().settings.syn_cookies = false;
     rig.info.borrow_mut().listen(IpEndpoint::new(SERVER, 80), 2).unwrap();
     let syns = (0..5)
         .map(|i| from_client(&seg(CPORT + i, 80, 1000, None, TcpFlags::SYN, 0), &[]))
@@ -597,4 +598,50 @@ fn the_user_timeout_ends_a_connection_whose_data_stays_unacknowledged() {
         "{}",
         rig.router.now_us()
     );
+}
+
+#[test]
+fn past_the_syn_backlog_a_syn_cookie_makes_the_connection_without_state_until_the_ack() {
+    let mut rig = Rig::new(&path());
+    rig.info.borrow_mut().settings.syn_backlog = 1;
+    rig.info.borrow_mut().listen(IpEndpoint::new(SERVER, 80), 8).unwrap();
+    // The first SYN takes the one half-open place; the second gets a cookie.
+    let mut syn = seg(CPORT + 1, 80, 7000, None, TcpFlags::SYN, 0);
+    syn.options.mss = Some(1400);
+    let out = rig.exchange(vec![
+        from_client(&seg(CPORT, 80, 1000, None, TcpFlags::SYN, 0), &[]),
+        from_client(&syn, &[]),
+    ]);
+    assert_eq!(out.len(), 2);
+    assert_eq!(rig.info.borrow().tcbs.len(), 1, "no TCB for the cookie");
+    let (cookie_syn_ack, _) = to_client(&out[1]);
+    assert_eq!(cookie_syn_ack.ack, Some(TcpSeqNumber(7001)));
+    assert_eq!(
+        cookie_syn_ack.options.window_scale, None,
+        "a cookie keeps no options but the MSS"
+    );
+    // A wrong cookie: RST. The right one: ESTABLISHED, accepted, data on.
+    let wrong = seg(
+        CPORT + 1,
+        80,
+        7001,
+        Some((cookie_syn_ack.seq + 2).0),
+        TcpFlags::empty(),
+        0,
+    );
+    let out = rig.exchange(vec![from_client(&wrong, &[])]);
+    assert_eq!(to_client(&out[0]).0.flags, TcpFlags::RST);
+    let right = seg(CPORT + 1, 80, 7001, Some((cookie_syn_ack.seq + 1).0), TcpFlags::PSH, 3);
+    let out = rig.exchange(vec![from_client(&right, b"abc")]);
+    let info = rig.info.borrow();
+    let r = info.lookup(&server_key(CPORT + 1, 80)).expect("made from the cookie");
+    let tcb = info.tcbs.get(r).unwrap();
+    assert_eq!(tcb.state, TcpState::Established);
+    assert_eq!(tcb.snd_mss, 1380, "1400 rounded down to the cookie's table");
+    assert_eq!(tcb.recv_queued, 3, "the data on the ACK was taken");
+    assert!(info.listeners[&IpEndpoint::new(SERVER, 80)].accept_queue.contains(&r));
+    drop(info);
+    assert!(out.is_empty() || to_client(&out[0]).0.ack == Some(TcpSeqNumber(7004)));
+    assert_eq!(rig.handler("listen.cookies_sent"), "1");
+    assert_eq!(rig.handler("listen.cookies_accepted"), "1");
 }
