@@ -92,3 +92,18 @@ fn every_listed_script_exists() {
         );
     }
 }
+
+#[test]
+fn docs_list_every_script() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/stack.md")).unwrap();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".pkt") {
+            assert!(
+                doc.contains(&format!("| `{name}` |")),
+                "docs/stack.md does not list {name}"
+            );
+        }
+    }
+}
