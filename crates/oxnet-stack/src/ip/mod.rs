@@ -80,7 +80,9 @@
 //! | [`output`] | IPv4Output and IPv6Output |
 //! | [`route`] | the on-link / gateway choice of the next hop |
 //! | [`icmp`] | ICMPv4Responder and ICMPv6Responder |
+//! | [`encap`] | a whole IP packet written for a transport that builds its own (TCP, UDP) |
 
+pub mod encap;
 pub mod icmp;
 pub mod ipv4_input;
 pub mod ipv6_input;

@@ -5,13 +5,11 @@
 //! IP layer's), ready for the neighbour resolver, which prepends the
 //! Ethernet header: the packet keeps head room for it.
 
-use crate::anno;
-use crate::wire::{FlowKey, IpAddress, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, TcpPacket, TcpRepr};
+use crate::wire::{FlowKey, IpProtocol, TcpPacket, TcpRepr};
 use oxnet_driver::{Mempool, Packet};
 
-/// IPv4's time to live and IPv6's hop limit for our segments (RFC 1122
-/// §3.2.1.7 recommends 64).
-pub const HOP_LIMIT: u8 = 64;
+use crate::ip::encap::write_ip_packet;
+pub use crate::ip::encap::HOP_LIMIT;
 
 /// Builds the IP packet carrying `seg` with `payload` for the connection
 /// `key` (our endpoint is the source). None when the pool is empty or
@@ -27,72 +25,20 @@ pub fn build_segment(pool: &Mempool, key: &FlowKey, seg: &TcpRepr, payload: &[u8
 /// families; the packet is then empty.
 pub fn write_segment(packet: &mut Packet, key: &FlowKey, seg: &TcpRepr, payload: &[u8]) -> bool {
     debug_assert_eq!(seg.payload_len, payload.len());
-    packet.reset();
-    let tcp_len = seg.buffer_len();
-    let ip_len = match key.local.addr {
-        IpAddress::V4(_) => 20,
-        IpAddress::V6(_) => 40,
-    };
-    if packet.set_len(ip_len + tcp_len).is_err() {
-        return false;
-    }
     let (src, dst) = (key.local.addr, key.remote.addr);
-    {
-        let bytes: &mut [u8] = &mut *packet;
-        let (ip, tcp) = bytes.split_at_mut(ip_len);
-        match (src, dst) {
-            (IpAddress::V4(s), IpAddress::V4(d)) => {
-                let repr = Ipv4Repr {
-                    src: s,
-                    dst: d,
-                    protocol: IpProtocol::Tcp,
-                    payload_len: tcp_len,
-                    ttl: HOP_LIMIT,
-                    dscp_ecn: 0,
-                    ident: 0,
-                    // RFC 9293 §3.7.2 / RFC 1191: segments are sent with
-                    // DF, so they are never fragmented on the way.
-                    dont_frag: true,
-                    more_frags: false,
-                    frag_offset: 0,
-                };
-                repr.emit(&mut Ipv4Packet::new_unchecked(&mut *ip));
-            }
-            (IpAddress::V6(s), IpAddress::V6(d)) => {
-                let repr = Ipv6Repr {
-                    src: s,
-                    dst: d,
-                    next_header: IpProtocol::Tcp,
-                    payload_len: tcp_len,
-                    hop_limit: HOP_LIMIT,
-                    traffic_class: 0,
-                    flow_label: 0,
-                };
-                repr.emit(&mut Ipv6Packet::new_unchecked(&mut *ip));
-            }
-            // A flow key mixes families only by a bug upstream: no packet.
-            _ => {
-                let _ = packet.set_len(0);
-                return false;
-            }
-        }
+    write_ip_packet(packet, src, dst, IpProtocol::Tcp, seg.buffer_len(), 0, |tcp| {
         tcp[seg.header_len()..].copy_from_slice(payload);
-        seg.emit(&mut TcpPacket::new_unchecked(&mut *tcp), &src, &dst);
-    }
-    if packet.set_network_header(0, ip_len).is_err() {
-        return false;
-    }
-    match dst {
-        IpAddress::V4(d) => anno::set_next_hop_v4(packet, d),
-        IpAddress::V6(d) => anno::set_next_hop_v6(packet, d),
-    }
-    true
+        seg.emit(&mut TcpPacket::new_unchecked(tcp), &src, &dst);
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{Checksum, IpEndpoint, TcpFlags, TcpOptions, TcpSeqNumber};
+    use crate::anno;
+    use crate::wire::{
+        Checksum, IpAddress, IpEndpoint, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, TcpFlags, TcpOptions, TcpSeqNumber,
+    };
     use oxnet_driver::MemoryKind;
     use std::net::{Ipv4Addr, Ipv6Addr};
 
