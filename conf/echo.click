@@ -1,4 +1,4 @@
-// An echo server (RFC 862) on oxnet's own TCP/IP stack: ClickNF's
+// An echo server (RFC 862, TCP and UDP) on oxnet's own TCP/IP stack: ClickNF's
 // Figure 6 without TLS. One device, IPv4 and IPv6, ARP and Neighbor
 // Discovery, ping answered, TCP as the TCPStack compound (cTCP's
 // elements, docs/stack.md), the echo application as a task on the
@@ -40,7 +40,14 @@ tcp -> family;
 family[0] -> arp;
 family[1] -> nd;
 
-// ICMP: echo answered; errors and UDP not handled yet.
+// UDP: datagrams to the sockets; what they send, to the resolvers.
+udp :: UDPInput;
+ip4[1] -> udp;
+ip6[1] -> udp;
+udp -> Discard;
+UDPOutput -> family;
+
+// ICMP: echo answered; errors not handled yet.
 icmp4 :: ICMPv4Responder;
 icmp6 :: ICMPv6Responder;
 ip4[2] -> icmp4;
@@ -50,10 +57,9 @@ icmp6[0] -> nd;
 icmp6[2] -> [1]nd;
 icmp4[1] -> Discard;
 icmp6[1] -> Discard;
-ip4[1] -> Discard;
 ip4[3] -> Discard;
-ip6[1] -> Discard;
 ip6[3] -> Discard;
 
 AppExecutor;
 echo :: TCPEchoServer($PORT);
+uecho :: UDPEchoServer($PORT);

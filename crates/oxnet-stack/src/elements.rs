@@ -21,6 +21,7 @@ pub const MODULES: &[Module] = &[
     crate::neighbor::MODULE,
     crate::tcp::elements::MODULE,
     crate::app::MODULE,
+    crate::udp::MODULE,
 ];
 
 /// Adds the stack's elements to the graph's library, and its compound

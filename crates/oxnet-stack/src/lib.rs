@@ -13,6 +13,7 @@
 //! | [`neighbor`] | neighbour resolution: a neighbour cache with RFC 4861's states, ARP (ARPResolver) and Neighbor Discovery with duplicate address detection (NDResolver) |
 //! | [`wire`] | a typed view per header (Ethernet, ARP, IPv4, IPv6, ICMP, ICMPv6 and Neighbor Discovery, UDP, TCP and its options): parse checks lengths and never panics, emit writes |
 //! | [`script`] | script tests of TCP in a subset of packetdrill's language: the syntax tree, the parser (errors say line, column and what was expected), the printer back to text, and the runner that plays a script against TCPStack in simulated time ([`script::run_script`]) |
+//! | [`udp`] | UDP (RFC 768): input to sockets, output, sockets, an echo server |
 //! | [`tcp`] | TCP's state and elements (docs/stack.md) |
 
 pub mod anno;
@@ -23,4 +24,5 @@ pub mod ip;
 pub mod neighbor;
 pub mod script;
 pub mod tcp;
+pub mod udp;
 pub mod wire;

@@ -1,6 +1,6 @@
 //! oxnet's TCP/IP stack against Linux (issue 11): the shipped
 //! conf/echo.click on a TAP device in a namespace made here, and Linux's
-//! socat as the client, over IPv4 and IPv6; random bytes must come back
+//! socat as the client, over IPv4 and IPv6, TCP and UDP; random bytes must come back
 //! byte for byte, also with several connections at once and with 3 % of
 //! the frames oxnet receives dropped (its RandomSample element, switched
 //! on through the control socket: this kernel has no tc netem), so that
@@ -36,8 +36,11 @@ fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
 /// Sends `data` with socat inside namespace `ns` to `target` (socat's
 /// address) and returns what came back.
 fn socat_echo(ns: &str, target: &str, data: &[u8]) -> Vec<u8> {
+    // After its input ends, socat waits this long for the other side:
+    // TCP's close ends it sooner; UDP has no close, so wait briefly.
+    let wait = if target.starts_with("UDP") { "1" } else { "10" };
     let mut child = Command::new("ip")
-        .args(["netns", "exec", ns, "timeout", "60", "socat", "-t", "10", "-", target])
+        .args(["netns", "exec", ns, "timeout", "60", "socat", "-t", wait, "-", target])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -110,6 +113,8 @@ fn linux_socat_gets_its_bytes_back_from_the_oxnet_echo_server_over_ipv4_and_ipv6
             "tcp/listen.syns",
             "-h",
             "loss.drops",
+            "-h",
+            "uecho.datagrams",
             "-u",
             socket.to_str().unwrap(),
         ])
@@ -130,6 +135,13 @@ fn linux_socat_gets_its_bytes_back_from_the_oxnet_echo_server_over_ipv4_and_ipv6
         assert!(back == data, "{target}: the bytes came back changed");
         sent += data.len();
         connections += 1;
+    }
+
+    // UDP, both families: one datagram each, back as it went.
+    for (i, target) in ["UDP:10.79.0.2:7", "UDP6:[fd00:79::2]:7"].iter().enumerate() {
+        let data = format!("datagram {i} for the UDP echo\n").into_bytes();
+        let back = socat_echo(&ns.name, target, &data);
+        assert_eq!(back, data, "{target}");
     }
 
     // Eight connections at once.
@@ -194,6 +206,7 @@ fn linux_socat_gets_its_bytes_back_from_the_oxnet_echo_server_over_ipv4_and_ipv6
         value(&stdout, "loss.drops") > 0,
         "the loss phase lost nothing: {stdout}"
     );
+    assert_eq!(value(&stdout, "uecho.datagrams"), 2, "{stdout}");
     let _ = std::fs::remove_file(&socket);
     drop(ns);
 }
