@@ -16,7 +16,11 @@ use std::rc::Rc;
 
 pub type Frames = Rc<RefCell<VecDeque<Vec<u8>>>>;
 
-struct TestSource(Frames);
+/// Metadata flags the source sets on every packet it makes (a device's
+/// receive checksum verdict, for instance).
+pub type Flags = Rc<std::cell::Cell<u32>>;
+
+struct TestSource(Frames, Flags);
 
 impl Element for TestSource {
     fn class_name(&self) -> &'static str {
@@ -39,6 +43,7 @@ impl Element for TestSource {
             p.copy_from_slice(&bytes);
             let ihl = ((bytes[0] & 0x0f) as usize) * 4;
             p.set_network_header(0, ihl).unwrap();
+            p.meta_mut().flags |= self.1.get();
             batch.push(p);
         }
         let worked = !batch.is_empty();
@@ -70,12 +75,13 @@ impl Element for TestSink {
 struct WithTest {
     input: Frames,
     output: Frames,
+    flags: Flags,
 }
 
 impl Registry for WithTest {
     fn create(&self, class: &str) -> Option<Box<dyn Element>> {
         match class {
-            "TestSource" => Some(Box::new(TestSource(self.input.clone()))),
+            "TestSource" => Some(Box::new(TestSource(self.input.clone(), self.flags.clone()))),
             "TestSink" => Some(Box::new(TestSink(self.output.clone()))),
             _ => oxnet_graph::elements::Standard.create(class),
         }
@@ -89,6 +95,8 @@ pub struct Rig {
     pub input: Frames,
     pub output: Frames,
     pub info: Rc<RefCell<crate::tcp::info::TcpInfo>>,
+    /// Flags the source sets on the packets it makes from now on.
+    pub flags: Flags,
 }
 
 impl Rig {
@@ -96,9 +104,11 @@ impl Rig {
         crate::elements::register();
         let input = Frames::default();
         let output = Frames::default();
+        let flags = Flags::default();
         let registry = WithTest {
             input: input.clone(),
             output: output.clone(),
+            flags: flags.clone(),
         };
         let flat = oxnet_graph::lang::compile("t.click", config, &[], &|c: &str| registry.create(c).is_some())
             .unwrap_or_else(|e| panic!("{e}"));
@@ -111,6 +121,7 @@ impl Rig {
             input,
             output,
             info,
+            flags,
         }
     }
 

@@ -7,13 +7,18 @@
 //! Input: IP packets with the network and transport header marks set (the
 //! IP layer's IPv4Input / IPv6Input). Output 0: segments of a known flow;
 //! output 1: segments of no flow (for TCPListen).
-//! Arguments: `CHECKSUM` (boolean, default true: verify in software).
-//! Handlers: `count` (segments looked up), `bad_segments` (no whole TCP
-//! header), `bad_checksums`, `no_flow` (to output 1).
+//! When the device checked the TCP checksum (receive checksum offload:
+//! the driver's verdict flags), its verdict is taken; otherwise it is
+//! checked in software. Arguments: `CHECKSUM` (boolean, default true:
+//! false skips the software check). Handlers: `count` (segments looked
+//! up), `bad_segments` (no whole TCP header), `bad_checksums`,
+//! `device_checked` (verdicts taken from the device), `no_flow` (to
+//! output 1).
 
 use super::{info, Info, Seg};
 use crate::anno;
 use crate::wire::{IpAddress, TcpPacket};
+use oxnet_driver::packet::{FLAG_CSUM_CHECKED, FLAG_L4_CSUM_BAD, FLAG_L4_CSUM_GOOD};
 use oxnet_driver::{Packet, PacketBatch};
 use oxnet_graph::args::{self, Args};
 use oxnet_graph::element::{Element, PORTS_1_1, PUSH};
@@ -26,6 +31,7 @@ pub struct FlowLookup {
     count: u64,
     bad_segments: u64,
     bad_checksums: u64,
+    device_checked: u64,
     no_flow: u64,
 }
 
@@ -68,7 +74,16 @@ impl Element for FlowLookup {
                     self.bad_segments += 1;
                     return None;
                 };
-                if !self.skip_checksum && !checksum_ok(&p, &seg) {
+                // The device's verdict when it checked (receive checksum
+                // offload), else the software check.
+                let flags = p.meta().flags;
+                let good = if flags & FLAG_CSUM_CHECKED != 0 && flags & (FLAG_L4_CSUM_GOOD | FLAG_L4_CSUM_BAD) != 0 {
+                    self.device_checked += 1;
+                    flags & FLAG_L4_CSUM_GOOD != 0
+                } else {
+                    self.skip_checksum || checksum_ok(&p, &seg)
+                };
+                if !good {
                     self.bad_checksums += 1;
                     return None;
                 }
@@ -93,6 +108,7 @@ impl Element for FlowLookup {
             ("count", true, false),
             ("bad_segments", true, false),
             ("bad_checksums", true, false),
+            ("device_checked", true, false),
             ("no_flow", true, false),
         ]
     }
@@ -103,6 +119,7 @@ impl Element for FlowLookup {
                 ("count", self.count),
                 ("bad_segments", self.bad_segments),
                 ("bad_checksums", self.bad_checksums),
+                ("device_checked", self.device_checked),
                 ("no_flow", self.no_flow),
             ],
         )

@@ -645,3 +645,21 @@ fn past_the_syn_backlog_a_syn_cookie_makes_the_connection_without_state_until_th
     assert_eq!(rig.handler("listen.cookies_sent"), "1");
     assert_eq!(rig.handler("listen.cookies_accepted"), "1");
 }
+
+#[test]
+fn the_devices_checksum_verdict_is_taken_when_it_checked() {
+    use oxnet_driver::packet::{FLAG_CSUM_CHECKED, FLAG_L4_CSUM_BAD, FLAG_L4_CSUM_GOOD};
+    let mut rig = rig_listening();
+    // Said good by the device: taken, even with a wrong checksum (no
+    // software check: that is the point of the offload).
+    rig.flags.set(FLAG_CSUM_CHECKED | FLAG_L4_CSUM_GOOD);
+    let mut bytes = from_client(&seg(CPORT, 80, 1000, None, TcpFlags::SYN, 0), &[]);
+    bytes[36] ^= 0xff;
+    assert_eq!(rig.exchange(vec![bytes]).len(), 1, "a SYN-ACK");
+    // Said bad: dropped, even with a right checksum.
+    rig.flags.set(FLAG_CSUM_CHECKED | FLAG_L4_CSUM_BAD);
+    let good = from_client(&seg(CPORT + 1, 80, 1000, None, TcpFlags::SYN, 0), &[]);
+    assert!(rig.exchange(vec![good]).is_empty());
+    assert_eq!(rig.handler("fl.device_checked"), "2");
+    assert_eq!(rig.handler("fl.bad_checksums"), "1");
+}
