@@ -108,6 +108,51 @@ pub struct TcpInfo {
     /// The router's time as the TCP elements last saw it (socket calls,
     /// which run outside the elements, read it: ISNs, timestamps).
     pub clock_us: u64,
+    /// With several graph threads (`oxnet run -j`): which receive queue
+    /// this stack's thread owns and how the NIC spreads flows, so that a
+    /// connection we open picks a source port whose replies come back to
+    /// this core (ClickNF §5.2). None: one thread.
+    pub rss: Option<RssPlace>,
+}
+
+/// The NIC's receive-side scaling as the drivers program it (Toeplitz
+/// with oxnet's key over the TCP/IPv4 4-tuple, the default redirection
+/// table), and the queue of this thread.
+#[derive(Debug, Clone, Copy)]
+pub struct RssPlace {
+    pub key: [u8; 40],
+    pub reta: [u8; oxnet_driver::rss::RETA_ENTRIES],
+    pub queue: u8,
+}
+
+impl RssPlace {
+    /// Thread `index` of `count`, with the drivers' defaults.
+    pub fn for_thread(index: u16, count: u16) -> RssPlace {
+        RssPlace {
+            key: oxnet_driver::rss::DEFAULT_KEY,
+            reta: oxnet_driver::rss::default_reta(count),
+            queue: index as u8,
+        }
+    }
+
+    /// Whether the replies of `key`'s flow (from the remote end to us)
+    /// land on this thread's queue. IPv6 flows are not constrained (the
+    /// drivers' software hash covers TCP/IPv4).
+    pub fn replies_come_here(&self, key: &FlowKey) -> bool {
+        match (key.remote.addr, key.local.addr) {
+            (IpAddress::V4(r), IpAddress::V4(l)) => {
+                let hash = oxnet_driver::rss::hash_ipv4_tcp(
+                    &self.key,
+                    r.octets(),
+                    l.octets(),
+                    key.remote.port,
+                    key.local.port,
+                );
+                oxnet_driver::rss::queue_of(&self.reta, hash) == self.queue
+            }
+            _ => true,
+        }
+    }
 }
 
 /// The timers TCPTimers runs (ClickNF Figure 4).

@@ -108,11 +108,15 @@ impl TcpStream {
         let info = &mut *info;
         let mut key = FlowKey { local, remote };
         if local.port == 0 {
-            let (flows, listeners) = (&info.flows, &info.listeners);
+            let (flows, listeners, rss) = (&info.flows, &info.listeners, info.rss);
+            // A port is usable if free and, with several cores, if the
+            // NIC sends the replies to this core (ClickNF §5.2).
             let in_use = |port: u16| {
                 let mut k = key;
                 k.local.port = port;
-                flows.contains_key(&k) || listeners.contains_key(&k.local)
+                flows.contains_key(&k)
+                    || listeners.contains_key(&k.local)
+                    || rss.is_some_and(|rss| !rss.replies_come_here(&k))
             };
             key.local.port = ephemeral_port(&info.secret, &key, 32768..=60999, &mut info.next_port, in_use)
                 .ok_or(libc::EADDRNOTAVAIL)?;

@@ -58,7 +58,15 @@ impl Element for FlowLookup {
         if let Some(v) = a.keyword("CHECKSUM") {
             self.skip_checksum = !args::boolean(&v).map_err(|e| format!("CHECKSUM: {e}"))?;
         }
-        self.info = Some(info());
+        let info = info();
+        // With several graph threads, the NIC's RSS decides which core a
+        // flow's packets reach; this stack's connections choose their
+        // ports by it (TcpInfo::rss).
+        let place = oxnet_graph::elements::device::thread_place();
+        if place.count > 1 {
+            info.borrow_mut().rss = Some(crate::tcp::info::RssPlace::for_thread(place.index, place.count));
+        }
+        self.info = Some(info);
         Ok(())
     }
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {

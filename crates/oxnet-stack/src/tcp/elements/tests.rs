@@ -663,3 +663,37 @@ fn the_devices_checksum_verdict_is_taken_when_it_checked() {
     assert_eq!(rig.handler("fl.device_checked"), "2");
     assert_eq!(rig.handler("fl.bad_checksums"), "1");
 }
+
+#[test]
+fn with_several_cores_a_connection_picks_a_port_whose_replies_come_back_to_its_core() {
+    let rig = Rig::new(&path());
+    for queue in 0..2u16 {
+        rig.info.borrow_mut().rss = Some(crate::tcp::info::RssPlace::for_thread(queue, 2));
+        let rss = rig.info.borrow().rss.unwrap();
+        let streams: Vec<_> = (0..40)
+            .map(|i| {
+                crate::tcp::socket::TcpStream::connect(
+                    &rig.info,
+                    IpEndpoint::new(SERVER, 0),
+                    IpEndpoint::new(CLIENT, 9000 + i),
+                )
+                .unwrap()
+            })
+            .collect();
+        for s in &streams {
+            let key = s.key().unwrap();
+            assert!(rss.replies_come_here(&key), "{key:?} would reach the other core");
+            let hash = oxnet_driver::rss::hash_ipv4_tcp(
+                &oxnet_driver::rss::DEFAULT_KEY,
+                CLIENT.octets(),
+                SERVER.octets(),
+                key.remote.port,
+                key.local.port,
+            );
+            assert_eq!(
+                oxnet_driver::rss::queue_of(&oxnet_driver::rss::default_reta(2), hash),
+                queue as u8
+            );
+        }
+    }
+}
