@@ -47,7 +47,8 @@ ip6[1] -> udp;
 udp -> Discard;
 UDPOutput -> family;
 
-// ICMP: echo answered; errors not handled yet.
+// ICMP: echo answered; errors about our TCP segments to TCP (path MTU,
+// unreachable ports, RFC 1122 §4.2.3.9).
 icmp4 :: ICMPv4Responder;
 icmp6 :: ICMPv6Responder;
 ip4[2] -> icmp4;
@@ -55,8 +56,9 @@ ip6[2] -> icmp6;
 icmp4[0] -> arp;
 icmp6[0] -> nd;
 icmp6[2] -> [1]nd;
-icmp4[1] -> Discard;
-icmp6[1] -> Discard;
+tcperr :: TCPIcmpError;
+icmp4[1] -> tcperr;
+icmp6[1] -> tcperr;
 ip4[3] -> Discard;
 ip6[3] -> Discard;
 

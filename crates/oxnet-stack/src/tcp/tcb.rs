@@ -125,6 +125,9 @@ pub struct Tcb {
     pub fin_received: bool,
     /// Why the connection ended, for the application (an errno).
     pub error: Option<i32>,
+    /// The last ICMP error about it (RFC 1122 §4.2.3.9's soft errors):
+    /// reported instead of ETIMEDOUT if it times out.
+    pub soft_error: Option<i32>,
     /// The listener a passively opened connection joins once established.
     pub listener: Option<IpEndpoint>,
 
@@ -214,6 +217,7 @@ impl Tcb {
             fin_sent: false,
             fin_received: false,
             error: None,
+            soft_error: None,
             listener: None,
             has_socket: false,
             readable: Event::new(),

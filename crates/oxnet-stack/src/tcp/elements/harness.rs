@@ -41,8 +41,15 @@ impl Element for TestSource {
             let mut p = ctx.pool().alloc().expect("test pool");
             p.set_len(bytes.len()).unwrap();
             p.copy_from_slice(&bytes);
-            let ihl = ((bytes[0] & 0x0f) as usize) * 4;
-            p.set_network_header(0, ihl).unwrap();
+            // An IP packet gets its header marks as the IP layer would set
+            // them; an Ethernet frame (type at 12..14) goes as it is, for
+            // the IP layer's own input elements.
+            if bytes[0] >> 4 == 4 {
+                let ihl = ((bytes[0] & 0x0f) as usize) * 4;
+                p.set_network_header(0, ihl).unwrap();
+            } else if bytes[0] >> 4 == 6 && bytes.len() >= 40 {
+                p.set_network_header(0, 40).unwrap();
+            }
             p.meta_mut().flags |= self.1.get();
             batch.push(p);
         }

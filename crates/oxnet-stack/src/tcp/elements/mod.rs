@@ -17,6 +17,7 @@
 //! | TCPProcessData | 1/1 | "seventh, process the segment text": in-sequence data to the receive queue |
 //! | TCPProcessFin | 1/1 | "eighth, check the FIN bit" |
 //! | TCPAckRequired | 1/1 | the ACK the segment asked for, or nothing |
+//! | TCPIcmpError | 1/0 | ICMP/ICMPv6 errors about our segments: path MTU, hard errors in the handshake, soft errors (RFC 1122 §4.2.3.9, RFC 5927) |
 //!
 //! The outgoing path and the timers are in [`send`].
 //!
@@ -31,6 +32,7 @@
 pub mod ack;
 pub mod check;
 pub mod data;
+pub mod icmp_error;
 pub mod listen;
 pub mod lookup;
 pub mod reorder;
@@ -80,6 +82,7 @@ pub const MODULE: Module = Module {
         "TCPCheckSeqNo",
         "TCPEstimateRTT",
         "TCPFlowLookup",
+        "TCPIcmpError",
         "TCPListen",
         "TCPNagle",
         "TCPNewRenoAck",
@@ -102,6 +105,7 @@ pub const MODULE: Module = Module {
             "TCPCheckSeqNo" => Box::new(check::CheckSeqNo::default()),
             "TCPEstimateRTT" => Box::new(ack::EstimateRtt::default()),
             "TCPFlowLookup" => Box::new(lookup::FlowLookup::default()),
+            "TCPIcmpError" => Box::new(icmp_error::IcmpError::default()),
             "TCPListen" => Box::new(listen::Listen::default()),
             "TCPNewRenoAck" => Box::new(ack::NewRenoAck::default()),
             "TCPProcessAck" => Box::new(ack::ProcessAck::default()),

@@ -62,6 +62,7 @@ impl Element for Reordering {
             let pool = ctx.pool();
             let mut input = std::mem::take(batch);
             let count = input.len();
+            let mut expected_in_batch: Vec<(anno::TcbRef, crate::wire::TcpSeqNumber)> = Vec::new();
             for p in input.drain_front(count) {
                 let (Some(r), Some(seg)) = (anno::tcb(&p), Seg::read(&p)) else {
                     out.push(p);
@@ -72,10 +73,18 @@ impl Element for Reordering {
                     continue;
                 };
                 let len = seg.payload_len + seg.has(TcpFlags::FIN) as usize;
-                if len == 0 || seg.seq == tcb.rcv_nxt || seg.seq < tcb.rcv_nxt {
+                // What TCPProcessData will expect by the time it sees this
+                // segment: RCV.NXT moved past the earlier segments of this
+                // batch (it runs after this element, on the whole batch).
+                let expected = match expected_in_batch.iter().find(|(t, _)| *t == r) {
+                    Some(&(_, e)) => e.max(tcb.rcv_nxt),
+                    None => tcb.rcv_nxt,
+                };
+                if len == 0 || seg.seq <= expected {
                     // In order (or nothing to order): on, and whatever it
                     // makes contiguous after it.
                     let end = seg.seq + len;
+                    let mut reach = end.max(expected);
                     let mut p = p;
                     if len > 0 && !tcb.ooo.is_empty() {
                         // It fills (part of) a gap: acknowledge at once.
@@ -84,20 +93,23 @@ impl Element for Reordering {
                     }
                     out.push(p);
                     if len > 0 && !tcb.ooo.is_empty() {
-                        let mut next = end.max(tcb.rcv_nxt);
                         while let Some(first) = tcb.ooo.front() {
-                            if first.seq > next {
+                            if first.seq > reach {
                                 break;
                             }
                             let held = tcb.ooo.pop_front().expect("front exists");
-                            if held.end <= next {
+                            if held.end <= reach {
                                 // Wholly covered already: a duplicate.
                                 continue;
                             }
-                            next = held.end;
+                            reach = held.end;
                             self.released += 1;
                             out.push(held.packet);
                         }
+                    }
+                    match expected_in_batch.iter_mut().find(|(t, _)| *t == r) {
+                        Some(e) => e.1 = reach,
+                        None => expected_in_batch.push((r, reach)),
                     }
                     continue;
                 }

@@ -668,7 +668,8 @@ impl Timers {
         tcb.rtt.back_off();
         if tcb.rtt.backoffs() > MAX_RETRANSMITS {
             self.gave_up += 1;
-            super::rst_syn::abort(info, r, Some(libc::ETIMEDOUT));
+            let errno = tcb.soft_error.unwrap_or(libc::ETIMEDOUT);
+            super::rst_syn::abort(info, r, Some(errno));
             return None;
         }
         if tcb.state == TcpState::SynSent {

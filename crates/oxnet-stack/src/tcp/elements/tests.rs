@@ -697,3 +697,111 @@ fn with_several_cores_a_connection_picks_a_port_whose_replies_come_back_to_its_c
         }
     }
 }
+
+#[test]
+fn several_segments_in_order_in_one_batch_are_all_delivered() {
+    let mut rig = rig_listening();
+    let iss = handshake(&mut rig);
+    let ack = Some((iss + 1).0);
+    let frames = (0..4u32)
+        .map(|i| {
+            let mut s = seg(CPORT, 80, 1001 + 100 * i, ack, TcpFlags::empty(), 100);
+            s.options.timestamps = Some((110 + i, 0));
+            from_client(&s, &[b'a' + i as u8; 100])
+        })
+        .collect();
+    let out = rig.exchange(frames);
+    assert_eq!(to_client(out.last().unwrap()).0.ack, Some(TcpSeqNumber(1401)));
+    let info = rig.info.borrow();
+    let tcb = info.tcbs.get(info.lookup(&server_key(CPORT, 80)).unwrap()).unwrap();
+    assert_eq!(tcb.recv_queued, 400);
+    assert!(tcb.ooo.is_empty(), "nothing held");
+}
+
+/// Through the IP layer: Ethernet frames in, IPv4Input, TCPStack, the
+/// ICMP responder and TCPIcmpError.
+const WITH_IP: &str = "src :: TestSource -> eth :: Classifier(12/0800, -);
+eth[1] -> Discard;
+eth[0] -> ip4 :: IPv4Input(10.0.0.2);
+ip4[0] -> tcp :: TCPStack -> out :: TestSink;
+ip4[1] -> Discard;
+ip4[3] -> Discard;
+ip4[2] -> icmp :: ICMPv4Responder;
+icmp[0] -> out;
+icmp[1] -> err :: TCPIcmpError;";
+
+fn ethernet(ip: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00];
+    f.extend_from_slice(ip);
+    f
+}
+
+/// An ICMP error from a router (10.0.0.254) about `quoted` (an IP packet
+/// the server sent): type, code, and the 4 bytes after the checksum.
+fn icmp_error(kind: u8, code: u8, rest: u32, quoted: &[u8]) -> Vec<u8> {
+    use oxnet_driver::offload::{fold, ones_sum};
+    let quote = &quoted[..quoted.len().min(28)];
+    let mut icmp = vec![kind, code, 0, 0];
+    icmp.extend_from_slice(&rest.to_be_bytes());
+    icmp.extend_from_slice(quote);
+    let sum = !fold(ones_sum(&icmp, 0));
+    icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+    let mut ip = vec![0u8; 20];
+    crate::wire::Ipv4Repr {
+        src: std::net::Ipv4Addr::new(10, 0, 0, 254),
+        dst: SERVER,
+        protocol: crate::wire::IpProtocol::Icmp,
+        payload_len: icmp.len(),
+        ttl: 64,
+        dscp_ecn: 0,
+        ident: 0,
+        dont_frag: false,
+        more_frags: false,
+        frag_offset: 0,
+    }
+    .emit(&mut crate::wire::Ipv4Packet::new_unchecked(&mut ip[..]));
+    ip.extend_from_slice(&icmp);
+    ethernet(&ip)
+}
+
+#[test]
+fn fragmentation_needed_lowers_the_mss_and_resends_smaller() {
+    let mut rig = Rig::new(WITH_IP);
+    let listener = crate::tcp::socket::TcpListener::bind(&rig.info, IpEndpoint::new(SERVER, 80), 4).unwrap();
+    let mut syn = seg(CPORT, 80, 1000, None, TcpFlags::SYN, 0);
+    syn.options.mss = Some(1460);
+    let out = rig.exchange(vec![ethernet(&from_client(&syn, &[]))]);
+    let iss = to_client(&out[0]).0.seq;
+    rig.exchange(vec![ethernet(&from_client(
+        &seg(CPORT, 80, 1001, Some((iss + 1).0), TcpFlags::empty(), 0),
+        &[],
+    ))]);
+    let stream = listener.try_accept().unwrap();
+    stream.set_nodelay(true);
+    assert_eq!(stream.try_write(&[7u8; 1400]), Ok(1400));
+    let out = rig.exchange(vec![]);
+    assert_eq!(to_client(&out[0]).1.len(), 1400);
+    // A router on the way takes 1000 bytes at most.
+    let out = rig.exchange(vec![icmp_error(3, 4, 1000, &out[0])]);
+    assert_eq!(rig.handler("err.mtu_updates"), "1");
+    let (again, payload) = to_client(&out[0]);
+    assert_eq!((again.seq, payload.len()), (iss + 1, 960), "1000 - 20 - 20");
+    // An error quoting a sequence number outside the flight is ignored.
+    let mut stale = out[0].clone();
+    stale[24..28].copy_from_slice(&(iss.0.wrapping_sub(5000)).to_be_bytes());
+    rig.exchange(vec![icmp_error(3, 4, 600, &stale)]);
+    assert_eq!(rig.handler("err.ignored"), "1");
+    drop(listener);
+}
+
+#[test]
+fn port_unreachable_refuses_a_connection_being_opened() {
+    let mut rig = Rig::new(WITH_IP);
+    let stream = client_stream(&rig, 45005);
+    let out = rig.exchange(vec![]);
+    assert_eq!(to_client(&out[0]).0.flags, TcpFlags::SYN);
+    rig.exchange(vec![icmp_error(3, 3, 0, &out[0])]);
+    assert_eq!(stream.state(), TcpState::Closed);
+    assert_eq!(stream.error(), Some(libc::ECONNREFUSED));
+    assert_eq!(rig.handler("err.aborted"), "1");
+}
