@@ -36,6 +36,13 @@ pub struct TcpSettings {
     /// ride on (RFC 1122 §4.2.3.2: under 0.5 s; Linux's least is 40 ms);
     /// None: every segment is acknowledged at once.
     pub delayed_ack_us: Option<u64>,
+    /// Ask for ECN in our SYNs and accept it in SYNs we answer (RFC
+    /// 3168 §6.1.1); off by default.
+    pub ecn: bool,
+    /// The congestion control new connections start with (NewReno by
+    /// default; TCPCubicAck and DCTCPProcessECN also switch the
+    /// connections they see).
+    pub congestion: super::cc::Algorithm,
 }
 
 impl Default for TcpSettings {
@@ -50,6 +57,8 @@ impl Default for TcpSettings {
             msl_us: 30_000_000,
             syn_backlog: 128,
             delayed_ack_us: Some(40_000),
+            ecn: false,
+            congestion: super::cc::Algorithm::NewReno,
         }
     }
 }

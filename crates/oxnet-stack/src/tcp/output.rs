@@ -5,6 +5,7 @@
 //! IP layer's), ready for the neighbour resolver, which prepends the
 //! Ethernet header: the packet keeps head room for it.
 
+use super::ecn::Codepoint;
 use crate::anno;
 use crate::wire::{FlowKey, IpAddress, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, TcpPacket, TcpRepr};
 use oxnet_driver::{Mempool, Packet};
@@ -26,6 +27,13 @@ pub fn build_segment(pool: &Mempool, key: &FlowKey, seg: &TcpRepr, payload: &[u8
 /// turn packets around). False if it does not fit or the key mixes
 /// families; the packet is then empty.
 pub fn write_segment(packet: &mut Packet, key: &FlowKey, seg: &TcpRepr, payload: &[u8]) -> bool {
+    write_segment_ecn(packet, key, seg, payload, Codepoint::NotEct)
+}
+
+/// [`write_segment`] with `ecn` in the IP header's ECN field (RFC 3168
+/// §5: the low two bits of IPv4's TOS byte and of IPv6's traffic class;
+/// ECT(0) on the new data of an ECN connection, §6.1.2).
+pub fn write_segment_ecn(packet: &mut Packet, key: &FlowKey, seg: &TcpRepr, payload: &[u8], ecn: Codepoint) -> bool {
     debug_assert_eq!(seg.payload_len, payload.len());
     packet.reset();
     let tcp_len = seg.buffer_len();
@@ -48,7 +56,7 @@ pub fn write_segment(packet: &mut Packet, key: &FlowKey, seg: &TcpRepr, payload:
                     protocol: IpProtocol::Tcp,
                     payload_len: tcp_len,
                     ttl: HOP_LIMIT,
-                    dscp_ecn: 0,
+                    dscp_ecn: ecn.bits(),
                     ident: 0,
                     // RFC 9293 §3.7.2 / RFC 1191: segments are sent with
                     // DF, so they are never fragmented on the way.
@@ -65,7 +73,7 @@ pub fn write_segment(packet: &mut Packet, key: &FlowKey, seg: &TcpRepr, payload:
                     next_header: IpProtocol::Tcp,
                     payload_len: tcp_len,
                     hop_limit: HOP_LIMIT,
-                    traffic_class: 0,
+                    traffic_class: ecn.bits(),
                     flow_label: 0,
                 };
                 repr.emit(&mut Ipv6Packet::new_unchecked(&mut *ip));

@@ -238,11 +238,21 @@ pub fn ack_segment(tcb: &Tcb, now_us: u64) -> TcpRepr {
         dst_port: tcb.key.remote.port,
         seq: tcb.snd_nxt,
         ack: Some(tcb.rcv_nxt),
-        flags: TcpFlags::empty(),
+        flags: ece_flag(tcb),
         window: tcb.window_field(),
         urgent: 0,
         options,
         payload_len: 0,
+    }
+}
+
+/// ECE on what we send while the receiver's echo is on (RFC 3168
+/// §6.1.3, RFC 8257 §3.2).
+pub fn ece_flag(tcb: &Tcb) -> TcpFlags {
+    if tcb.ecn.enabled && tcb.ecn.ece {
+        TcpFlags::ECE
+    } else {
+        TcpFlags::empty()
     }
 }
 
