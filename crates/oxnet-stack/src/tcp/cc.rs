@@ -151,6 +151,14 @@ impl CongestionControl {
         }
     }
 
+    /// DCTCP's state, if this is DCTCP.
+    pub fn dctcp(&self) -> Option<&Dctcp> {
+        match self {
+            CongestionControl::Dctcp(_, d) => Some(d),
+            _ => None,
+        }
+    }
+
     /// CUBIC's state, if this is CUBIC.
     pub fn cubic(&self) -> Option<&Cubic> {
         match self {

@@ -61,15 +61,17 @@ impl Dctcp {
         if !after(snd_una, self.window_end) {
             return None;
         }
-        let f = if self.bytes_acked == 0 {
-            0.0
-        } else {
-            self.bytes_marked as f64 / self.bytes_acked as f64
-        };
+        self.window_end = snd_nxt;
+        // A window in which no byte was acknowledged (the handshake's
+        // ACK) says nothing about marking: alpha stays.
+        if self.bytes_acked == 0 {
+            return None;
+        }
+        let f = self.bytes_marked as f64 / self.bytes_acked as f64;
         // Steps 5-6.
         self.alpha = self.alpha * (1.0 - G) + G * f;
-        // Step 7: the next window ends at what is sent by now.
-        self.window_end = snd_nxt;
+        // Step 7 (WindowEnd moved above): the next window ends at what is
+        // sent by now.
         self.bytes_acked = 0;
         self.bytes_marked = 0;
         Some(self.alpha)
@@ -99,6 +101,18 @@ mod tests {
         // The next window ends at 3000; none marked: alpha·15/16.
         assert_eq!(d.on_ack(2000, 4000, 999, false), None);
         assert_eq!(d.on_ack(3001, 4000, 1001, false), Some(31.0 / 32.0 * 15.0 / 16.0));
+    }
+
+    #[test]
+    fn a_window_without_bytes_acknowledged_leaves_alpha() {
+        let mut d = Dctcp::new(100);
+        assert_eq!(d.on_ack(101, 101, 0, false), None);
+        assert_eq!(d.alpha(), 1.0);
+        assert_eq!(
+            d.on_ack(201, 301, 100, false),
+            Some(15.0 / 16.0),
+            "the window now ends at 101"
+        );
     }
 
     #[test]

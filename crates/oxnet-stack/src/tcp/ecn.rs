@@ -71,8 +71,8 @@ pub struct Ecn {
     pub ece: bool,
     /// The sender reduced its window: set CWR on the next new data.
     pub cwr_pending: bool,
-    /// The sender does not react again until SND.UNA passes this (the
-    /// window that was in flight at the last reaction).
+    /// The sender does not react again until SND.UNA passes this (SND.NXT
+    /// at the last reaction: the first byte sent with CWR).
     react_until: Option<u32>,
 }
 
@@ -108,10 +108,12 @@ impl Ecn {
     }
 
     /// The sender reduced its window with `snd_nxt` the next sequence
-    /// number to send: the next reduction waits until that is acknowledged,
-    /// and the next new data carries CWR.
+    /// number to send: the next new data (from `snd_nxt`) carries CWR, and
+    /// the next reduction waits until it is acknowledged: ECEs before that
+    /// echo marks on data sent before the reduction, which the receiver
+    /// keeps echoing until the CWR reaches it.
     pub fn reacted(&mut self, snd_nxt: u32) {
-        self.react_until = Some(snd_nxt.wrapping_sub(1));
+        self.react_until = Some(snd_nxt);
         self.cwr_pending = true;
     }
 }
@@ -167,7 +169,7 @@ mod tests {
         e.reacted(5000);
         assert!(e.cwr_pending);
         assert!(!e.may_react(3000));
-        assert!(!e.may_react(4999));
-        assert!(e.may_react(5000), "everything sent at the reaction is acknowledged");
+        assert!(!e.may_react(5000), "everything sent before it: still the old window");
+        assert!(e.may_react(5001), "data sent after the reduction is acknowledged");
     }
 }

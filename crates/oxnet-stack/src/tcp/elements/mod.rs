@@ -12,7 +12,10 @@
 //! | TCPProcessSyn | 1/2 | "fourth, check the SYN bit", RFC 5961 §4: 0 no SYN, 1 a challenge ACK |
 //! | TCPProcessAck | 1/2 | "fifth, check the ACK field": SYN-RECEIVED to ESTABLISHED, SND.UNA, the window, FIN acknowledged; 0 on, 1 an ACK or RST to send |
 //! | TCPEstimateRTT | 1/1 | an RTT sample into the RTO estimator (RFC 6298) |
-//! | TCPNewRenoAck | 1/1 | acked bytes and duplicate ACKs into NewReno (RFC 5681, 6582) |
+//! | TCPProcessECN | 1/1-2 | ECN (RFC 3168 §6.1): CE into the echo our ACKs carry, ECE into a once-per-window reduction; a DCTCP connection's precise echo and alpha (RFC 8257 §3); output 1 DCTCP's immediate ACKs |
+//! | DCTCPProcessECN | 1/1-2 | TCPProcessECN that makes each ECN connection DCTCP (ClickNF §3.5's swap) |
+//! | TCPNewRenoAck | 1/1 | acked bytes and duplicate ACKs into the congestion control: NewReno's loss recovery (RFC 5681, 6582) with the connection's window rule |
+//! | TCPCubicAck | 1/1 | TCPNewRenoAck that makes each connection CUBIC (RFC 9438) |
 //! | TCPReordering | 1/1 | data ahead of RCV.NXT kept (bounded) and released in order; a duplicate ACK with SACK blocks at once |
 //! | TCPProcessData | 1/1 | "seventh, process the segment text": in-sequence data to the receive queue |
 //! | TCPProcessFin | 1/1 | "eighth, check the FIN bit" |
@@ -31,6 +34,7 @@
 pub mod ack;
 pub mod check;
 pub mod data;
+pub mod ecn;
 pub mod listen;
 pub mod lookup;
 pub mod reorder;
@@ -63,10 +67,10 @@ elementclass TCPStack {
   fl[0] -> sd :: TCPStateDemux;
   sd[0] -> ss :: TCPSynSent -> output;
   sd[1] -> cs :: TCPCheckSeqNo -> rst :: TCPProcessRst -> syn :: TCPProcessSyn -> ack :: TCPProcessAck
-    -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> ro :: TCPReordering -> data :: TCPProcessData -> fin :: TCPProcessFin
+    -> ecn :: TCPProcessECN -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> ro :: TCPReordering -> data :: TCPProcessData -> fin :: TCPProcessFin
     -> ar :: TCPAckRequired -> output;
   fl[1] -> listen :: TCPListen -> output;
-  cs[1] -> output; rst[1] -> output; syn[1] -> output; ack[1] -> output;
+  cs[1] -> output; rst[1] -> output; syn[1] -> output; ack[1] -> output; ecn[1] -> output;
   TCPOutput -> nagle :: TCPNagle -> rate :: TCPRateControl -> seg :: TCPSegmentation -> output;
   timers :: TCPTimers -> output;
 }
@@ -77,6 +81,8 @@ pub const MODULE: Module = Module {
     classes: &[
         "TCPAckRequired",
         "TCPCheckSeqNo",
+        "TCPCubicAck",
+        "DCTCPProcessECN",
         "TCPEstimateRTT",
         "TCPFlowLookup",
         "TCPListen",
@@ -85,6 +91,7 @@ pub const MODULE: Module = Module {
         "TCPOutput",
         "TCPProcessAck",
         "TCPProcessData",
+        "TCPProcessECN",
         "TCPProcessFin",
         "TCPProcessRst",
         "TCPProcessSyn",
@@ -99,6 +106,9 @@ pub const MODULE: Module = Module {
         Some(match class {
             "TCPAckRequired" => Box::new(data::AckRequired::default()),
             "TCPCheckSeqNo" => Box::new(check::CheckSeqNo::default()),
+            "TCPCubicAck" => Box::new(ack::CubicAck::default()),
+            "DCTCPProcessECN" => Box::new(ecn::ProcessEcn::dctcp()),
+            "TCPProcessECN" => Box::new(ecn::ProcessEcn::default()),
             "TCPEstimateRTT" => Box::new(ack::EstimateRtt::default()),
             "TCPFlowLookup" => Box::new(lookup::FlowLookup::default()),
             "TCPListen" => Box::new(listen::Listen::default()),
@@ -320,6 +330,8 @@ pub fn counter_handler(name: &str, counters: &[(&str, u64)]) -> Option<String> {
     counters.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
 }
 
+#[cfg(test)]
+mod cc_tests;
 #[cfg(test)]
 pub(crate) mod harness;
 #[cfg(test)]
