@@ -74,6 +74,9 @@ pub struct Ecn {
     /// The sender does not react again until SND.UNA passes this (SND.NXT
     /// at the last reaction: the first byte sent with CWR).
     react_until: Option<u32>,
+    /// The end of the highest data sent (RFC 3168 §6.1.5: what lies
+    /// below it is a retransmission and is not ECT).
+    sent_end: Option<u32>,
 }
 
 impl Ecn {
@@ -99,6 +102,19 @@ impl Ecn {
         let old = self.ece;
         self.ece = ce;
         ack_pending.then_some(old)
+    }
+
+    /// Data `[seq, seq + len)` goes out: whether it is new (beyond all
+    /// sent before), so ECT(0) and a pending CWR may go on it (RFC 3168
+    /// §6.1.5: "MUST NOT set either ECT codepoint on retransmitted data
+    /// packets"; CWR goes on new data). Records its end.
+    pub fn send_data(&mut self, seq: u32, len: u32) -> bool {
+        let end = seq.wrapping_add(len);
+        let fresh = self.sent_end.is_none_or(|sent| !after(sent, seq));
+        if self.sent_end.is_none_or(|sent| after(end, sent)) {
+            self.sent_end = Some(end);
+        }
+        fresh && len > 0
     }
 
     /// RFC 3168 §6.1.2: an ECE with SND.UNA now `snd_una` may reduce the
@@ -160,6 +176,21 @@ mod tests {
         assert_eq!(e.on_data_precise(true, true), None);
         assert_eq!(e.on_data_precise(false, false), None, "nothing held back");
         assert!(!e.ece);
+    }
+
+    #[test]
+    fn only_data_beyond_what_was_sent_is_new() {
+        let mut e = Ecn::default();
+        assert!(e.send_data(1000, 500));
+        assert!(e.send_data(1500, 500));
+        assert!(!e.send_data(1000, 500), "a retransmission");
+        assert!(!e.send_data(1900, 200), "overlapping what was sent");
+        assert!(e.send_data(2100, 10), "the end moved to 2100 above");
+        assert!(!e.send_data(2110, 0), "no data");
+        let mut w = Ecn::default();
+        assert!(w.send_data(0xffff_fffe, 4));
+        assert!(w.send_data(2, 1), "across the wrap");
+        assert!(!w.send_data(0xffff_ffff, 3));
     }
 
     #[test]

@@ -73,6 +73,9 @@ pub struct NewReno {
     in_recovery: bool,
     /// A partial ACK already restarted the timer in this recovery.
     partial_ack_seen: bool,
+    /// A reduction without loss (ECN) just happened: the next new ACK
+    /// does not grow the window (RFC 3168 §6.1.2).
+    hold_growth: bool,
 }
 
 /// a > b, modulo 2^32 (RFC 9293 §3.4).
@@ -101,6 +104,7 @@ impl NewReno {
             recover: iss,
             in_recovery: false,
             partial_ack_seen: false,
+            hold_growth: false,
         }
     }
 
@@ -136,6 +140,10 @@ impl NewReno {
     pub fn reduce(&mut self, ssthresh: u32) {
         self.ssthresh = ssthresh.max(2 * self.smss);
         self.cwnd = self.ssthresh;
+        // RFC 3168 §6.1.2: "the TCP sender SHOULD NOT increase the
+        // congestion window in response to" the ACK that carried the echo
+        // (the elements reduce before the window grows on that ACK).
+        self.hold_growth = true;
     }
 
     /// An ACK that acknowledges new data: `ack` its acknowledgment
@@ -174,6 +182,9 @@ impl NewReno {
             let first = !self.partial_ack_seen;
             self.partial_ack_seen = true;
             return AckAction::Retransmit { restart_timer: first };
+        }
+        if std::mem::take(&mut self.hold_growth) {
+            return AckAction::None;
         }
         if self.cwnd < self.ssthresh {
             // RFC 5681 §3.1 equation 2: slow start, at most one segment
@@ -245,6 +256,7 @@ impl NewReno {
         self.recover = high_data;
         self.in_recovery = false;
         self.dup_acks = 0;
+        self.hold_growth = false;
     }
 }
 
@@ -357,6 +369,19 @@ mod tests {
             assert_eq!(r.on_dup_ack(syn_acked, 4000, ISS.wrapping_add(4001)), AckAction::None);
         }
         assert!(!r.in_recovery());
+    }
+
+    #[test]
+    fn a_reduction_without_loss_drops_to_ssthresh_and_skips_the_next_growth() {
+        let mut r = reno();
+        r.reduce(3000);
+        assert_eq!((r.cwnd(), r.ssthresh()), (3000, 3000));
+        r.on_new_ack(ISS.wrapping_add(1001), 1000, 2000);
+        assert_eq!(r.cwnd(), 3000, "the ACK that carried the echo");
+        r.on_new_ack(ISS.wrapping_add(2001), 1000, 2000);
+        assert_eq!(r.cwnd(), 3333, "then avoidance: 1000·1000/3000");
+        r.reduce(100);
+        assert_eq!(r.ssthresh(), 2 * MSS, "at least two segments");
     }
 
     #[test]

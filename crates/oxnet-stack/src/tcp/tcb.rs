@@ -187,7 +187,12 @@ impl Tcb {
             ts_recent: 0,
             sack_permitted: false,
             rtt: RttEstimator::new(settings.rto),
-            cc: CongestionControl::new(Default::default(), default_mss as u32, iss.0, settings.initial_window),
+            cc: CongestionControl::new(
+                super::cc::Algorithm::NewReno,
+                default_mss as u32,
+                iss.0,
+                settings.initial_window,
+            ),
             ecn: Ecn::default(),
             recv_queue: VecDeque::new(),
             recv_queued: 0,

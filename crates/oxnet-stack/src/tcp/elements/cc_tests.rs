@@ -152,17 +152,32 @@ fn an_ece_halves_the_window_once_and_the_next_data_carries_cwr() {
     // The client acknowledges the echo with ECE and sends more.
     let ack = seg(CPORT, 7, 1101, Some((iss + 101).0), TcpFlags::ECE, 3);
     let out = rig.exchange(vec![from_client(&ack, b"abc")]);
-    // Flight 0 at the reaction: ssthresh = max(0, 2·536).
-    assert_eq!(with_tcb(&rig, |t| (t.cc.ssthresh(), t.ecn.cwr_pending)), (1072, false));
+    // Flight 0 at the reaction: ssthresh = max(0, 2·536), and the window
+    // did not grow on the ACK that carried the echo (RFC 3168 §6.1.2).
+    assert_eq!(
+        with_tcb(&rig, |t| (t.cc.ssthresh(), t.cc.cwnd(), t.ecn.cwr_pending)),
+        (1072, 1072, false)
+    );
     let (echo, payload) = out.iter().map(|b| to_client(b)).find(|(_, p)| !p.is_empty()).unwrap();
     assert_eq!(payload, b"abc");
     assert!(echo.flags.contains(TcpFlags::CWR), "{echo:?}");
-    // A second ECE in the same window (SND.UNA not past what was sent at
-    // the reaction, iss + 100 and the 3 bytes since): no second reduction.
+    // A second ECE before the CWR data is acknowledged (SND.UNA iss + 101
+    // is not past SND.NXT at the reaction, iss + 101): no second reduction.
     let again = seg(CPORT, 7, 1104, Some((iss + 101).0), TcpFlags::ECE, 0);
     rig.exchange(vec![from_client(&again, &[])]);
     assert_eq!(with_tcb(&rig, |t| (t.cc.ssthresh(), t.ecn.cwr_pending)), (1072, false));
     assert_eq!(rig.handler("ecn.reductions"), "1");
+    // The timeout resends "abc": a retransmission, neither ECT nor CWR
+    // (RFC 3168 §6.1.5).
+    let output = rig.output.clone();
+    rig.router.run(&|| !output.borrow().is_empty());
+    let out: Vec<_> = rig.output.borrow_mut().drain(..).collect();
+    let resent = out
+        .iter()
+        .find(|b| to_client(b).1 == b"abc")
+        .expect("the retransmission");
+    assert_eq!(ecn_field(resent), 0);
+    assert!(!to_client(resent).0.flags.contains(TcpFlags::CWR));
 }
 
 #[test]

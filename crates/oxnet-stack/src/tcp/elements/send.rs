@@ -384,16 +384,14 @@ impl Element for Segmentation {
                     };
                     // RFC 3168 §6.1.2: CWR on the first new data after a
                     // reduction; §6.1.5: ECT(0) on new data, not on
-                    // retransmissions.
-                    let cwr = tcb.ecn.enabled && tcb.ecn.cwr_pending && len > 0;
+                    // retransmissions (after a timeout this loop resends
+                    // from SND.UNA).
+                    let fresh = tcb.ecn.enabled && tcb.ecn.send_data(tcb.snd_nxt.0, len as u32);
+                    let cwr = fresh && tcb.ecn.cwr_pending;
                     if cwr {
                         flags.insert(TcpFlags::CWR);
                     }
-                    let ecn = if tcb.ecn.enabled && len > 0 {
-                        Codepoint::Ect0
-                    } else {
-                        Codepoint::NotEct
-                    };
+                    let ecn = if fresh { Codepoint::Ect0 } else { Codepoint::NotEct };
                     let (nxt, key) = (tcb.snd_nxt, tcb.key);
                     let (seg, bytes) = data_segment(tcb, nxt, offset, len, flags, now);
                     if !write_segment_ecn(&mut p, &key, &seg, bytes, ecn) {
