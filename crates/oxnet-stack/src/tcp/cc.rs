@@ -127,10 +127,12 @@ impl CongestionControl {
         self.reno_mut().reduce(ssthresh);
     }
 
-    /// Makes this connection CUBIC, keeping its window, threshold and
-    /// recovery (TCPCubicAck in a path of NewReno connections).
+    /// Makes a NewReno connection CUBIC, keeping its window, threshold and
+    /// recovery (TCPCubicAck in the path). A DCTCP connection stays DCTCP:
+    /// with both DCTCPProcessECN and TCPCubicAck in a path, DCTCP wins
+    /// instead of the two switching it back and forth.
     pub fn make_cubic(&mut self) {
-        if !matches!(self, CongestionControl::Cubic(..)) {
+        if let CongestionControl::NewReno(_) = self {
             *self = CongestionControl::Cubic(self.reno().clone(), Cubic::new());
         }
     }
@@ -201,6 +203,13 @@ mod tests {
         let mut dctcp = CongestionControl::new(Algorithm::Dctcp, MSS, 0, Some(10));
         dctcp.on_ecn_echo(10_000);
         assert_eq!(dctcp.cwnd(), 5_000, "alpha starts at 1");
+    }
+
+    #[test]
+    fn cubic_does_not_take_a_dctcp_connection() {
+        let mut cc = CongestionControl::new(Algorithm::Dctcp, MSS, 0, None);
+        cc.make_cubic();
+        assert_eq!(cc.algorithm(), Algorithm::Dctcp);
     }
 
     #[test]

@@ -20,6 +20,11 @@
 //! sees DCTCP. Ports 1/1-2: output 0 the segments on, output 1 the
 //! immediate ACKs of DCTCP's state machine. Handlers: `ce_received`,
 //! `reductions`, `immediate_acks`.
+//!
+//! Known limits: the elements work batch by batch, so within one batch
+//! the ACKs TCPAckRequired builds carry the echo as it stands after the
+//! batch's last segment (RFC 3168's echo may end one ACK early, DCTCP's
+//! immediate ACK is not sent when the change is inside the batch).
 
 use super::{ack_segment, info, Info, Seg};
 use crate::anno;
