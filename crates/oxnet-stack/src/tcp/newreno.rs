@@ -238,6 +238,7 @@ impl NewReno {
         self.cwnd = self.ssthresh.saturating_add(3 * self.smss);
         self.in_recovery = true;
         self.partial_ack_seen = false;
+        self.hold_growth = false;
         AckAction::Retransmit { restart_timer: true }
     }
 

@@ -167,4 +167,35 @@ mod tests {
             assert_eq!(p.network_offset(), Some(0));
         }
     }
+
+    #[test]
+    fn the_ecn_codepoint_goes_into_the_tos_byte_or_the_traffic_class() {
+        let pool = Mempool::new("ecn", 4, MemoryKind::Plain).unwrap();
+        let v4 = FlowKey {
+            local: IpEndpoint::new(Ipv4Addr::new(10, 0, 0, 2), 80),
+            remote: IpEndpoint::new(Ipv4Addr::new(10, 0, 0, 1), 40000),
+        };
+        let v6 = FlowKey {
+            local: IpEndpoint::new(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2), 80),
+            remote: IpEndpoint::new(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1), 40000),
+        };
+        let mut seg = syn_ack();
+        seg.payload_len = 0;
+        let mut p = pool.alloc().unwrap();
+        assert!(write_segment_ecn(&mut p, &v4, &seg, &[], Codepoint::Ect0));
+        let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
+        assert_eq!(ip.dscp_ecn(), 0b10);
+        assert!(
+            Ipv4Repr::parse(&ip, Checksum::Verify).is_ok(),
+            "the header checksum covers it"
+        );
+        assert!(write_segment_ecn(&mut p, &v6, &seg, &[], Codepoint::Ce));
+        assert_eq!(Ipv6Packet::new_checked(&p[..]).unwrap().traffic_class(), 0b11);
+        assert!(write_segment(&mut p, &v6, &seg, &[]));
+        assert_eq!(
+            Ipv6Packet::new_checked(&p[..]).unwrap().traffic_class(),
+            0,
+            "Not-ECT by default"
+        );
+    }
 }
