@@ -79,10 +79,10 @@ elementclass TCPStack {
 /// The family's classes.
 pub const MODULE: Module = Module {
     classes: &[
+        "DCTCPProcessECN",
         "TCPAckRequired",
         "TCPCheckSeqNo",
         "TCPCubicAck",
-        "DCTCPProcessECN",
         "TCPEstimateRTT",
         "TCPFlowLookup",
         "TCPListen",
