@@ -39,6 +39,13 @@ pub struct TcpSettings {
     /// Answer SYNs with SYN cookies once `syn_backlog` connections are
     /// half-open (RFC 4987 §3.6), as Linux does by default.
     pub syn_cookies: bool,
+    /// Ask for ECN in our SYNs and accept it in SYNs we answer (RFC
+    /// 3168 §6.1.1); off by default.
+    pub ecn: bool,
+    /// The congestion control new connections start with (NewReno by
+    /// default; TCPCubicAck and DCTCPProcessECN also switch the
+    /// connections they see).
+    pub congestion: super::cc::Algorithm,
 }
 
 impl Default for TcpSettings {
@@ -54,6 +61,8 @@ impl Default for TcpSettings {
             syn_backlog: 128,
             delayed_ack_us: Some(40_000),
             syn_cookies: true,
+            ecn: false,
+            congestion: super::cc::Algorithm::NewReno,
         }
     }
 }

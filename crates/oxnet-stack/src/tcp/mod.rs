@@ -12,9 +12,17 @@
 //! | [`elements`] | 9293 §3.10.7 | the incoming path's elements (ClickNF Figure 2) |
 //! | [`info`] | | TCPInfo: the per-core TCB, flow and listener tables and the settings the elements share |
 //! | [`isn`] | 9293 §3.4.1, 6528, 6056 | initial sequence numbers and ephemeral ports from a keyed hash |
-//! | [`newreno`] | 5681, 6582 | slow start, congestion avoidance, fast retransmit and NewReno's fast recovery |
+//! | [`newreno`] | 5681, 6582 | slow start, congestion avoidance, fast retransmit and NewReno's fast recovery (shared by every algorithm) |
+//! | [`cc`] | | a connection's congestion control: NewReno, CUBIC or DCTCP over NewReno's loss recovery |
+//! | [`cubic`] | 9438 | CUBIC's window rule |
+//! | [`dctcp`] | 8257 §3.3 | DCTCP's alpha and window cut |
+//! | [`ecn`] | 3168 §6.1, 8257 §3.2 | ECN's negotiation state, the receiver's echo and the sender's once-per-window reaction |
 
+pub mod cc;
 pub mod cookie;
+pub mod cubic;
+pub mod dctcp;
+pub mod ecn;
 pub mod elements;
 pub mod info;
 pub mod isn;

@@ -7,6 +7,13 @@
 //! annotation TCPProcessAck computed; the retransmission timer calls
 //! [`NewReno::on_timeout`]. Sequence numbers are the raw 32-bit values,
 //! compared modulo 2^32 (RFC 9293 §3.4).
+//!
+//! The loss recovery here (when to retransmit, recovery's window
+//! inflation and deflation, `recover`) is shared by every congestion
+//! control of the stack; what differs between them is the window rule
+//! ([`WindowRule`]): how far the window falls on a congestion event and
+//! how it grows in congestion avoidance. NewReno's own is [`Reno`];
+//! CUBIC's is in [`super::cubic`]. The `_with` methods take the rule.
 
 /// What the sender must do after an ACK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +26,38 @@ pub enum AckAction {
     /// the first partial ACK only (RFC 6582 §3.2 step 5, the "impatient"
     /// variant).
     Retransmit { restart_timer: bool },
+}
+
+/// The part of a congestion control that NewReno's loss recovery leaves
+/// open: the threshold after a congestion event and the growth in
+/// congestion avoidance. Windows are bytes.
+pub trait WindowRule {
+    /// The new ssthresh after a congestion event (a loss found by
+    /// duplicate ACKs, a timeout, an ECN echo): `cwnd` the window before
+    /// it, `flight_size` the bytes outstanding.
+    fn on_congestion(&mut self, cwnd: u32, flight_size: u32, smss: u32) -> u32;
+    /// The window after an ACK of `acked` new bytes in congestion
+    /// avoidance (cwnd at or above ssthresh, not in recovery).
+    fn avoid(&mut self, cwnd: u32, acked: u32, smss: u32) -> u32;
+    /// The retransmission timer expired (after `on_congestion`).
+    fn on_timeout(&mut self) {}
+}
+
+/// NewReno's window rule (RFC 5681 §3.1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reno;
+
+impl WindowRule for Reno {
+    /// Equation 4: half the data in flight, at least two segments.
+    fn on_congestion(&mut self, _cwnd: u32, flight_size: u32, smss: u32) -> u32 {
+        (flight_size / 2).max(2 * smss)
+    }
+    /// Equation 3: about one segment per RTT (SMSS*SMSS/cwnd per ACK, at
+    /// least one byte).
+    fn avoid(&mut self, cwnd: u32, _acked: u32, smss: u32) -> u32 {
+        let step = ((smss as u64 * smss as u64) / cwnd.max(1) as u64).max(1);
+        cwnd.saturating_add(step as u32)
+    }
 }
 
 /// The congestion state of one connection.
@@ -34,6 +73,9 @@ pub struct NewReno {
     in_recovery: bool,
     /// A partial ACK already restarted the timer in this recovery.
     partial_ack_seen: bool,
+    /// A reduction without loss (ECN) just happened: the next new ACK
+    /// does not grow the window (RFC 3168 §6.1.2).
+    hold_growth: bool,
 }
 
 /// a > b, modulo 2^32 (RFC 9293 §3.4).
@@ -62,6 +104,7 @@ impl NewReno {
             recover: iss,
             in_recovery: false,
             partial_ack_seen: false,
+            hold_growth: false,
         }
     }
 
@@ -85,16 +128,39 @@ impl NewReno {
         self.dup_acks
     }
 
-    /// RFC 5681 §3.1 equation 4: half the data in flight, at least two
-    /// segments.
-    fn halve(&self, flight_size: u32) -> u32 {
-        (flight_size / 2).max(2 * self.smss)
+    /// The sender's maximum segment size, bytes.
+    pub fn smss(&self) -> u32 {
+        self.smss
+    }
+
+    /// A congestion signal without a loss (an ECN echo, RFC 3168
+    /// §6.1.2): ssthresh becomes `ssthresh` (at least two segments) and
+    /// the window falls to it; nothing is retransmitted. The caller has
+    /// checked it is the first signal of its window and no recovery runs.
+    pub fn reduce(&mut self, ssthresh: u32) {
+        self.ssthresh = ssthresh.max(2 * self.smss);
+        self.cwnd = self.ssthresh;
+        // RFC 3168 §6.1.2: "the TCP sender SHOULD NOT increase the
+        // congestion window in response to" the ACK that carried the echo
+        // (the elements reduce before the window grows on that ACK).
+        self.hold_growth = true;
     }
 
     /// An ACK that acknowledges new data: `ack` its acknowledgment
     /// number, `acked` the bytes it newly acknowledges, `flight_size`
     /// the bytes still outstanding after it.
     pub fn on_new_ack(&mut self, ack: u32, acked: u32, flight_size: u32) -> AckAction {
+        self.on_new_ack_with(&mut Reno, ack, acked, flight_size)
+    }
+
+    /// [`NewReno::on_new_ack`] with another window rule.
+    pub fn on_new_ack_with(
+        &mut self,
+        rule: &mut (impl WindowRule + ?Sized),
+        ack: u32,
+        acked: u32,
+        flight_size: u32,
+    ) -> AckAction {
         self.dup_acks = 0;
         if self.in_recovery {
             // RFC 6582 §3.2 step 6: a full acknowledgment, of everything up
@@ -117,14 +183,17 @@ impl NewReno {
             self.partial_ack_seen = true;
             return AckAction::Retransmit { restart_timer: first };
         }
+        if std::mem::take(&mut self.hold_growth) {
+            return AckAction::None;
+        }
         if self.cwnd < self.ssthresh {
             // RFC 5681 §3.1 equation 2: slow start, at most one segment
             // per ACK (appropriate byte counting with L = 1, RFC 3465).
             self.cwnd = self.cwnd.saturating_add(acked.min(self.smss));
         } else {
-            // Equation 3: congestion avoidance, about one segment per RTT.
-            let step = ((self.smss as u64 * self.smss as u64) / self.cwnd.max(1) as u64).max(1);
-            self.cwnd = self.cwnd.saturating_add(step as u32);
+            // Congestion avoidance: the rule's (RFC 5681 equation 3 for
+            // NewReno).
+            self.cwnd = rule.avoid(self.cwnd, acked, self.smss);
         }
         AckAction::None
     }
@@ -134,6 +203,17 @@ impl NewReno {
     /// acknowledgment number). `high_data` is the highest sequence number
     /// sent so far.
     pub fn on_dup_ack(&mut self, ack: u32, flight_size: u32, high_data: u32) -> AckAction {
+        self.on_dup_ack_with(&mut Reno, ack, flight_size, high_data)
+    }
+
+    /// [`NewReno::on_dup_ack`] with another window rule.
+    pub fn on_dup_ack_with(
+        &mut self,
+        rule: &mut (impl WindowRule + ?Sized),
+        ack: u32,
+        flight_size: u32,
+        high_data: u32,
+    ) -> AckAction {
         self.dup_acks = self.dup_acks.saturating_add(1);
         if self.in_recovery {
             // RFC 5681 §3.2 step 4: each further duplicate means a segment
@@ -153,11 +233,12 @@ impl NewReno {
             return AckAction::None;
         }
         self.recover = high_data;
-        // RFC 5681 §3.2 steps 2 and 3.
-        self.ssthresh = self.halve(flight_size);
+        // RFC 5681 §3.2 steps 2 and 3 (the threshold by the rule).
+        self.ssthresh = rule.on_congestion(self.cwnd, flight_size, self.smss).max(2 * self.smss);
         self.cwnd = self.ssthresh.saturating_add(3 * self.smss);
         self.in_recovery = true;
         self.partial_ack_seen = false;
+        self.hold_growth = false;
         AckAction::Retransmit { restart_timer: true }
     }
 
@@ -165,11 +246,18 @@ impl NewReno {
     /// equation 4, the loss window of one segment; RFC 6582 §4: recovery
     /// ends and `recover` becomes the highest sequence number sent).
     pub fn on_timeout(&mut self, flight_size: u32, high_data: u32) {
-        self.ssthresh = self.halve(flight_size);
+        self.on_timeout_with(&mut Reno, flight_size, high_data)
+    }
+
+    /// [`NewReno::on_timeout`] with another window rule.
+    pub fn on_timeout_with(&mut self, rule: &mut (impl WindowRule + ?Sized), flight_size: u32, high_data: u32) {
+        self.ssthresh = rule.on_congestion(self.cwnd, flight_size, self.smss).max(2 * self.smss);
+        rule.on_timeout();
         self.cwnd = self.smss;
         self.recover = high_data;
         self.in_recovery = false;
         self.dup_acks = 0;
+        self.hold_growth = false;
     }
 }
 
@@ -282,6 +370,19 @@ mod tests {
             assert_eq!(r.on_dup_ack(syn_acked, 4000, ISS.wrapping_add(4001)), AckAction::None);
         }
         assert!(!r.in_recovery());
+    }
+
+    #[test]
+    fn a_reduction_without_loss_drops_to_ssthresh_and_skips_the_next_growth() {
+        let mut r = reno();
+        r.reduce(3000);
+        assert_eq!((r.cwnd(), r.ssthresh()), (3000, 3000));
+        r.on_new_ack(ISS.wrapping_add(1001), 1000, 2000);
+        assert_eq!(r.cwnd(), 3000, "the ACK that carried the echo");
+        r.on_new_ack(ISS.wrapping_add(2001), 1000, 2000);
+        assert_eq!(r.cwnd(), 3333, "then avoidance: 1000·1000/3000");
+        r.reduce(100);
+        assert_eq!(r.ssthresh(), 2 * MSS, "at least two segments");
     }
 
     #[test]

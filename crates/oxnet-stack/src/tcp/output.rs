@@ -5,6 +5,7 @@
 //! IP layer's), ready for the neighbour resolver, which prepends the
 //! Ethernet header: the packet keeps head room for it.
 
+use super::ecn::Codepoint;
 use crate::wire::{FlowKey, IpProtocol, TcpPacket, TcpRepr};
 use oxnet_driver::{Mempool, Packet};
 
@@ -24,9 +25,16 @@ pub fn build_segment(pool: &Mempool, key: &FlowKey, seg: &TcpRepr, payload: &[u8
 /// turn packets around). False if it does not fit or the key mixes
 /// families; the packet is then empty.
 pub fn write_segment(packet: &mut Packet, key: &FlowKey, seg: &TcpRepr, payload: &[u8]) -> bool {
+    write_segment_ecn(packet, key, seg, payload, Codepoint::NotEct)
+}
+
+/// [`write_segment`] with `ecn` in the IP header's ECN field (RFC 3168
+/// §5: the low two bits of IPv4's TOS byte and of IPv6's traffic class;
+/// ECT(0) on the new data of an ECN connection, §6.1.2).
+pub fn write_segment_ecn(packet: &mut Packet, key: &FlowKey, seg: &TcpRepr, payload: &[u8], ecn: Codepoint) -> bool {
     debug_assert_eq!(seg.payload_len, payload.len());
     let (src, dst) = (key.local.addr, key.remote.addr);
-    write_ip_packet(packet, src, dst, IpProtocol::Tcp, seg.buffer_len(), 0, |tcp| {
+    write_ip_packet(packet, src, dst, IpProtocol::Tcp, seg.buffer_len(), ecn.bits(), |tcp| {
         tcp[seg.header_len()..].copy_from_slice(payload);
         seg.emit(&mut TcpPacket::new_unchecked(tcp), &src, &dst);
     })
@@ -104,5 +112,36 @@ mod tests {
             assert_eq!(tcp.payload(), b"abc");
             assert_eq!(p.network_offset(), Some(0));
         }
+    }
+
+    #[test]
+    fn the_ecn_codepoint_goes_into_the_tos_byte_or_the_traffic_class() {
+        let pool = Mempool::new("ecn", 4, MemoryKind::Plain).unwrap();
+        let v4 = FlowKey {
+            local: IpEndpoint::new(Ipv4Addr::new(10, 0, 0, 2), 80),
+            remote: IpEndpoint::new(Ipv4Addr::new(10, 0, 0, 1), 40000),
+        };
+        let v6 = FlowKey {
+            local: IpEndpoint::new(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2), 80),
+            remote: IpEndpoint::new(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1), 40000),
+        };
+        let mut seg = syn_ack();
+        seg.payload_len = 0;
+        let mut p = pool.alloc().unwrap();
+        assert!(write_segment_ecn(&mut p, &v4, &seg, &[], Codepoint::Ect0));
+        let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
+        assert_eq!(ip.dscp_ecn(), 0b10);
+        assert!(
+            Ipv4Repr::parse(&ip, Checksum::Verify).is_ok(),
+            "the header checksum covers it"
+        );
+        assert!(write_segment_ecn(&mut p, &v6, &seg, &[], Codepoint::Ce));
+        assert_eq!(Ipv6Packet::new_checked(&p[..]).unwrap().traffic_class(), 0b11);
+        assert!(write_segment(&mut p, &v6, &seg, &[]));
+        assert_eq!(
+            Ipv6Packet::new_checked(&p[..]).unwrap().traffic_class(),
+            0,
+            "Not-ECT by default"
+        );
     }
 }

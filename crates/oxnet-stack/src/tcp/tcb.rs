@@ -6,7 +6,8 @@
 //! outlives its connection (held in a queue while the connection closed
 //! and the slot was reused) finds "no TCB" instead of someone else's.
 
-use super::newreno::NewReno;
+use super::cc::CongestionControl;
+use super::ecn::Ecn;
 use super::rtt::{RtoBounds, RttEstimator};
 use crate::anno::TcbRef;
 use crate::exec::Event;
@@ -103,7 +104,10 @@ pub struct Tcb {
     pub sack_permitted: bool,
 
     pub rtt: RttEstimator,
-    pub cc: NewReno,
+    /// Congestion control (its variant says which algorithm).
+    pub cc: CongestionControl,
+    /// ECN (RFC 3168): negotiated or not, the echo, the pending CWR.
+    pub ecn: Ecn,
 
     /// Data received in sequence, waiting for the application (payload
     /// only: the packets' data starts at the payload).
@@ -207,7 +211,13 @@ impl Tcb {
             ts_recent: 0,
             sack_permitted: false,
             rtt: RttEstimator::new(settings.rto),
-            cc: NewReno::new(default_mss as u32, iss.0, settings.initial_window),
+            cc: CongestionControl::new(
+                super::cc::Algorithm::NewReno,
+                default_mss as u32,
+                iss.0,
+                settings.initial_window,
+            ),
+            ecn: Ecn::default(),
             recv_queue: VecDeque::new(),
             recv_queued: 0,
             ooo: VecDeque::new(),

@@ -1,5 +1,6 @@
 //! TCPProcessAck (RFC 9293 §3.10.7.4 "fifth, check the ACK field"),
-//! TCPEstimateRTT (RFC 6298) and TCPNewRenoAck (RFC 5681, RFC 6582): what
+//! TCPEstimateRTT (RFC 6298) and TCPNewRenoAck (RFC 5681, RFC 6582) or
+//! TCPCubicAck (RFC 9438) in its place: what
 //! an acknowledgment changes, split as ClickNF splits it so that the RTT
 //! estimator or the congestion control can be replaced alone.
 //!
@@ -255,15 +256,89 @@ impl Element for EstimateRtt {
 }
 
 /// TCPNewRenoAck: the acked-bytes annotation and duplicate ACKs into the
-/// connection's NewReno state (RFC 5681 §3, RFC 6582 §3.2). A
-/// retransmission NewReno asks for (fast retransmit, a partial ACK) is
-/// made by the outgoing path: the first unacknowledged segment again.
-/// Handlers: `retransmits`, `recoveries`.
+/// connection's congestion control (RFC 5681 §3, RFC 6582 §3.2), by the
+/// rule of its variant (NewReno's unless the settings or another element
+/// chose CUBIC or DCTCP). A retransmission the loss recovery asks for
+/// (fast retransmit, a partial ACK) is made by the outgoing path: the
+/// first unacknowledged segment again. Handlers: `retransmits`,
+/// `recoveries`.
 #[derive(Default)]
 pub struct NewRenoAck {
     info: Option<Info>,
+    counts: AckCounts,
+}
+
+/// TCPCubicAck: TCPNewRenoAck's place in the path, for CUBIC (RFC 9438):
+/// a connection still on NewReno is switched to CUBIC (window and
+/// recovery kept), then the ACK goes through the same loss recovery with
+/// CUBIC's window rule. Handlers: `retransmits`, `recoveries`.
+#[derive(Default)]
+pub struct CubicAck {
+    info: Option<Info>,
+    counts: AckCounts,
+}
+
+/// What the congestion-control ACK elements count.
+#[derive(Default)]
+struct AckCounts {
     retransmits: u64,
     recoveries: u64,
+}
+
+impl AckCounts {
+    const HANDLERS: &'static [(&'static str, bool, bool)] =
+        &[("retransmits", true, false), ("recoveries", true, false)];
+
+    fn read(&self, name: &str) -> Option<String> {
+        super::counter_handler(
+            name,
+            &[("retransmits", self.retransmits), ("recoveries", self.recoveries)],
+        )
+    }
+}
+
+/// The loss recovery every congestion control shares: each packet's
+/// acked bytes or duplicate-ACK flag into the connection's state, and
+/// the retransmission it asks for (with the RTO restarted when it says
+/// so). `prepare` runs first on each connection's state (TCPCubicAck
+/// switches it to CUBIC there).
+fn feed_acks(
+    info: &Info,
+    batch: &PacketBatch,
+    now: u64,
+    counts: &mut AckCounts,
+    prepare: impl Fn(&mut crate::tcp::cc::CongestionControl),
+) {
+    let mut info = info.borrow_mut();
+    for p in batch.iter() {
+        let Some(r) = anno::tcb(p) else { continue };
+        let Some(tcb) = info.tcbs.get_mut(r) else {
+            continue;
+        };
+        prepare(&mut tcb.cc);
+        let acked = anno::acked_bytes(p);
+        let flight = tcb.flight_size();
+        let srtt = tcb.rtt.srtt_us().unwrap_or(0);
+        let action = if acked > 0 {
+            tcb.cc.on_new_ack(tcb.snd_una.0, acked, flight, now, srtt)
+        } else if anno::tcp_flags(p).has(Anno::DUP_ACK) {
+            let was = tcb.cc.in_recovery();
+            let high = (tcb.snd_nxt - 1usize).0;
+            let action = tcb.cc.on_dup_ack(tcb.snd_una.0, flight, high, now, srtt);
+            counts.recoveries += (!was && tcb.cc.in_recovery()) as u64;
+            action
+        } else {
+            AckAction::None
+        };
+        if let AckAction::Retransmit { restart_timer } = action {
+            counts.retransmits += 1;
+            tcb.retransmit_first = true;
+            if restart_timer {
+                info.arm_rto(r, now);
+            }
+            info.want_output(r);
+        }
+    }
 }
 
 impl Element for NewRenoAck {
@@ -281,45 +356,43 @@ impl Element for NewRenoAck {
         Ok(())
     }
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
-        let now = ctx.now_us();
         if let Some(info) = &self.info {
-            let mut info = info.borrow_mut();
-            for p in batch.iter() {
-                let Some(tcb) = anno::tcb(p).and_then(|r| info.tcbs.get_mut(r)) else {
-                    continue;
-                };
-                let acked = anno::acked_bytes(p);
-                let flight = tcb.flight_size();
-                let action = if acked > 0 {
-                    tcb.cc.on_new_ack(tcb.snd_una.0, acked, flight)
-                } else if anno::tcp_flags(p).has(Anno::DUP_ACK) {
-                    let was = tcb.cc.in_recovery();
-                    let action = tcb.cc.on_dup_ack(tcb.snd_una.0, flight, (tcb.snd_nxt - 1usize).0);
-                    self.recoveries += (!was && tcb.cc.in_recovery()) as u64;
-                    action
-                } else {
-                    AckAction::None
-                };
-                if let AckAction::Retransmit { restart_timer } = action {
-                    self.retransmits += 1;
-                    tcb.retransmit_first = true;
-                    let r = anno::tcb(p).expect("looked up above");
-                    if restart_timer {
-                        info.arm_rto(r, now);
-                    }
-                    info.want_output(r);
-                }
-            }
+            feed_acks(info, batch, ctx.now_us(), &mut self.counts, |_| {});
         }
         ctx.forward(0, batch);
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("retransmits", true, false), ("recoveries", true, false)]
+        AckCounts::HANDLERS
     }
     fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(
-            name,
-            &[("retransmits", self.retransmits), ("recoveries", self.recoveries)],
-        )
+        self.counts.read(name)
+    }
+}
+
+impl Element for CubicAck {
+    fn class_name(&self) -> &'static str {
+        "TCPCubicAck"
+    }
+    fn port_count(&self) -> &'static str {
+        PORTS_1_1
+    }
+    fn processing(&self) -> &'static str {
+        PUSH
+    }
+    fn configure(&mut self, _a: &mut Args) -> Result<(), String> {
+        self.info = Some(info());
+        Ok(())
+    }
+    fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
+        if let Some(info) = &self.info {
+            feed_acks(info, batch, ctx.now_us(), &mut self.counts, |cc| cc.make_cubic());
+        }
+        ctx.forward(0, batch);
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        AckCounts::HANDLERS
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        self.counts.read(name)
     }
 }

@@ -63,7 +63,12 @@ pub(crate) fn syn_ack(tcb: &Tcb, now_us: u64, our_mss: u16) -> TcpRepr {
         dst_port: tcb.key.remote.port,
         seq: tcb.iss,
         ack: Some(tcb.rcv_nxt),
-        flags: TcpFlags::SYN,
+        // RFC 3168 §6.1.1: ECE again if we agreed to ECN.
+        flags: if tcb.ecn.enabled {
+            TcpFlags::SYN | TcpFlags::ECE
+        } else {
+            TcpFlags::SYN
+        },
         window: tcb.rcv_wnd.min(u16::MAX as u32) as u16,
         urgent: 0,
         options,

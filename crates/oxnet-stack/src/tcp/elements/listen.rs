@@ -21,6 +21,7 @@
 
 use super::{info, reset_for, ts_now, Info, Seg};
 use crate::anno;
+use crate::tcp::cc::CongestionControl;
 use crate::tcp::cookie;
 use crate::tcp::isn::initial_sequence_number;
 use crate::tcp::output::write_segment;
@@ -103,8 +104,12 @@ impl Element for Listen {
                         tcb.snd_mss = mss.min(info.our_mss(&seg.key));
                         tcb.listener = Some(listener_at);
                         tcb.last_heard_us = now;
-                        tcb.cc =
-                            crate::tcp::newreno::NewReno::new(tcb.snd_mss as u32, iss.0, settings.tcb.initial_window);
+                        tcb.cc = CongestionControl::new(
+                            settings.congestion,
+                            tcb.snd_mss as u32,
+                            iss.0,
+                            settings.tcb.initial_window,
+                        );
                         let r = info.insert(tcb);
                         info.counters.passive_opens += 1;
                         let l = info.listeners.get_mut(&listener_at).expect("found above");
@@ -195,13 +200,25 @@ impl Element for Listen {
                     tcb.ts_recent = tsval;
                     ours.timestamps = Some((ts_now(now), tsval));
                 }
-                tcb.cc = crate::tcp::newreno::NewReno::new(tcb.snd_mss as u32, iss.0, settings.tcb.initial_window);
+                tcb.cc = CongestionControl::new(
+                    settings.congestion,
+                    tcb.snd_mss as u32,
+                    iss.0,
+                    settings.tcb.initial_window,
+                );
+                // RFC 3168 §6.1.1: an ECN-setup SYN has ECE and CWR; the
+                // SYN-ACK agrees with ECE alone.
+                tcb.ecn.enabled = settings.ecn && seg.has(TcpFlags::ECE) && seg.has(TcpFlags::CWR);
                 let syn_ack = TcpRepr {
                     src_port: seg.key.local.port,
                     dst_port: seg.key.remote.port,
                     seq: iss,
                     ack: Some(tcb.rcv_nxt),
-                    flags: TcpFlags::SYN,
+                    flags: if tcb.ecn.enabled {
+                        TcpFlags::SYN | TcpFlags::ECE
+                    } else {
+                        TcpFlags::SYN
+                    },
                     // RFC 7323 §2.2: the window of a SYN is never scaled.
                     window: tcb.rcv_wnd.min(u16::MAX as u32) as u16,
                     urgent: 0,

@@ -12,7 +12,10 @@
 //! | TCPProcessSyn | 1/2 | "fourth, check the SYN bit", RFC 5961 §4: 0 no SYN, 1 a challenge ACK |
 //! | TCPProcessAck | 1/2 | "fifth, check the ACK field": SYN-RECEIVED to ESTABLISHED, SND.UNA, the window, FIN acknowledged; 0 on, 1 an ACK or RST to send |
 //! | TCPEstimateRTT | 1/1 | an RTT sample into the RTO estimator (RFC 6298) |
-//! | TCPNewRenoAck | 1/1 | acked bytes and duplicate ACKs into NewReno (RFC 5681, 6582) |
+//! | TCPProcessECN | 1/1-2 | ECN (RFC 3168 §6.1): CE into the echo our ACKs carry, ECE into a once-per-window reduction; a DCTCP connection's precise echo and alpha (RFC 8257 §3); output 1 DCTCP's immediate ACKs |
+//! | DCTCPProcessECN | 1/1-2 | TCPProcessECN that makes each ECN connection DCTCP (ClickNF §3.5's swap) |
+//! | TCPNewRenoAck | 1/1 | acked bytes and duplicate ACKs into the congestion control: NewReno's loss recovery (RFC 5681, 6582) with the connection's window rule |
+//! | TCPCubicAck | 1/1 | TCPNewRenoAck that makes each connection CUBIC (RFC 9438) |
 //! | TCPReordering | 1/1 | data ahead of RCV.NXT kept (bounded) and released in order; a duplicate ACK with SACK blocks at once |
 //! | TCPProcessData | 1/1 | "seventh, process the segment text": in-sequence data to the receive queue |
 //! | TCPProcessFin | 1/1 | "eighth, check the FIN bit" |
@@ -32,6 +35,7 @@
 pub mod ack;
 pub mod check;
 pub mod data;
+pub mod ecn;
 pub mod icmp_error;
 pub mod listen;
 pub mod lookup;
@@ -65,11 +69,11 @@ elementclass TCPStack {
   fl[0] -> sd :: TCPStateDemux;
   sd[0] -> ss :: TCPSynSent -> output;
   sd[1] -> cs :: TCPCheckSeqNo -> rst :: TCPProcessRst -> syn :: TCPProcessSyn -> ack :: TCPProcessAck
-    -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> ro :: TCPReordering -> data :: TCPProcessData -> fin :: TCPProcessFin
+    -> ecn :: TCPProcessECN -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> ro :: TCPReordering -> data :: TCPProcessData -> fin :: TCPProcessFin
     -> ar :: TCPAckRequired -> output;
   fl[1] -> listen :: TCPListen -> output;
   listen[1] -> cs;
-  cs[1] -> output; rst[1] -> output; syn[1] -> output; ack[1] -> output;
+  cs[1] -> output; rst[1] -> output; syn[1] -> output; ack[1] -> output; ecn[1] -> output;
   TCPOutput -> nagle :: TCPNagle -> rate :: TCPRateControl -> seg :: TCPSegmentation -> output;
   timers :: TCPTimers -> output;
 }
@@ -78,8 +82,10 @@ elementclass TCPStack {
 /// The family's classes.
 pub const MODULE: Module = Module {
     classes: &[
+        "DCTCPProcessECN",
         "TCPAckRequired",
         "TCPCheckSeqNo",
+        "TCPCubicAck",
         "TCPEstimateRTT",
         "TCPFlowLookup",
         "TCPIcmpError",
@@ -89,6 +95,7 @@ pub const MODULE: Module = Module {
         "TCPOutput",
         "TCPProcessAck",
         "TCPProcessData",
+        "TCPProcessECN",
         "TCPProcessFin",
         "TCPProcessRst",
         "TCPProcessSyn",
@@ -103,6 +110,9 @@ pub const MODULE: Module = Module {
         Some(match class {
             "TCPAckRequired" => Box::new(data::AckRequired::default()),
             "TCPCheckSeqNo" => Box::new(check::CheckSeqNo::default()),
+            "TCPCubicAck" => Box::new(ack::CubicAck::default()),
+            "DCTCPProcessECN" => Box::new(ecn::ProcessEcn::dctcp()),
+            "TCPProcessECN" => Box::new(ecn::ProcessEcn::default()),
             "TCPEstimateRTT" => Box::new(ack::EstimateRtt::default()),
             "TCPFlowLookup" => Box::new(lookup::FlowLookup::default()),
             "TCPIcmpError" => Box::new(icmp_error::IcmpError::default()),
@@ -243,11 +253,21 @@ pub fn ack_segment(tcb: &Tcb, now_us: u64) -> TcpRepr {
         dst_port: tcb.key.remote.port,
         seq: tcb.snd_nxt,
         ack: Some(tcb.rcv_nxt),
-        flags: TcpFlags::empty(),
+        flags: ece_flag(tcb),
         window: tcb.window_field(),
         urgent: 0,
         options,
         payload_len: 0,
+    }
+}
+
+/// ECE on what we send while the receiver's echo is on (RFC 3168
+/// §6.1.3, RFC 8257 §3.2).
+pub fn ece_flag(tcb: &Tcb) -> TcpFlags {
+    if tcb.ecn.enabled && tcb.ecn.ece {
+        TcpFlags::ECE
+    } else {
+        TcpFlags::empty()
     }
 }
 
@@ -315,6 +335,8 @@ pub fn counter_handler(name: &str, counters: &[(&str, u64)]) -> Option<String> {
     counters.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
 }
 
+#[cfg(test)]
+mod cc_tests;
 #[cfg(test)]
 pub(crate) mod harness;
 #[cfg(test)]

@@ -19,8 +19,9 @@
 
 use super::{info, ts_now, Info};
 use crate::anno;
+use crate::tcp::ecn::Codepoint;
 use crate::tcp::info::TimerKind;
-use crate::tcp::output::write_segment;
+use crate::tcp::output::{write_segment, write_segment_ecn};
 use crate::tcp::tcb::{Tcb, TcpState};
 use crate::wire::{TcpFlags, TcpOptions, TcpRepr, TcpSeqNumber};
 use oxnet_driver::{Packet, PacketBatch};
@@ -257,7 +258,12 @@ fn syn_segment(tcb: &Tcb, settings: &crate::tcp::info::TcpSettings, our_mss: u16
         dst_port: tcb.key.remote.port,
         seq: tcb.iss,
         ack: None,
-        flags: TcpFlags::SYN,
+        // RFC 3168 §6.1.1: an ECN-setup SYN carries ECE and CWR.
+        flags: if settings.ecn {
+            TcpFlags::SYN | TcpFlags::ECE | TcpFlags::CWR
+        } else {
+            TcpFlags::SYN
+        },
         // RFC 7323 §2.2: a SYN's window is never scaled.
         window: tcb.rcv_wnd.min(u16::MAX as u32) as u16,
         urgent: 0,
@@ -291,7 +297,7 @@ fn data_segment(
         dst_port: tcb.key.remote.port,
         seq,
         ack: Some(tcb.rcv_nxt),
-        flags,
+        flags: flags | super::ece_flag(tcb),
         window: tcb.window_field(),
         urgent: 0,
         options,
@@ -409,11 +415,22 @@ impl Element for Segmentation {
                     let Some(mut p) = packet(&mut spare, &mut self.no_buffers) else {
                         break;
                     };
+                    // RFC 3168 §6.1.2: CWR on the first new data after a
+                    // reduction; §6.1.5: ECT(0) on new data, not on
+                    // retransmissions (after a timeout this loop resends
+                    // from SND.UNA).
+                    let fresh = tcb.ecn.enabled && tcb.ecn.send_data(tcb.snd_nxt.0, len as u32);
+                    let cwr = fresh && tcb.ecn.cwr_pending;
+                    if cwr {
+                        flags.insert(TcpFlags::CWR);
+                    }
+                    let ecn = if fresh { Codepoint::Ect0 } else { Codepoint::NotEct };
                     let (nxt, key) = (tcb.snd_nxt, tcb.key);
                     let (seg, bytes) = data_segment(tcb, nxt, offset, len, flags, now);
-                    if !write_segment(&mut p, &key, &seg, bytes) {
+                    if !write_segment_ecn(&mut p, &key, &seg, bytes, ecn) {
                         break;
                     }
+                    tcb.ecn.cwr_pending &= !cwr;
                     out.push(p);
                     tcb.snd_nxt += len + fin_now as usize;
                     tcb.fin_sent |= fin_now;

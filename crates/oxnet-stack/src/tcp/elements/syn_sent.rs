@@ -149,7 +149,17 @@ impl Element for SynSent {
                 if let Some((tsval, _)) = theirs.timestamps {
                     tcb.ts_recent = tsval;
                 }
-                tcb.cc = crate::tcp::newreno::NewReno::new(tcb.snd_mss as u32, tcb.iss.0, settings.tcb.initial_window);
+                tcb.cc = crate::tcp::cc::CongestionControl::new(
+                    settings.congestion,
+                    tcb.snd_mss as u32,
+                    tcb.iss.0,
+                    settings.tcb.initial_window,
+                );
+                // RFC 3168 §6.1.1: our SYN asked (ECE+CWR), an ECN-setup
+                // SYN-ACK has ECE without CWR. (A simultaneous open keeps
+                // ECN off.)
+                tcb.ecn.enabled =
+                    settings.ecn && seg.ack.is_some() && seg.has(TcpFlags::ECE) && !seg.has(TcpFlags::CWR);
                 if let Some(ack) = seg.ack {
                     // "If SND.UNA > ISS (our SYN has been ACKed), change the
                     // connection state to ESTABLISHED, form an ACK segment".
