@@ -73,6 +73,9 @@ pub struct Tcb {
     pub snd_una: TcpSeqNumber,
     /// Next sequence number to send.
     pub snd_nxt: TcpSeqNumber,
+    /// The highest SND.NXT has been (SND.NXT goes back to SND.UNA after
+    /// a retransmission timeout; ACKs up to here are for data sent).
+    pub snd_high: TcpSeqNumber,
     /// The peer's window, bytes (already scaled).
     pub snd_wnd: u32,
     /// Segment sequence and acknowledgment numbers of the last window
@@ -198,6 +201,7 @@ impl Tcb {
             iss,
             snd_una: iss,
             snd_nxt: iss,
+            snd_high: iss,
             snd_wnd: 0,
             snd_wl1: TcpSeqNumber(0),
             snd_wl2: TcpSeqNumber(0),
@@ -275,6 +279,11 @@ impl Tcb {
     pub fn window_update_due(&self) -> bool {
         let remaining = (self.advertised_edge - self.rcv_nxt).max(0) as u32;
         2 * remaining <= self.rcv_wnd && self.rcv_window() >= 2 * remaining.max(1)
+    }
+
+    /// The highest sequence number sent, plus one.
+    pub fn snd_max(&self) -> TcpSeqNumber {
+        self.snd_high.max(self.snd_nxt)
     }
 
     /// Whether our FIN has been sent and acknowledged.

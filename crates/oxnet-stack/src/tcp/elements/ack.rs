@@ -88,24 +88,34 @@ impl Element for ProcessAck {
                     if let Some(l) = tcb.listener.and_then(|at| info.listeners.get_mut(&at)) {
                         l.half_open = l.half_open.saturating_sub(1);
                         l.accept_queue.push_back(r);
-                        l.accept_event.notify();
+                        l.accept_event.notify_all();
                     }
                     anno::set_tcp_flags(&mut p, flags);
                     return Some((0, p));
                 }
                 // "If the ACK acks something not yet sent (SEG.ACK > SND.NXT)
-                // then send an ACK, drop the segment, and return."
-                if ack > tcb.snd_nxt {
+                // then send an ACK, drop the segment, and return." Sent
+                // means up to SND.MAX: after a timeout SND.NXT went back to
+                // SND.UNA, and an ACK for data sent before it is good (it
+                // moves SND.NXT on).
+                if ack > tcb.snd_max() {
                     return turn_into_ack(&mut p, tcb, now).then_some((1, p));
+                }
+                if ack > tcb.snd_nxt {
+                    tcb.snd_nxt = ack;
                 }
                 let una = tcb.snd_una;
                 let mut acked = 0usize;
                 let (mut restart_rto, mut want_output) = (false, false);
                 if una < ack {
                     acked = (ack - una) as usize;
-                    // Our FIN takes the last sequence number, not a byte.
-                    let fin = (tcb.fin_sent && ack == tcb.snd_nxt) as usize;
-                    let bytes = (acked - fin).min(tcb.send_buffer.len());
+                    // Our FIN takes the last sequence number, not a byte: an
+                    // ACK past the data acknowledges it (also when SND.NXT
+                    // went back before it after a timeout).
+                    let bytes = acked.min(tcb.send_buffer.len());
+                    if acked > tcb.send_buffer.len() && tcb.fin_queued {
+                        tcb.fin_sent = true;
+                    }
                     tcb.send_buffer.drain(..bytes);
                     tcb.snd_una = ack;
                     self.acked_bytes += acked as u64;

@@ -114,7 +114,7 @@ impl Element for Listen {
                         info.counters.passive_opens += 1;
                         let l = info.listeners.get_mut(&listener_at).expect("found above");
                         l.accept_queue.push_back(r);
-                        l.accept_event.notify();
+                        l.accept_event.notify_all();
                         // The ACK may carry data: on through the path.
                         anno::set_tcb(&mut p, Some(r));
                         return Some((1, p));

@@ -709,6 +709,7 @@ impl Timers {
         let high = tcb.snd_nxt - 1usize;
         let flight = tcb.flight_size();
         tcb.cc.on_timeout(flight, high.0);
+        tcb.snd_high = tcb.snd_max();
         tcb.snd_nxt = tcb.snd_una;
         tcb.fin_sent = false;
         info.arm_rto(r, now);

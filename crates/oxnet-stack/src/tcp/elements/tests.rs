@@ -805,3 +805,34 @@ fn port_unreachable_refuses_a_connection_being_opened() {
     assert_eq!(stream.error(), Some(libc::ECONNREFUSED));
     assert_eq!(rig.handler("err.aborted"), "1");
 }
+
+#[test]
+fn an_ack_for_data_sent_before_a_timeout_is_taken_after_it() {
+    let mut rig = Rig::new(&path());
+    let (stream, iss) = accepted(&mut rig);
+    stream.set_nodelay(true);
+    assert_eq!(stream.try_write(&[1u8; 1500]), Ok(1500));
+    let out = rig.exchange(vec![]);
+    let sent: usize = out.iter().map(|b| to_client(b).1.len()).sum();
+    assert_eq!(sent, 1500, "all of it within the initial window (MSS 536)");
+    // Nothing acknowledged: the RTO sends the first segment again, from
+    // SND.UNA (SND.NXT goes back).
+    let (_, again) = next_output(&mut rig);
+    assert_eq!(again[0].0.seq, iss + 1);
+    // Then the ACK for everything sent before the timeout arrives: it is
+    // taken (not answered as an ACK of unsent data), and it ends the flight.
+    let all = seg(CPORT, 81, 1001, Some((iss + 1501).0), TcpFlags::empty(), 0);
+    let out = rig.exchange(vec![from_client(&all, &[])]);
+    assert!(
+        out.is_empty(),
+        "{:?}",
+        out.iter().map(|b| to_client(b).0).collect::<Vec<_>>()
+    );
+    let info = rig.info.borrow();
+    let tcb = info.tcbs.get(info.lookup(&server_key(CPORT, 81)).unwrap()).unwrap();
+    assert_eq!(
+        (tcb.snd_una, tcb.snd_nxt, tcb.flight_size()),
+        (iss + 1501, iss + 1501, 0)
+    );
+    assert!(tcb.send_buffer.is_empty());
+}
