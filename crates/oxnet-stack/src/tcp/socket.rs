@@ -11,6 +11,7 @@
 
 use super::elements::rst_syn::abort;
 use super::info::TcpInfo;
+use super::io_traits::IoWaits;
 use super::isn::{ephemeral_port, initial_sequence_number};
 use super::tcb::{Tcb, TcpState};
 use crate::anno::TcbRef;
@@ -39,8 +40,14 @@ impl TcpListener {
         })
     }
 
+    /// The endpoint it listens on.
     pub fn local(&self) -> IpEndpoint {
         self.local
+    }
+
+    /// The stack it belongs to (for epoll, `super::epoll`).
+    pub(crate) fn stack(&self) -> &Stack {
+        &self.stack
     }
 
     /// The next established connection, or EAGAIN.
@@ -54,6 +61,7 @@ impl TcpListener {
                 return Ok(TcpStream {
                     stack: self.stack.clone(),
                     tcb: r,
+                    io: IoWaits::default(),
                 });
             }
         }
@@ -90,6 +98,9 @@ impl Drop for TcpListener {
 pub struct TcpStream {
     stack: Stack,
     tcb: TcbRef,
+    /// The waits of the poll-style calls (`super::io_traits`), kept
+    /// across polls so the waker stays registered.
+    pub(crate) io: IoWaits,
 }
 
 impl TcpStream {
@@ -127,6 +138,7 @@ impl TcpStream {
         Ok(TcpStream {
             stack: stack.clone(),
             tcb: r,
+            io: IoWaits::default(),
         })
     }
 
@@ -148,6 +160,17 @@ impl TcpStream {
             };
             wait.await;
         }
+    }
+
+    /// The stack it belongs to (for epoll and zero-copy, `super::epoll`,
+    /// `super::zerocopy`).
+    pub(crate) fn stack(&self) -> &Stack {
+        &self.stack
+    }
+
+    /// Its TCB.
+    pub(crate) fn tcb_ref(&self) -> TcbRef {
+        self.tcb
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut TcpInfo, TcbRef) -> Result<T, i32>) -> Result<T, i32> {
@@ -194,16 +217,7 @@ impl TcpStream {
                 }
             }
             if n > 0 {
-                let before = tcb.rcv_window() as usize;
-                tcb.recv_queued -= n;
-                // RFC 9293 §3.8.6.2.2: tell the peer when the window has
-                // opened by a segment or half the buffer since it last
-                // heard (receiver-side silly window avoidance).
-                let opened = tcb.rcv_window() as usize - before;
-                if before < tcb.snd_mss as usize || opened >= (tcb.rcv_wnd as usize / 2).min(tcb.snd_mss as usize) {
-                    tcb.send_ack = true;
-                    info.want_output(r);
-                }
+                consumed(info, r, n);
                 return Ok(n);
             }
             if let Some(e) = tcb.error {
@@ -291,6 +305,22 @@ impl TcpStream {
             info.want_output(r);
             Ok(())
         })
+    }
+}
+
+/// The application took `n` bytes of the receive queue's packets (they
+/// have left `recv_queue` already): the window opens by as much.
+pub(crate) fn consumed(info: &mut TcpInfo, r: TcbRef, n: usize) {
+    let Some(tcb) = info.tcbs.get_mut(r) else { return };
+    let before = tcb.rcv_window() as usize;
+    tcb.recv_queued -= n;
+    // RFC 9293 §3.8.6.2.2: tell the peer when the window has opened by a
+    // segment or half the buffer since it last heard (receiver-side silly
+    // window avoidance).
+    let opened = tcb.rcv_window() as usize - before;
+    if before < tcb.snd_mss as usize || opened >= (tcb.rcv_wnd as usize / 2).min(tcb.snd_mss as usize) {
+        tcb.send_ack = true;
+        info.want_output(r);
     }
 }
 
