@@ -12,12 +12,18 @@
 //! | [`info`] | | TCPInfo: the per-core TCB, flow and listener tables and the settings the elements share |
 //! | [`isn`] | 9293 §3.4.1, 6528, 6056 | initial sequence numbers and ephemeral ports from a keyed hash |
 //! | [`newreno`] | 5681, 6582 | slow start, congestion avoidance, fast retransmit and NewReno's fast recovery |
+//! | [`epoll`] | epoll(7) | I/O multiplexing over listeners and streams: level- and edge-triggered, EPOLLIN/OUT/ERR/HUP/RDHUP, fed by the sockets' events |
+//! | [`zerocopy`] | | packets in and out of a stream: received packets handed over without a copy, packets given to send |
+//! | [`io_traits`] | | poll-style reads and writes; `futures-io` and tokio `AsyncRead`/`AsyncWrite` (features `futures-io`, `tokio`) |
 
 pub mod elements;
+pub mod epoll;
 pub mod info;
+pub mod io_traits;
 pub mod isn;
 pub mod newreno;
 pub mod output;
 pub mod rtt;
 pub mod socket;
 pub mod tcb;
+pub mod zerocopy;
