@@ -27,3 +27,6 @@ pub mod rtt;
 pub mod socket;
 pub mod tcb;
 pub mod zerocopy;
+
+#[cfg(test)]
+mod api_tests;

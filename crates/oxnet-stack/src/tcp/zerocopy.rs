@@ -11,8 +11,9 @@
 //!
 //! **Send: the packet is accepted without the caller copying; the stack
 //! copies once, until the driver has reference-counted buffers.** The
-//! application writes its bytes into a packet from the router's pool
-//! (`Router::pool`, `Ctx::pool`) and gives it to
+//! application writes its bytes into a packet from a pool (the router's,
+//! `Ctx::pool`, taken by the application's element; any `Mempool`) and
+//! gives it to
 //! [`TcpStream::try_send_packet`]. The outgoing path keeps unacknowledged
 //! data as bytes in the TCB's send buffer (retransmissions are cut from
 //! it), so the packet's bytes are copied into that buffer and the packet
