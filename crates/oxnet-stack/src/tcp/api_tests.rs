@@ -188,6 +188,11 @@ fn del_stops_the_reports_and_oneshot_waits_for_mod() {
     assert!(ep.try_wait(8).is_empty());
     assert_eq!(ep.ctl(EpollOp::Del, &stream, 0, 0), Err(libc::ENOENT));
     assert_eq!(ep.ctl(EpollOp::Mod, &stream, EPOLLIN, 0), Err(libc::ENOENT));
+    // A dropped socket is forgotten by its source.
+    ep.ctl(EpollOp::Add, &stream, EPOLLIN, 12).unwrap();
+    let (_, source) = stream.epoll_source();
+    assert_eq!(ep.forget(source), Ok(()));
+    assert_eq!(ep.forget(source), Err(libc::ENOENT));
     // The waits left the TCB's events.
     let r = rig.info.borrow().lookup(&server_key(CPORT, 80)).unwrap();
     let info = rig.info.borrow();
@@ -250,6 +255,41 @@ fn an_async_wait_is_woken_by_the_stacks_event() {
         ]
     );
     assert_eq!(exec.borrow().len(), 0, "the task ended");
+}
+
+#[test]
+fn a_wait_looks_only_at_sockets_that_had_events() {
+    let (mut rig, _l, stream, iss) = accepted();
+    let listeners: Vec<TcpListener> = (1000..1100)
+        .map(|port| TcpListener::bind(&rig.info, IpEndpoint::new(SERVER, port), 4).unwrap())
+        .collect();
+    let mut ep = Epoll::new();
+    for (i, l) in listeners.iter().enumerate() {
+        ep.ctl(EpollOp::Add, l, EPOLLIN, i as u64).unwrap();
+    }
+    ep.ctl(EpollOp::Add, &stream, EPOLLIN, 500).unwrap();
+    assert_eq!(ep.looks(), 101, "one look each when added");
+    for _ in 0..10 {
+        assert!(ep.try_wait(8).is_empty());
+    }
+    assert_eq!(ep.looks(), 101, "idle sockets cost nothing");
+    client_data(&mut rig, 1001, iss + 1, TcpFlags::PSH, b"data");
+    assert_eq!(ep.try_wait(8), [(EPOLLIN, 500)]);
+    assert_eq!(ep.looks(), 102, "the one socket with an event");
+}
+
+#[test]
+fn an_active_open_is_writable_once_the_handshake_completes() {
+    let (mut rig, _l) = server();
+    let stream = TcpStream::connect(&rig.info, IpEndpoint::new(SERVER, 45000), IpEndpoint::new(CLIENT, 9000)).unwrap();
+    let mut ep = Epoll::new();
+    ep.ctl(EpollOp::Add, &stream, EPOLLOUT | EPOLLIN | EPOLLET, 1).unwrap();
+    let (syn, _) = to_client(&rig.exchange(vec![])[0]);
+    assert!(ep.try_wait(8).is_empty(), "SYN-SENT: neither readable nor writable");
+    let syn_ack = seg(9000, 45000, 5000, Some((syn.seq + 1).0), TcpFlags::SYN, 0);
+    rig.exchange(vec![from_client(&syn_ack, &[])]);
+    assert_eq!(ep.try_wait(8), [(EPOLLOUT, 1)]);
+    assert!(ep.try_wait(8).is_empty());
 }
 
 // ---- zero-copy ----

@@ -50,6 +50,9 @@
 //!   listeners with `try_accept` (what every epoll server does); the fix
 //!   is `notify_all` in `tcp/elements/ack.rs`.
 //! - One task waits on an epoll at a time (`wait` takes `&mut self`).
+//! - A socket dropped while watched is not forgotten by itself (Linux
+//!   removes a closed descriptor): DEL it first, or [`Epoll::forget`]
+//!   its [`Source`].
 
 use super::info::TcpInfo;
 use super::socket::{Stack, TcpListener, TcpStream};
@@ -290,6 +293,8 @@ pub struct Epoll {
     /// Linux's ready list: sockets to look at in the next wait.
     ready: VecDeque<usize>,
     hub: Arc<Hub>,
+    /// Times a socket's state was read, for [`Epoll::looks`].
+    looks: std::cell::Cell<u64>,
 }
 
 impl Epoll {
@@ -301,6 +306,13 @@ impl Epoll {
     /// Sockets watched.
     pub fn len(&self) -> usize {
         self.by_source.len()
+    }
+
+    /// How many times it has read a socket's state (at ADD and MOD, and
+    /// for each queued socket in a wait): what the waits cost, which
+    /// grows with the sockets that had events, not with those watched.
+    pub fn looks(&self) -> u64 {
+        self.looks.get()
     }
 
     /// Whether it watches nothing.
@@ -326,16 +338,22 @@ impl Epoll {
                 self.queue_if_ready(slot);
                 Ok(())
             }
-            EpollOp::Del => {
-                let slot = self.by_source.remove(&source).ok_or(libc::ENOENT)?;
-                // Dropping the entry drops its waits: they leave the
-                // events' queues.
-                self.entries[slot] = None;
-                self.free.push(slot);
-                self.ready.retain(|&s| s != slot);
-                Ok(())
-            }
+            EpollOp::Del => self.forget(source),
         }
+    }
+
+    /// DEL by what the socket was watched as (`Pollable::epoll_source`),
+    /// for a socket already dropped: Linux forgets a closed descriptor
+    /// by itself, here a socket dropped while watched keeps its entry (it
+    /// reports nothing more) until this. ENOENT if not watched.
+    pub fn forget(&mut self, source: Source) -> Result<(), i32> {
+        let slot = self.by_source.remove(&source).ok_or(libc::ENOENT)?;
+        // Dropping the entry drops its waits: they leave the events'
+        // queues.
+        self.entries[slot] = None;
+        self.free.push(slot);
+        self.ready.retain(|&s| s != slot);
+        Ok(())
     }
 
     fn add(&mut self, stack: Stack, source: Source, events: u32, data: u64) -> Result<(), i32> {
@@ -394,6 +412,7 @@ impl Epoll {
     /// ep_modify do): ready now, it is queued.
     fn queue_if_ready(&mut self, slot: usize) {
         let Some(e) = self.entries[slot].as_mut() else { return };
+        self.looks.set(self.looks.get() + 1);
         if !e.queued && e.ready_events() != 0 {
             e.queued = true;
             self.ready.push_back(slot);
@@ -437,6 +456,7 @@ impl Epoll {
             let Some(slot) = self.ready.pop_front() else { break };
             let Some(e) = self.entries[slot].as_mut() else { continue };
             e.queued = false;
+            self.looks.set(self.looks.get() + 1);
             let events = e.ready_events();
             if events == 0 {
                 continue;
