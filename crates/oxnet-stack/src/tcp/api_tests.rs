@@ -356,7 +356,6 @@ fn a_packet_given_to_send_goes_out_with_its_bytes() {
 
 /// Two routers wired back to back: a client stack at CLIENT, a server
 /// stack at SERVER, each with its executor; frames cross between them.
-#[cfg(any(feature = "futures-io", feature = "tokio"))]
 struct Pair {
     client: Rig,
     server: Rig,
@@ -364,7 +363,6 @@ struct Pair {
     server_exec: std::rc::Rc<std::cell::RefCell<crate::exec::Executor>>,
 }
 
-#[cfg(any(feature = "futures-io", feature = "tokio"))]
 impl Pair {
     fn new() -> Pair {
         let config = "src :: TestSource -> tcp :: TCPStack -> out :: TestSink; AppExecutor;";
@@ -413,6 +411,54 @@ impl Pair {
         }
         panic!("not done after 100000 rounds");
     }
+}
+
+#[test]
+fn a_task_pulls_packets_and_pushes_one_back_between_two_stacks() {
+    let mut pair = Pair::new();
+    let listener = TcpListener::bind(&pair.server.info, IpEndpoint::new(SERVER, 9), 4).unwrap();
+    let pulled = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let log = pulled.clone();
+    pair.server_exec.borrow().spawn(async move {
+        let s = listener.accept().await.unwrap();
+        let pool = oxnet_driver::Mempool::new("app", 8, oxnet_driver::MemoryKind::Plain).unwrap();
+        while let Some(p) = s.recv_packet().await.unwrap() {
+            log.borrow_mut().extend_from_slice(&p);
+        }
+        let total = log.borrow().len().to_string();
+        let mut p = pool.alloc().unwrap();
+        p.set_len(total.len()).unwrap();
+        p.copy_from_slice(total.as_bytes());
+        s.send_packet(p).await.unwrap();
+        s.shutdown_write().unwrap();
+    });
+    let data: Vec<u8> = (0..20_000u32).map(|i| (i % 253) as u8).collect();
+    let sent = data.clone();
+    let reply = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let out = reply.clone();
+    let s = TcpStream::connect(
+        &pair.client.info,
+        IpEndpoint::new(CLIENT, 0),
+        IpEndpoint::new(SERVER, 9),
+    )
+    .unwrap();
+    pair.client_exec.borrow().spawn(async move {
+        s.connected().await.unwrap();
+        s.write_all(&sent).await.unwrap();
+        s.shutdown_write().unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0; 64];
+        loop {
+            match s.read(&mut buf).await.unwrap() {
+                0 => break,
+                n => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        *out.borrow_mut() = Some(got);
+    });
+    pair.run_until(&|| reply.borrow().is_some());
+    assert!(*pulled.borrow() == data, "the packets' bytes differ from those sent");
+    assert_eq!(reply.borrow().as_deref(), Some(&b"20000"[..]));
 }
 
 #[cfg(feature = "futures-io")]
