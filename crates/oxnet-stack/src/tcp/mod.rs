@@ -17,6 +17,9 @@
 //! | [`cubic`] | 9438 | CUBIC's window rule |
 //! | [`dctcp`] | 8257 §3.3 | DCTCP's alpha and window cut |
 //! | [`ecn`] | 3168 §6.1, 8257 §3.2 | ECN's negotiation state, the receiver's echo and the sender's once-per-window reaction |
+//! | [`epoll`] | epoll(7) | I/O multiplexing over listeners and streams: level- and edge-triggered, EPOLLIN/OUT/ERR/HUP/RDHUP, fed by the sockets' events |
+//! | [`zerocopy`] | | packets in and out of a stream: received packets handed over without a copy, packets given to send |
+//! | [`io_traits`] | | poll-style reads and writes; `futures-io` and tokio `AsyncRead`/`AsyncWrite` (features `futures-io`, `tokio`) |
 
 pub mod cc;
 pub mod cookie;
@@ -24,10 +27,16 @@ pub mod cubic;
 pub mod dctcp;
 pub mod ecn;
 pub mod elements;
+pub mod epoll;
 pub mod info;
+pub mod io_traits;
 pub mod isn;
 pub mod newreno;
 pub mod output;
 pub mod rtt;
 pub mod socket;
 pub mod tcb;
+pub mod zerocopy;
+
+#[cfg(test)]
+mod api_tests;

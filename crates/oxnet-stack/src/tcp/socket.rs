@@ -11,6 +11,7 @@
 
 use super::elements::rst_syn::abort;
 use super::info::TcpInfo;
+use super::io_traits::IoWaits;
 use super::isn::{ephemeral_port, initial_sequence_number};
 use super::tcb::{Tcb, TcpState};
 use crate::anno::TcbRef;
@@ -39,8 +40,14 @@ impl TcpListener {
         })
     }
 
+    /// The endpoint it listens on.
     pub fn local(&self) -> IpEndpoint {
         self.local
+    }
+
+    /// The stack it belongs to (for epoll, `super::epoll`).
+    pub(crate) fn stack(&self) -> &Stack {
+        &self.stack
     }
 
     /// The next established connection, or EAGAIN.
@@ -54,6 +61,7 @@ impl TcpListener {
                 return Ok(TcpStream {
                     stack: self.stack.clone(),
                     tcb: r,
+                    io: IoWaits::default(),
                 });
             }
         }
@@ -90,6 +98,9 @@ impl Drop for TcpListener {
 pub struct TcpStream {
     stack: Stack,
     tcb: TcbRef,
+    /// The waits of the poll-style calls (`super::io_traits`), kept
+    /// across polls so the waker stays registered.
+    pub(crate) io: IoWaits,
 }
 
 impl TcpStream {
@@ -131,6 +142,7 @@ impl TcpStream {
         Ok(TcpStream {
             stack: stack.clone(),
             tcb: r,
+            io: IoWaits::default(),
         })
     }
 
@@ -152,6 +164,17 @@ impl TcpStream {
             };
             wait.await;
         }
+    }
+
+    /// The stack it belongs to (for epoll and zero-copy, `super::epoll`,
+    /// `super::zerocopy`).
+    pub(crate) fn stack(&self) -> &Stack {
+        &self.stack
+    }
+
+    /// Its TCB.
+    pub(crate) fn tcb_ref(&self) -> TcbRef {
+        self.tcb
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut TcpInfo, TcbRef) -> Result<T, i32>) -> Result<T, i32> {
@@ -229,14 +252,7 @@ impl TcpStream {
                 }
             }
             if n > 0 {
-                tcb.recv_queued -= n;
-                // A window update when the peer is running short of window
-                // (RFC 9293 §3.8.6.2.2's receiver-side silly window
-                // avoidance; the threshold is Linux's).
-                if tcb.state.synchronized() && tcb.window_update_due() {
-                    tcb.send_ack = true;
-                    info.want_output(r);
-                }
+                consumed(info, r, n);
                 return Ok(n);
             }
             if let Some(e) = tcb.error {
@@ -324,6 +340,20 @@ impl TcpStream {
             info.want_output(r);
             Ok(())
         })
+    }
+}
+
+/// The application took `n` bytes of the receive queue's packets (they
+/// have left `recv_queue` already): the window opens by as much.
+pub(crate) fn consumed(info: &mut TcpInfo, r: TcbRef, n: usize) {
+    let Some(tcb) = info.tcbs.get_mut(r) else { return };
+    tcb.recv_queued -= n;
+    // A window update when the peer is running short of window (RFC 9293
+    // §3.8.6.2.2's receiver-side silly window avoidance; the threshold is
+    // Linux's).
+    if tcb.state.synchronized() && tcb.window_update_due() {
+        tcb.send_ack = true;
+        info.want_output(r);
     }
 }
 
