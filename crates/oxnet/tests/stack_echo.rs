@@ -210,3 +210,72 @@ fn linux_socat_gets_its_bytes_back_from_the_oxnet_echo_server_over_ipv4_and_ipv6
     let _ = std::fs::remove_file(&socket);
     drop(ns);
 }
+
+#[test]
+fn the_oxnet_echo_client_gets_its_bytes_back_from_linux_socat_over_ipv4_and_ipv6() {
+    if !netns::available() {
+        return;
+    }
+    let ns = Netns::new("sc");
+    let tap = netns::unique("tc");
+    // Linux's side: socat echoing on port 7007 (IPv6 socket, IPv4 mapped).
+    let mut server = ns
+        .command("timeout")
+        .args(["60", "socat", "TCP6-LISTEN:7007,reuseaddr,fork,ipv6only=0", "PIPE"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !String::from_utf8_lossy(&ns.run("ss", &["-ltn"]).stdout).contains(":7007") {
+        assert!(start.elapsed() < Duration::from_secs(10), "socat did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let config = repo().join("conf/echo-client.click");
+    for (dst, extra) in [("10.82.0.1", None), ("fd00:82::1", Some("fd00:82::2"))] {
+        let mut args = vec![
+            "60".to_string(),
+            OXNET.to_string(),
+            "run".to_string(),
+            config.to_str().unwrap().to_string(),
+            format!("DEV=tap:{tap},ip=10.82.0.1/24"),
+            "IP=10.82.0.2".to_string(),
+            format!("DST={dst}"),
+            "PORT=7007".to_string(),
+            "CONNECTIONS=6".to_string(),
+            "BYTES=150000".to_string(),
+        ];
+        // The client's source, of DST's family.
+        args.push(format!("SRC={}", extra.unwrap_or("10.82.0.2")));
+        if let Some(ours) = extra {
+            args.push(format!("IP6={ours}"));
+        }
+        for h in ["cli.done", "cli.failed", "cli.bytes", "cli.errors"] {
+            args.push("-h".into());
+            args.push(h.into());
+        }
+        let mut client = ns
+            .command("timeout")
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if extra.is_some() {
+            // The kernel side's IPv6 address, once oxnet made the TAP.
+            wait_for_link(&ns, &tap, &mut client);
+            ns.ip(&["-6", "addr", "add", "fd00:82::1/64", "dev", &tap, "nodad"]);
+        }
+        let out = client.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{dst}: {stdout}{stderr}");
+        assert_eq!(value(&stdout, "cli.failed"), 0, "{dst}: {stdout}");
+        assert_eq!(value(&stdout, "cli.done"), 6, "{dst}: {stdout}");
+        assert_eq!(value(&stdout, "cli.bytes"), 6 * 150_000, "{dst}: {stdout}");
+    }
+    // SAFETY: our own child (`timeout`), by pid.
+    unsafe { libc::kill(server.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = server.wait();
+    drop(ns);
+}

@@ -4,7 +4,10 @@
 //! | element | ports | what |
 //! |---|---|---|
 //! | AppExecutor | 0/0 | task: the router's executor (`crate::exec`): sets its clock to the router's, polls the woken application tasks (at most BUDGET a round), keeps a router timer at its next sleep |
+//! | TCPEchoClient(DST, PORT, SRC, CONNECTIONS, BYTES, CONCURRENCY, STOP) | 0/0 | an echo client: n connections, random bytes each, every byte checked when it comes back ([`client`]) |
 //! | TCPEchoServer(PORT, [ADDR]) | 0/0 | RFC 862's echo service on TCP: every byte read is written back; the peer's FIN is answered with ours. Without ADDR it listens on every IPv4 and IPv6 address |
+
+pub mod client;
 
 use crate::exec::Executor;
 use crate::tcp::info::TcpInfo;
@@ -19,10 +22,11 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 pub const MODULE: Module = Module {
-    classes: &["AppExecutor", "TCPEchoServer"],
+    classes: &["AppExecutor", "TCPEchoClient", "TCPEchoServer"],
     create: |class| {
         Some(match class {
             "AppExecutor" => Box::new(AppExecutor::default()),
+            "TCPEchoClient" => Box::new(client::EchoClient::default()),
             "TCPEchoServer" => Box::new(EchoServer::default()),
             _ => return None,
         })

@@ -836,3 +836,24 @@ fn an_ack_for_data_sent_before_a_timeout_is_taken_after_it() {
     );
     assert!(tcb.send_buffer.is_empty());
 }
+
+#[test]
+fn the_echo_client_and_server_on_one_stack_looped_back_move_every_byte() {
+    // Both ends on one stack, its output fed back to its input: every
+    // connection has both its TCBs in the one table.
+    let mut rig = Rig::new(
+        "AppExecutor;
+         tcp :: TCPStack;
+         tcp -> q :: Queue(4096) -> Unqueue -> tcp;
+         srv :: TCPEchoServer(7, ADDR 10.0.0.2);
+         cli :: TCPEchoClient(10.0.0.2, PORT 7, SRC 10.0.0.2, CONNECTIONS 12, BYTES 40000, CONCURRENCY 4, STOP true);
+         Idle -> out :: TestSink; TestSource -> Discard;",
+    );
+    rig.router.run(&|| false);
+    assert_eq!(rig.handler("cli.errors"), "");
+    assert_eq!(rig.handler("cli.done"), "12");
+    assert_eq!(rig.handler("cli.failed"), "0");
+    assert_eq!(rig.handler("cli.bytes"), "480000");
+    assert_eq!(rig.handler("srv.bytes"), "480000");
+    assert_eq!(rig.handler("q.drops"), "0");
+}

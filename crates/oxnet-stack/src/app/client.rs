@@ -1,0 +1,215 @@
+//! TCPEchoClient: an echo client on oxnet's stack, the other end of
+//! TCPEchoServer or of any RFC 862 echo server (Linux's, socat's): it
+//! opens connections, sends random bytes on each, reads them back and
+//! checks every byte.
+//!
+//! TCPEchoClient(DST ADDR, PORT port, SRC ADDR, CONNECTIONS n, BYTES b,
+//! CONCURRENCY c, STOP bool, SEED s): n connections from SRC (an
+//! ephemeral port each, chosen so that with several cores the replies
+//! come back to this one) to DST:PORT, c at a time (default 1), b bytes
+//! each (default 10000), then our FIN, then the echo read to its end.
+//! With STOP true the router stops when all are done. Handlers: `done`
+//! (connections whose bytes all came back, in order), `failed` (the
+//! others), `bytes` (bytes echoed and checked), `errors` (the last
+//! error, as text).
+
+use crate::exec::Executor;
+use crate::tcp::info::TcpInfo;
+use crate::tcp::socket::TcpStream;
+use crate::wire::{IpAddress, IpEndpoint};
+use oxnet_graph::args::{self, Args};
+use oxnet_graph::element::Element;
+use oxnet_graph::Ctx;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+#[derive(Default)]
+struct Progress {
+    done: u64,
+    failed: u64,
+    bytes: u64,
+    last_error: String,
+    started: u64,
+}
+
+#[derive(Default)]
+pub struct EchoClient {
+    dst: Option<IpEndpoint>,
+    src: Option<IpAddress>,
+    connections: u64,
+    bytes: usize,
+    concurrency: u64,
+    stop: bool,
+    seed: u64,
+    stack: Option<Rc<RefCell<TcpInfo>>>,
+    exec: Option<Rc<RefCell<Executor>>>,
+    progress: Rc<RefCell<Progress>>,
+    stopped: bool,
+}
+
+fn address(text: &str, what: &str) -> Result<IpAddress, String> {
+    let ip: std::net::IpAddr = text
+        .parse()
+        .map_err(|_| format!("{what}: '{text}' is not an IP address"))?;
+    Ok(IpAddress::from(ip))
+}
+
+/// The bytes connection `i` sends (xorshift from the seed).
+fn payload(seed: u64, i: u64, n: usize) -> Vec<u8> {
+    let mut x = (seed ^ (i.wrapping_mul(0x9e37_79b9_7f4a_7c15))) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 32) as u8
+        })
+        .collect()
+}
+
+/// One connection: open, send, close our side, read the echo to its end,
+/// compare.
+async fn one(stack: Rc<RefCell<TcpInfo>>, src: IpAddress, dst: IpEndpoint, data: Vec<u8>) -> Result<usize, String> {
+    let errno = |e: i32| std::io::Error::from_raw_os_error(e).to_string();
+    let stream = TcpStream::connect(&stack, IpEndpoint { addr: src, port: 0 }, dst).map_err(errno)?;
+    stream.connected().await.map_err(errno)?;
+    let mut back = Vec::with_capacity(data.len());
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut sent = 0;
+    // Write and read in turn, so that a send buffer smaller than the data
+    // does not stall against an echo nobody reads.
+    while sent < data.len() {
+        match stream.try_write(&data[sent..]) {
+            Ok(n) => sent += n,
+            Err(libc::EAGAIN) => {}
+            Err(e) => return Err(errno(e)),
+        }
+        match stream.try_read(&mut buf) {
+            Ok(n) => back.extend_from_slice(&buf[..n]),
+            Err(libc::EAGAIN) => {}
+            Err(e) => return Err(errno(e)),
+        }
+        if sent < data.len() {
+            crate::exec::yield_now().await;
+        }
+    }
+    stream.shutdown_write().map_err(errno)?;
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) => break,
+            Ok(n) => back.extend_from_slice(&buf[..n]),
+            Err(e) => return Err(errno(e)),
+        }
+    }
+    if back != data {
+        return Err(format!(
+            "{} bytes came back of {}, not the same",
+            back.len(),
+            data.len()
+        ));
+    }
+    Ok(back.len())
+}
+
+impl Element for EchoClient {
+    fn class_name(&self) -> &'static str {
+        "TCPEchoClient"
+    }
+    fn port_count(&self) -> &'static str {
+        "0/0"
+    }
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        let dst = address(&a.positional_or("DST").ok_or("DST is required")?, "DST")?;
+        let port = a.keyword("PORT").ok_or("PORT is required")?;
+        let port = u16::try_from(args::unsigned(&port).map_err(|e| format!("PORT: {e}"))?)
+            .map_err(|_| "PORT: not a port number".to_string())?;
+        self.dst = Some(IpEndpoint { addr: dst, port });
+        let src = address(&a.keyword("SRC").ok_or("SRC is required")?, "SRC")?;
+        if src.is_ipv4() != dst.is_ipv4() {
+            return Err("SRC and DST must be of one family".into());
+        }
+        self.src = Some(src);
+        let number = |a: &mut Args, key: &str, default: u64| -> Result<u64, String> {
+            match a.keyword(key) {
+                Some(v) => args::unsigned(&v).map_err(|e| format!("{key}: {e}")),
+                None => Ok(default),
+            }
+        };
+        self.connections = number(a, "CONNECTIONS", 1)?;
+        self.bytes = number(a, "BYTES", 10_000)? as usize;
+        self.concurrency = number(a, "CONCURRENCY", 1)?.max(1);
+        self.seed = number(a, "SEED", 1)?;
+        self.stop = match a.keyword("STOP") {
+            Some(v) => args::boolean(&v).map_err(|e| format!("STOP: {e}"))?,
+            None => false,
+        };
+        self.stack = Some(crate::tcp::elements::info());
+        self.exec = Some(super::executor());
+        Ok(())
+    }
+    fn initialize(&mut self, _ports: &oxnet_graph::element::Ports) -> Result<(), String> {
+        let (Some(stack), Some(exec), Some(dst), Some(src)) = (&self.stack, &self.exec, self.dst, self.src) else {
+            return Ok(());
+        };
+        let workers = self.concurrency.min(self.connections);
+        for _ in 0..workers {
+            let (stack, progress) = (stack.clone(), self.progress.clone());
+            let (total, bytes, seed) = (self.connections, self.bytes, self.seed);
+            exec.borrow().spawn(async move {
+                loop {
+                    let i = {
+                        let mut p = progress.borrow_mut();
+                        if p.started >= total {
+                            return;
+                        }
+                        p.started += 1;
+                        p.started - 1
+                    };
+                    let result = one(stack.clone(), src, dst, payload(seed, i, bytes)).await;
+                    let mut p = progress.borrow_mut();
+                    match result {
+                        Ok(n) => {
+                            p.done += 1;
+                            p.bytes += n as u64;
+                        }
+                        Err(e) => {
+                            p.failed += 1;
+                            p.last_error = e;
+                        }
+                    }
+                }
+            });
+        }
+        Ok(())
+    }
+    fn has_task(&self) -> bool {
+        true
+    }
+    fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let p = self.progress.borrow();
+        if self.stop && !self.stopped && p.done + p.failed >= self.connections {
+            self.stopped = true;
+            ctx.stop();
+            return true;
+        }
+        false
+    }
+    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+        &[
+            ("done", true, false),
+            ("failed", true, false),
+            ("bytes", true, false),
+            ("errors", true, false),
+        ]
+    }
+    fn read_handler(&self, name: &str) -> Option<String> {
+        let p = self.progress.borrow();
+        match name {
+            "done" => Some(p.done.to_string()),
+            "failed" => Some(p.failed.to_string()),
+            "bytes" => Some(p.bytes.to_string()),
+            "errors" => Some(p.last_error.clone()),
+            _ => None,
+        }
+    }
+}
