@@ -8,7 +8,8 @@
 //! ephemeral port each, chosen so that with several cores the replies
 //! come back to this one) to DST:PORT, c at a time (default 1), b bytes
 //! each (default 10000), then our FIN, then the echo read to its end.
-//! With STOP true the router stops when all are done. Handlers: `done`
+//! With STOP true the router stops when all are done (with `oxnet run
+//! -j`, when those of every thread are). Handlers: `done`
 //! (connections whose bytes all came back, in order), `failed` (the
 //! others), `bytes` (bytes echoed and checked), `errors` (the last
 //! error, as text).
@@ -22,6 +23,12 @@ use oxnet_graph::element::Element;
 use oxnet_graph::Ctx;
 use std::cell::RefCell;
 use std::rc::Rc;
+
+/// TCPEchoClients with STOP true still running, in every graph thread
+/// of the process: with `oxnet run -j`, a thread whose own clients are
+/// done keeps running (its stack serves the others' connections: RSS
+/// puts a flow's two directions on any threads) until all are done.
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 #[derive(Default)]
 struct Progress {
@@ -44,6 +51,8 @@ pub struct EchoClient {
     stack: Option<Rc<RefCell<TcpInfo>>>,
     exec: Option<Rc<RefCell<Executor>>>,
     progress: Rc<RefCell<Progress>>,
+    /// Counted in RUNNING, and not yet taken out.
+    running: bool,
     stopped: bool,
 }
 
@@ -151,6 +160,10 @@ impl Element for EchoClient {
         let (Some(stack), Some(exec), Some(dst), Some(src)) = (&self.stack, &self.exec, self.dst, self.src) else {
             return Ok(());
         };
+        if self.stop {
+            RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.running = true;
+        }
         let workers = self.concurrency.min(self.connections);
         for _ in 0..workers {
             let (stack, progress) = (stack.clone(), self.progress.clone());
@@ -186,8 +199,16 @@ impl Element for EchoClient {
         true
     }
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        let p = self.progress.borrow();
-        if self.stop && !self.stopped && p.done + p.failed >= self.connections {
+        use std::sync::atomic::Ordering;
+        let finished = {
+            let p = self.progress.borrow();
+            p.done + p.failed >= self.connections
+        };
+        if finished && self.running {
+            self.running = false;
+            RUNNING.fetch_sub(1, Ordering::SeqCst);
+        }
+        if self.stop && finished && !self.stopped && RUNNING.load(Ordering::SeqCst) == 0 {
             self.stopped = true;
             ctx.stop();
             return true;

@@ -360,7 +360,10 @@ impl Element for Segmentation {
                     super::rst_syn::abort(&mut info, r, None);
                     continue;
                 }
-                let mss = tcb.snd_mss as usize;
+                // RFC 1122 §4.2.2.6: the MSS counts the data and the
+                // options; a segment's data is the MSS less the options it
+                // carries (the timestamps, 12 bytes with padding).
+                let mss = tcb.snd_mss as usize - if tcb.timestamps { 12 } else { 0 };
                 let mut sent_any = false;
                 if syn_due(tcb) {
                     if let Some(mut p) = packet(&mut spare, &mut self.no_buffers) {
