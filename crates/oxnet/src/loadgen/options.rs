@@ -47,9 +47,11 @@ pub struct LoadgenArgs {
     /// Connections (persistent) or connections open at once (short).
     #[arg(long, short = 'c', default_value_t = 1)]
     pub connections: usize,
-    /// Client threads; connections and rate are split between them.
-    #[arg(long, short = 'T', default_value_t = 1)]
-    pub threads: usize,
+    /// Client threads (default 1); connections and rate are split
+    /// between them. With --serve-echo: server threads (default: one per
+    /// core this process may run on).
+    #[arg(long, short = 'T')]
+    pub threads: Option<usize>,
     /// Seconds to run (default 10 unless --requests is given).
     #[arg(long, short = 't', visible_alias = "duration", value_parser = crate::parse_seconds)]
     pub seconds: Option<f64>,
@@ -163,13 +165,14 @@ impl LoadgenArgs {
                 self.connections
             ));
         }
-        if self.threads == 0 || self.threads > MAX_THREADS {
-            return Err(format!("--threads {}: from 1 to {MAX_THREADS}", self.threads));
+        let threads = self.threads.unwrap_or(1);
+        if threads == 0 || threads > MAX_THREADS {
+            return Err(format!("--threads {threads}: from 1 to {MAX_THREADS}"));
         }
-        if self.threads > self.connections {
+        if threads > self.connections {
             return Err(format!(
-                "--threads {} is more than --connections {}: each thread needs a connection",
-                self.threads, self.connections
+                "--threads {threads} is more than --connections {}: each thread needs a connection",
+                self.connections
             ));
         }
         if self.size == 0 || self.size > MAX_SIZE {
@@ -192,7 +195,7 @@ impl LoadgenArgs {
             rate: self.rate,
             arrival: self.arrival,
             connections: self.connections,
-            threads: self.threads,
+            threads,
             duration: seconds.map(Duration::from_secs_f64),
             requests: self.requests,
             size: self.size,
@@ -203,13 +206,12 @@ impl LoadgenArgs {
 
     /// Checks the arguments of `--serve-echo PORT`.
     pub fn serve_options(&self, port: u16) -> Result<super::serve::ServeOptions, String> {
-        let threads = if self.threads > 1 {
-            self.threads
-        } else {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        };
-        if threads > MAX_THREADS {
-            return Err(format!("--threads {threads}: at most {MAX_THREADS}"));
+        // available_parallelism follows the affinity mask (taskset).
+        let threads = self
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        if threads == 0 || threads > MAX_THREADS {
+            return Err(format!("--threads {threads}: from 1 to {MAX_THREADS}"));
         }
         Ok(super::serve::ServeOptions {
             port,
