@@ -72,7 +72,7 @@ struct Client<'a> {
     issued: &'a AtomicU64,
     epoll: Epoll,
     conns: Vec<Conn>,
-    /// Open loop: free connections (persistent idle, short free slots).
+    /// Connections free for a request (persistent idle, short free slots).
     free: Vec<usize>,
     /// Open loop: scheduled times waiting for a free connection.
     pending: VecDeque<Instant>,
@@ -139,12 +139,15 @@ pub fn run_thread(plan: &ThreadPlan, issued: &AtomicU64, start: Instant) -> Resu
         if end.is_some_and(|e| now >= e) || crate::signal::stop_requested() {
             break;
         }
-        if let Some(s) = schedule.as_mut() {
-            c.schedule_due(s, now);
-            c.dispatch(now);
+        match schedule.as_mut() {
+            Some(s) => {
+                c.schedule_due(s, now);
+                c.dispatch(now);
+            }
+            None => c.restart_free(now),
         }
         if now >= next_scan {
-            c.scan(now, open_loop);
+            c.scan(now);
             next_scan = now + SCAN_EVERY;
         }
         if c.exhausted && c.in_flight() == 0 && c.pending.is_empty() {
@@ -159,6 +162,10 @@ pub fn run_thread(plan: &ThreadPlan, issued: &AtomicU64, start: Instant) -> Resu
             }
         }
         let mut wait = next_scan.saturating_duration_since(now);
+        if !open_loop && !c.exhausted && !c.free.is_empty() {
+            // A connect failed at once: try again without sleeping.
+            wait = Duration::ZERO;
+        }
         if let Some(e) = end {
             wait = wait.min(e.saturating_duration_since(now));
         }
@@ -171,7 +178,7 @@ pub fn run_thread(plan: &ThreadPlan, issued: &AtomicU64, start: Instant) -> Resu
                 timer.clear();
                 armed = None;
             } else if let Some(i) = usize::try_from(key).ok().filter(|&i| i < c.conns.len()) {
-                c.on_event(i, flags, now, open_loop);
+                c.on_event(i, flags, now);
             }
         }
     }
@@ -239,13 +246,22 @@ impl Client<'_> {
         }
     }
 
-    /// Connection `i` is free for a request (after connect or answer).
-    fn free_conn(&mut self, i: usize, now: Instant, open_loop: bool) {
-        if open_loop {
-            self.free.push(i);
-            self.dispatch(now);
-        } else {
-            self.next_closed_loop(i, now);
+    /// Connection `i` is free for a request (after connect, answer or a
+    /// short connection's error). The main loop hands it its next
+    /// request: starting it here could recurse without bound when
+    /// connects fail at once (an unreachable network).
+    fn free_conn(&mut self, i: usize) {
+        self.free.push(i);
+    }
+
+    /// Closed loop: starts the next request on every free connection.
+    fn restart_free(&mut self, now: Instant) {
+        for i in std::mem::take(&mut self.free) {
+            if self.exhausted {
+                self.free.push(i);
+            } else {
+                self.next_closed_loop(i, now);
+            }
         }
     }
 
@@ -292,7 +308,7 @@ impl Client<'_> {
             }
             Err(e) => {
                 let what = format!("connect to {}", self.plan.options.target);
-                self.fail(i, &what, &e, now, self.plan.rate > 0.0);
+                self.fail(i, &what, &e, now);
             }
         }
     }
@@ -333,12 +349,12 @@ impl Client<'_> {
                     self.register(i, libc::EPOLLOUT as u32);
                     return;
                 }
-                Err(e) => return self.fail(i, "send", &e, now, self.plan.rate > 0.0),
+                Err(e) => return self.fail(i, "send", &e, now),
             }
         }
     }
 
-    fn receive(&mut self, i: usize, now: Instant, open_loop: bool) {
+    fn receive(&mut self, i: usize, now: Instant) {
         let size = self.plan.options.size;
         loop {
             let c = &mut self.conns[i];
@@ -347,7 +363,7 @@ impl Client<'_> {
             match sys::read(fd.as_raw_fd(), &mut self.buf[..want]) {
                 Ok(0) => {
                     let e = io::Error::from_raw_os_error(libc::ECONNRESET);
-                    return self.fail(i, "the server closed before the whole echo", &e, now, open_loop);
+                    return self.fail(i, "the server closed before the whole echo", &e, now);
                 }
                 Ok(n) => {
                     self.out.bytes_received += n as u64;
@@ -360,20 +376,20 @@ impl Client<'_> {
                         self.out.errors.corrupt += 1;
                         self.out.errors.note(|| "the echo differs from the request".into());
                         c.origin = None;
-                        return self.close_after_error(i, now, open_loop);
+                        return self.close_after_error(i, now);
                     }
                     c.got += n;
                     if c.got == size {
-                        return self.complete(i, now, open_loop);
+                        return self.complete(i, now);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) => return self.fail(i, "receive", &e, now, open_loop),
+                Err(e) => return self.fail(i, "receive", &e, now),
             }
         }
     }
 
-    fn complete(&mut self, i: usize, now: Instant, open_loop: bool) {
+    fn complete(&mut self, i: usize, now: Instant) {
         let c = &mut self.conns[i];
         if let Some(origin) = c.origin.take() {
             let ns = now.saturating_duration_since(origin).as_nanos();
@@ -391,11 +407,11 @@ impl Client<'_> {
             }
             Mode::Persistent => c.state = State::Idle,
         }
-        self.free_conn(i, now, open_loop);
+        self.free_conn(i);
     }
 
     /// Counts error `e` of `what` on connection `i` and closes it.
-    fn fail(&mut self, i: usize, what: &str, e: &io::Error, now: Instant, open_loop: bool) {
+    fn fail(&mut self, i: usize, what: &str, e: &io::Error, now: Instant) {
         // A persistent connect that fails takes a request from the budget,
         // so that a run against a dead server ends; past the budget it is
         // not counted.
@@ -404,10 +420,10 @@ impl Client<'_> {
             self.out.errors.count_io(what, e);
         }
         self.conns[i].origin = None;
-        self.close_after_error(i, now, open_loop);
+        self.close_after_error(i, now);
     }
 
-    fn close_after_error(&mut self, i: usize, now: Instant, open_loop: bool) {
+    fn close_after_error(&mut self, i: usize, now: Instant) {
         let c = &mut self.conns[i];
         if let Some(fd) = c.fd.take() {
             let _ = sys::linger_zero(fd.as_raw_fd());
@@ -415,18 +431,18 @@ impl Client<'_> {
         c.events = 0;
         c.state = State::Closed;
         match self.plan.options.mode {
-            Mode::Short => self.free_conn(i, now, open_loop),
+            Mode::Short => self.free_conn(i),
             Mode::Persistent => c.retry_at = Some(now + RECONNECT_AFTER),
         }
     }
 
-    fn on_event(&mut self, i: usize, flags: u32, now: Instant, open_loop: bool) {
+    fn on_event(&mut self, i: usize, flags: u32, now: Instant) {
         match self.conns[i].state {
             State::Connecting => {
                 let Some(fd) = self.conns[i].fd.as_ref() else { return };
                 if let Err(e) = sys::take_error(fd.as_raw_fd()) {
                     let what = format!("connect to {}", self.plan.options.target);
-                    return self.fail(i, &what, &e, now, open_loop);
+                    return self.fail(i, &what, &e, now);
                 }
                 self.out.connections += 1;
                 match self.plan.options.mode {
@@ -437,12 +453,12 @@ impl Client<'_> {
                     Mode::Persistent => {
                         self.conns[i].state = State::Idle;
                         self.register(i, (libc::EPOLLIN | libc::EPOLLRDHUP) as u32);
-                        self.free_conn(i, now, open_loop);
+                        self.free_conn(i);
                     }
                 }
             }
             State::Sending => self.send_more(i, now),
-            State::Receiving => self.receive(i, now, open_loop),
+            State::Receiving => self.receive(i, now),
             State::Idle => {
                 // Nothing should arrive on an idle connection.
                 let e = if flags & libc::EPOLLIN as u32 != 0 {
@@ -453,7 +469,7 @@ impl Client<'_> {
                 self.out.errors.reset += 1;
                 self.out.errors.note(|| e.to_string());
                 self.free.retain(|&f| f != i);
-                self.close_after_error(i, now, open_loop);
+                self.close_after_error(i, now);
             }
             State::Closed => {}
         }
@@ -463,13 +479,13 @@ impl Client<'_> {
     /// connections whose retry time came; in the open loop, counts
     /// scheduled requests that waited longer than the timeout as timed
     /// out.
-    fn scan(&mut self, now: Instant, open_loop: bool) {
+    fn scan(&mut self, now: Instant) {
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             let busy = matches!(c.state, State::Connecting | State::Sending | State::Receiving);
             if busy && now >= c.deadline {
                 let e = io::Error::from_raw_os_error(libc::ETIMEDOUT);
-                self.fail(i, "no answer within --timeout", &e, now, open_loop);
+                self.fail(i, "no answer within --timeout", &e, now);
             } else if c.state == State::Closed && c.retry_at.is_some_and(|t| now >= t) {
                 if self.exhausted {
                     self.conns[i].retry_at = None;
