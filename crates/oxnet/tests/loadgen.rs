@@ -145,11 +145,13 @@ fn open_loop_sends_at_the_rate_for_one_second() {
         let s = loadgen::run(&o).unwrap();
         assert_eq!(s.errors.total(), 0, "{}", s.line());
         assert_eq!(s.unsent, 0, "{}", s.line());
-        // Fixed: 1000 scheduled in the second (the last few may be in
-        // flight at the end); Poisson: 1000 +- 3.2 standard deviations.
+        // Fixed: 1000 scheduled in the second, the last few perhaps in
+        // flight at the end (a loaded machine: up to 50); Poisson: the
+        // seed fixes the schedule, 1000 +- 3.8 standard deviations covers
+        // any seed.
         let (lo, hi) = match arrival {
-            InterArrival::Fixed => (990, 1000),
-            InterArrival::Poisson => (900, 1100),
+            InterArrival::Fixed => (950, 1000),
+            InterArrival::Poisson => (880, 1120),
         };
         assert!(
             (lo..=hi).contains(&s.completed),
@@ -180,7 +182,7 @@ fn open_loop_latency_counts_from_the_scheduled_time_so_queueing_shows() {
     o.arrival = InterArrival::Fixed;
     o.duration = Some(Duration::from_secs(1));
     let open = loadgen::run(&o).unwrap();
-    assert!((80..=105).contains(&open.completed), "{}", open.line());
+    assert!((50..=105).contains(&open.completed), "{}", open.line());
     assert!(
         open.unsent >= 90,
         "the requests left waiting are reported: {}",

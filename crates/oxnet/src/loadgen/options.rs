@@ -236,3 +236,61 @@ impl Options {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: LoadgenArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<Options, String> {
+        let mut all = vec!["loadgen"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all).map_err(|e| e.to_string())?.args.options()
+    }
+
+    #[test]
+    fn connections_and_rate_are_split_over_threads_exactly() {
+        let o = parse(&["-s", "10.0.0.2:7", "-c", "10", "-T", "3", "-q", "900"]).unwrap();
+        let plans: Vec<_> = (0..3).map(|t| o.thread_plan(t)).collect();
+        assert_eq!(plans.iter().map(|p| p.connections).collect::<Vec<_>>(), [4, 3, 3]);
+        assert!(plans.iter().all(|p| p.rate == 300.0));
+        assert_ne!(plans[0].seed, plans[1].seed, "threads draw different schedules");
+    }
+
+    #[test]
+    fn defaults_and_mutilate_style_flags() {
+        let o = parse(&["-s", "[fd00::2]:7"]).unwrap();
+        assert_eq!(o.target, "[fd00::2]:7".parse().unwrap());
+        assert_eq!((o.mode, o.size, o.connections, o.threads), (Mode::Persistent, 64, 1, 1));
+        assert_eq!(o.duration, Some(Duration::from_secs(10)), "bounded by default");
+        assert_eq!(o.rate, 0.0);
+        let o = parse(&["-s", "10.0.0.2:7", "--requests", "5"]).unwrap();
+        assert_eq!((o.duration, o.requests), (None, Some(5)));
+        let o = parse(&["-s", "10.0.0.2:7", "--qps", "10", "-t", "2", "--mode", "short"]).unwrap();
+        assert_eq!(
+            (o.rate, o.duration, o.mode),
+            (10.0, Some(Duration::from_secs(2)), Mode::Short)
+        );
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_flag() {
+        for (args, says) in [
+            (&["-s", "10.0.0.2:7", "--size", "2000000"][..], "--size 2000000"),
+            (&["-s", "10.0.0.2:7", "-c", "0"][..], "--connections 0"),
+            (&["-s", "10.0.0.2:7", "--requests", "0"][..], "--requests 0"),
+            (&["-s", "10.0.0.2:7", "--rate", "inf"][..], "--rate"),
+            (&["-s", "10.0.0.2:7", "--timeout", "0"][..], "--timeout"),
+            (&["-s", "10.0.0.2:7", "-T", "0"][..], "--threads 0"),
+        ] {
+            let e = parse(args).expect_err(says);
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+    }
+}
