@@ -295,3 +295,67 @@ fn the_command_prints_a_summary_line_and_json() {
         assert!(stdout.contains(field), "no {field} in {stdout}");
     }
 }
+
+#[test]
+fn serve_echo_runs_for_its_seconds_and_reports_the_bytes_it_echoed() {
+    let port = free_port("127.0.0.1");
+    let server = Command::new(OXNET)
+        .args([
+            "loadgen",
+            "--serve-echo",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--threads",
+            "2",
+            "-t",
+            "2",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let start = Instant::now();
+    // Wait for it to listen (these probe connections send nothing).
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(2), "the server did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = Command::new(OXNET)
+        .args([
+            "loadgen",
+            "-s",
+            &addr.to_string(),
+            "--requests",
+            "50",
+            "-c",
+            "2",
+            "--size",
+            "1000",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let done = server.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("listening on 127.0.0.1:{port} (2 threads)")),
+        "{stderr}"
+    );
+    assert!(stderr.contains(", 50000 bytes echoed"), "{stderr}");
+    assert!(start.elapsed() < Duration::from_secs(4), "it ran past its 2 s");
+
+    let help = Command::new(OXNET).args(["loadgen", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for flag in [
+        "--mode",
+        "--rate",
+        "--connections",
+        "--requests",
+        "--serve-echo",
+        "--json",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+}

@@ -141,13 +141,10 @@ fn serve_thread(
             }
             let key = ev.u64;
             let Some(c) = conns.get_mut(&key) else { continue };
-            match echo(c, &mut buf, &epoll, key) {
-                Ok(n) => my_bytes += n as u64,
-                Err(_) => {
-                    // Closed or reset by the client: dropping the fd
-                    // closes it and removes it from epoll.
-                    conns.remove(&key);
-                }
+            if echo(c, &mut buf, &epoll, key, &mut my_bytes).is_err() {
+                // Closed or reset by the client: dropping the fd closes
+                // it and removes it from epoll.
+                conns.remove(&key);
             }
         }
     }
@@ -156,16 +153,17 @@ fn serve_thread(
     Ok(())
 }
 
-/// Sends what waits, then reads and echoes what came; returns the bytes
-/// echoed, or an error when the connection is over.
-fn echo(c: &mut Conn, buf: &mut [u8], epoll: &Epoll, key: u64) -> io::Result<usize> {
+/// Sends what waits, then reads and echoes what came, adding the bytes
+/// echoed to `echoed` (also when the connection ends in the same call:
+/// the client may close as soon as it has its last echo); an error when
+/// the connection is over.
+fn echo(c: &mut Conn, buf: &mut [u8], epoll: &Epoll, key: u64, echoed: &mut u64) -> io::Result<()> {
     let fd = c.fd.as_raw_fd();
-    let mut echoed = 0;
     if !c.backlog.is_empty() {
         match sys::send(fd, &c.backlog) {
             Ok(w) => {
                 c.backlog.drain(..w);
-                echoed += w;
+                *echoed += w as u64;
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(e),
@@ -187,7 +185,7 @@ fn echo(c: &mut Conn, buf: &mut [u8], epoll: &Epoll, key: u64) -> io::Result<usi
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
             Err(e) => return Err(e),
         };
-        echoed += w;
+        *echoed += w as u64;
         c.backlog.extend_from_slice(&buf[w..n]);
     }
     // Wait for room to send only while something waits; stop reading
@@ -201,5 +199,5 @@ fn echo(c: &mut Conn, buf: &mut [u8], epoll: &Epoll, key: u64) -> io::Result<usi
         epoll.modify(fd, want as u32, key)?;
         c.events = want as u32;
     }
-    Ok(echoed)
+    Ok(())
 }
