@@ -191,6 +191,15 @@ fn open_loop_latency_counts_from_the_scheduled_time_so_queueing_shows() {
     let max_ms = open.latency.max() as f64 / 1e6;
     assert!(max_ms > 400.0, "queueing hidden: max {max_ms} ms; {}", open.line());
     assert!(open.quantile_us(0.5) > 100_000.0, "{}", open.line());
+    // Measured from the actual send (mutilate's view), the queueing is
+    // gone: each answer took the server's 10 ms.
+    let service_p50_ms = open.service.value_at_quantile(0.5) as f64 / 1e6;
+    assert!(
+        (9.0..40.0).contains(&service_p50_ms),
+        "service p50 {service_p50_ms} ms; {}",
+        open.line()
+    );
+    assert!(open.line().contains("(from the actual send: p50 "), "{}", open.line());
 }
 
 #[test]
@@ -290,6 +299,7 @@ fn the_command_prints_a_summary_line_and_json() {
         "\"bytes_sent\":6400,",
         "\"bytes_received\":6400,",
         "\"p99.9\":",
+        "\"service_us\":{",
         "\"total\":0,",
     ] {
         assert!(stdout.contains(field), "no {field} in {stdout}");

@@ -51,6 +51,10 @@ struct Conn {
     events: u32,
     /// When the request in flight counts from, if there is one.
     origin: Option<Instant>,
+    /// When the request in flight started on this connection (its
+    /// connect in short mode, its first byte in persistent mode): the
+    /// origin of the service time, mutilate's view.
+    started: Instant,
     /// When the connect or request in flight times out.
     deadline: Instant,
     /// Persistent: when to reconnect after a failure.
@@ -107,6 +111,7 @@ pub fn run_thread(plan: &ThreadPlan, issued: &AtomicU64, start: Instant) -> Resu
                 state: State::Closed,
                 events: 0,
                 origin: None,
+                started: start,
                 deadline: start,
                 retry_at: None,
                 seq: 0,
@@ -297,6 +302,7 @@ impl Client<'_> {
         let timeout = self.plan.options.timeout;
         let c = &mut self.conns[i];
         c.origin = origin;
+        c.started = now;
         c.retry_at = None;
         c.deadline = now + timeout;
         match sys::connect_nonblocking(&self.plan.options.target) {
@@ -317,6 +323,9 @@ impl Client<'_> {
     fn begin_request(&mut self, i: usize, origin: Instant, now: Instant) {
         let c = &mut self.conns[i];
         c.origin = Some(origin);
+        if self.plan.options.mode == Mode::Persistent {
+            c.started = now;
+        }
         c.deadline = now + self.plan.options.timeout;
         c.seq = self.next_seq;
         self.next_seq += 1;
@@ -392,8 +401,8 @@ impl Client<'_> {
     fn complete(&mut self, i: usize, now: Instant) {
         let c = &mut self.conns[i];
         if let Some(origin) = c.origin.take() {
-            let ns = now.saturating_duration_since(origin).as_nanos();
-            self.out.record(u64::try_from(ns).unwrap_or(u64::MAX));
+            let ns = |from: Instant| u64::try_from(now.saturating_duration_since(from).as_nanos()).unwrap_or(u64::MAX);
+            self.out.record(ns(origin), ns(c.started));
         }
         match self.plan.options.mode {
             Mode::Short => {

@@ -89,6 +89,12 @@ pub struct Summary {
     /// or from the start of the request (closed loop; in short mode the
     /// connect), in nanoseconds.
     pub latency: Histogram<u64>,
+    /// Service time of answered requests: from the request's start on its
+    /// connection (short mode: the connect), in nanoseconds. Equal to
+    /// `latency` in a closed loop but for the client's own delay; in an
+    /// open loop it leaves out the wait for a connection (mutilate's
+    /// latency).
+    pub service: Histogram<u64>,
     /// Wall-clock seconds of the run.
     pub seconds: f64,
     /// CPU seconds (user + system) the client process used.
@@ -118,6 +124,7 @@ impl Summary {
             errors: Errors::default(),
             unsent: 0,
             latency: Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("fixed, valid histogram bounds"),
+            service: Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("fixed, valid histogram bounds"),
             seconds: 0.0,
             cpu_seconds: 0.0,
             mode: Mode::Persistent,
@@ -126,10 +133,12 @@ impl Summary {
         }
     }
 
-    /// Records an answered request's latency.
-    pub fn record(&mut self, latency_ns: u64) {
+    /// Records an answered request's latency (from its scheduled time)
+    /// and service time (from its start on its connection).
+    pub fn record(&mut self, latency_ns: u64, service_ns: u64) {
         self.completed += 1;
         self.latency.saturating_record(latency_ns.clamp(1, MAX_LATENCY_NS));
+        self.service.saturating_record(service_ns.clamp(1, MAX_LATENCY_NS));
     }
 
     /// Adds another thread's counts and histogram.
@@ -142,6 +151,7 @@ impl Summary {
         self.errors.merge(&o.errors);
         // Same bounds on both sides: adding cannot fail.
         let _ = self.latency.add(&o.latency);
+        let _ = self.service.add(&o.service);
     }
 
     /// Answered requests per second.
@@ -187,6 +197,14 @@ impl Summary {
             self.bytes_received,
             self.errors.total(),
         );
+        if self.rate > 0.0 && !self.service.is_empty() {
+            let _ = write!(
+                s,
+                " (from the actual send: p50 {:.1} p99 {:.1})",
+                self.service.value_at_quantile(0.5) as f64 / 1000.0,
+                self.service.value_at_quantile(0.99) as f64 / 1000.0
+            );
+        }
         if let Some(first) = &self.errors.first {
             let _ = write!(s, " (first: {first})");
         }
@@ -203,8 +221,7 @@ impl Summary {
             concat!(
                 "{{\"mode\":\"{}\",\"rate\":{},\"size\":{},\"seconds\":{:.6},\"requests\":{},",
                 "\"throughput\":{:.3},\"connections\":{},\"bytes_sent\":{},\"bytes_received\":{},",
-                "\"unsent\":{},\"cpu_seconds\":{:.6},",
-                "\"latency_us\":{{\"p50\":{:.3},\"p90\":{:.3},\"p99\":{:.3},\"p99.9\":{:.3},\"max\":{:.3},\"mean\":{:.3}}},",
+                "\"unsent\":{},\"cpu_seconds\":{:.6},\"latency_us\":{},\"service_us\":{},",
                 "\"errors\":{{\"total\":{},\"refused\":{},\"reset\":{},\"timeout\":{},\"corrupt\":{},\"other\":{},\"first\":{}}}}}"
             ),
             self.mode.name(),
@@ -218,12 +235,8 @@ impl Summary {
             self.bytes_received,
             self.unsent,
             self.cpu_seconds,
-            self.quantile_us(0.5),
-            self.quantile_us(0.9),
-            self.quantile_us(0.99),
-            self.quantile_us(0.999),
-            self.max_us(),
-            if self.latency.is_empty() { 0.0 } else { self.latency.mean() / 1000.0 },
+            quantiles_json(&self.latency),
+            quantiles_json(&self.service),
             e.total(),
             e.refused,
             e.reset,
@@ -235,6 +248,23 @@ impl Summary {
     }
 }
 
+/// A histogram's p50, p90, p99, p99.9, max and mean in microseconds.
+fn quantiles_json(h: &Histogram<u64>) -> String {
+    let us = |ns: u64| ns as f64 / 1000.0;
+    if h.is_empty() {
+        return "{\"p50\":0,\"p90\":0,\"p99\":0,\"p99.9\":0,\"max\":0,\"mean\":0}".into();
+    }
+    format!(
+        "{{\"p50\":{:.3},\"p90\":{:.3},\"p99\":{:.3},\"p99.9\":{:.3},\"max\":{:.3},\"mean\":{:.3}}}",
+        us(h.value_at_quantile(0.5)),
+        us(h.value_at_quantile(0.9)),
+        us(h.value_at_quantile(0.99)),
+        us(h.value_at_quantile(0.999)),
+        us(h.max()),
+        h.mean() / 1000.0
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,7 +273,7 @@ mod tests {
     fn quantiles_come_from_the_recorded_latencies() {
         let mut s = Summary::new();
         for us in 1..=1000u64 {
-            s.record(us * 1000);
+            s.record(us * 1000, us * 500);
         }
         s.seconds = 2.0;
         assert_eq!(s.completed, 1000);
