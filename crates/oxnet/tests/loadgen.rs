@@ -131,6 +131,23 @@ fn closed_loop_short_connections_one_request_each_and_ipv6() {
 }
 
 #[test]
+fn requests_of_a_mebibyte_come_back_whole_in_both_modes() {
+    // The largest request (--size's maximum). On loopback Linux's
+    // buffers grow to hold it; where they do not (small windows), the
+    // client reads the echo while it is still sending, so it cannot
+    // stall (client.rs, Sending).
+    let addr = echo_server("127.0.0.1");
+    for mode in [Mode::Persistent, Mode::Short] {
+        let mut o = options(addr, mode);
+        o.requests = Some(6);
+        o.connections = 2;
+        o.size = 1 << 20;
+        let s = loadgen::run(&o).unwrap();
+        assert_exact(&s, 6, 1 << 20);
+    }
+}
+
+#[test]
 fn open_loop_sends_at_the_rate_for_one_second() {
     let addr = echo_server("127.0.0.1");
     for (mode, arrival) in [

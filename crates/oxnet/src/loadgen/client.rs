@@ -355,7 +355,11 @@ impl Client<'_> {
                     self.out.bytes_sent += w as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.register(i, libc::EPOLLOUT as u32);
+                    // Read the echo while waiting for room: a large
+                    // request would otherwise fill both directions'
+                    // buffers and stall (the server stops reading when
+                    // its replies cannot go out).
+                    self.register(i, (libc::EPOLLOUT | libc::EPOLLIN | libc::EPOLLRDHUP) as u32);
                     return;
                 }
                 Err(e) => return self.fail(i, "send", &e, now),
@@ -369,6 +373,9 @@ impl Client<'_> {
             let c = &mut self.conns[i];
             let Some(fd) = c.fd.as_ref() else { return };
             let want = (size - c.got).min(self.buf.len());
+            if want == 0 {
+                return;
+            }
             match sys::read(fd.as_raw_fd(), &mut self.buf[..want]) {
                 Ok(0) => {
                     let e = io::Error::from_raw_os_error(libc::ECONNRESET);
@@ -466,7 +473,14 @@ impl Client<'_> {
                     }
                 }
             }
-            State::Sending => self.send_more(i, now),
+            State::Sending => {
+                if flags & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
+                    self.receive(i, now);
+                }
+                if self.conns[i].state == State::Sending {
+                    self.send_more(i, now);
+                }
+            }
             State::Receiving => self.receive(i, now),
             State::Idle => {
                 // Nothing should arrive on an idle connection.
