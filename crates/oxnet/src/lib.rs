@@ -9,6 +9,7 @@ pub mod commands;
 pub mod demo;
 pub mod frame;
 pub mod handler;
+pub mod loadgen;
 pub mod pcap;
 pub mod report;
 pub mod run;

@@ -171,6 +171,12 @@ enum Command {
     /// excluded) and mempool alloc + free per packet; prints a table,
     /// writes fwd.json and fwd.svg (needs valgrind; see docs/bench.md).
     Bench(oxnet::bench::BenchArgs),
+    /// TCP load on kernel sockets against an echo server: short
+    /// connections (connect, send, echo, reset) or persistent ones, open
+    /// loop at --rate (latency from each request's scheduled time) or
+    /// closed loop; HDR latency histogram, --json. --serve-echo PORT runs
+    /// the Linux epoll echo server it is compared with.
+    Loadgen(oxnet::loadgen::LoadgenArgs),
     /// Bind a PCI device to vfio-pci (IOMMU, oxnet then runs without
     /// root) or give it back to its kernel driver (needs root).
     Bind {
@@ -505,6 +511,7 @@ fn run(cli: Cli) -> oxnet_driver::Result<bool> {
             Ok(true)
         }
         Command::Bench(args) => oxnet::bench::main(&args),
+        Command::Loadgen(args) => oxnet::loadgen::main(&args).map_err(oxnet_driver::Error::Config),
         Command::Bind {
             to: BindCommand::Vfio { address, owner },
         } => {

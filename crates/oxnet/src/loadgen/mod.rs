@@ -1,0 +1,101 @@
+//! `oxnet loadgen`: a TCP load generator on kernel sockets, and the Linux
+//! echo server it is compared with (issue 11, item 8 and its benchmark).
+//!
+//! The client drives many non-blocking connections per thread with epoll:
+//!
+//! - `--mode short`: ClickNF's echo test: connect, send `--size` bytes,
+//!   wait for them back, close with a RST (SO_LINGER 0), repeat.
+//! - `--mode persistent`: `--connections` connections opened once, one
+//!   request of `--size` bytes outstanding per connection at a time.
+//!
+//! `--rate 0` is a closed loop (each connection starts its next request
+//! when the last one ends). `--rate R` is an open loop: request times are
+//! drawn in advance (Poisson or fixed inter-arrival) and latency counts
+//! from each request's *scheduled* time, so that a request that waits for
+//! a free connection has its queueing in its latency (no coordinated
+//! omission).
+//!
+//! Layout: [`options`] (the command line, checked), [`schedule`] (arrival
+//! times), [`client`] (one thread's connections), [`summary`] (histogram,
+//! summary line and JSON), [`serve`] (the epoll echo server). Later
+//! workloads (mutilate's key/value/inter-arrival distributions, memcached's
+//! protocols, issue 13) add a [`schedule::InterArrival`] variant and a
+//! request/response codec in place of the echo payload; the flags already
+//! carry mutilate's short names where they mean the same (`-s`, `-q`,
+//! `-t`, `-c`, `-T`).
+
+pub mod client;
+pub mod options;
+pub mod schedule;
+pub mod serve;
+pub mod summary;
+mod sys;
+
+pub use options::{LoadgenArgs, Mode, Options};
+pub use summary::Summary;
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Runs `oxnet loadgen` with its parsed arguments; returns whether the
+/// run succeeded (some request answered, or the echo server ran).
+pub fn main(args: &LoadgenArgs) -> Result<bool, String> {
+    // Ctrl-C ends a run early with its summary still printed.
+    crate::signal::install();
+    if let Some(port) = args.serve_echo {
+        let stats = serve::run(&args.serve_options(port)?)?;
+        eprintln!(
+            "oxnet loadgen: echo server: {} connections, {} bytes echoed",
+            stats.connections, stats.bytes
+        );
+        return Ok(true);
+    }
+    let options = args.options()?;
+    let summary = run(&options)?;
+    if args.json {
+        println!("{}", summary.json());
+    } else {
+        println!("{}", summary.line());
+    }
+    if summary.completed == 0 && summary.errors.total() > 0 {
+        eprintln!(
+            "oxnet loadgen: every request to {} failed: {}",
+            options.target,
+            summary.errors.first_message()
+        );
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// Runs the load described by `options` and returns what it measured.
+/// The run is bounded: it ends at `options.duration` or after
+/// `options.requests` requests, whichever comes first, and a request
+/// that is not answered within `options.timeout` counts as an error.
+pub fn run(options: &Options) -> Result<Summary, String> {
+    let issued = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let cpu_before = sys::process_cpu_seconds();
+    let handles: Vec<_> = (0..options.threads)
+        .map(|t| {
+            let plan = options.thread_plan(t);
+            let issued = Arc::clone(&issued);
+            std::thread::Builder::new()
+                .name(format!("loadgen{t}"))
+                .spawn(move || client::run_thread(&plan, &issued, start))
+                .map_err(|e| format!("cannot start a client thread: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+    let mut summary = Summary::new();
+    for h in handles {
+        let part = h.join().map_err(|_| "a client thread panicked".to_string())??;
+        summary.merge(&part);
+    }
+    summary.seconds = start.elapsed().as_secs_f64();
+    summary.cpu_seconds = sys::process_cpu_seconds() - cpu_before;
+    summary.mode = options.mode;
+    summary.rate = options.rate;
+    summary.size = options.size;
+    Ok(summary)
+}

@@ -1,0 +1,296 @@
+//! The command line of `oxnet loadgen`, and the checked options a run
+//! uses. Short flags follow mutilate where the meaning is the same (`-s`
+//! server, `-q` QPS, `-t` seconds, `-c` connections, `-T` threads), so
+//! issue 13's mutilate-style flags can join without renaming these.
+
+use super::schedule::InterArrival;
+use clap::{Args, ValueEnum};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+/// How connections are used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Connect, send, receive the echo, reset; one request per connection.
+    Short,
+    /// Connections opened once; request/response over each.
+    Persistent,
+}
+
+impl Mode {
+    /// The name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Short => "short",
+            Mode::Persistent => "persistent",
+        }
+    }
+}
+
+/// `oxnet loadgen`'s arguments (see `oxnet loadgen --help`).
+#[derive(Args, Debug)]
+pub struct LoadgenArgs {
+    /// The server, HOST:PORT (10.0.0.2:7, [fd00::2]:7, localhost:7).
+    #[arg(long, short = 's', value_parser = parse_target, required_unless_present = "serve_echo")]
+    pub target: Option<SocketAddr>,
+    /// short (connect, send, receive, reset) or persistent connections.
+    #[arg(long, value_enum, default_value_t = Mode::Persistent)]
+    pub mode: Mode,
+    /// Target requests per second over all threads (open loop); 0 is a
+    /// closed loop (each connection sends its next request when the last
+    /// is answered).
+    #[arg(long, short = 'q', visible_alias = "qps", default_value_t = 0.0)]
+    pub rate: f64,
+    /// Inter-arrival times of the open loop: poisson or fixed.
+    #[arg(long, value_enum, default_value_t = InterArrival::Poisson)]
+    pub arrival: InterArrival,
+    /// Connections (persistent) or connections open at once (short).
+    #[arg(long, short = 'c', default_value_t = 1)]
+    pub connections: usize,
+    /// Client threads (default 1); connections and rate are split
+    /// between them. With --serve-echo: server threads (default: one per
+    /// core this process may run on).
+    #[arg(long, short = 'T')]
+    pub threads: Option<usize>,
+    /// Seconds to run (default 10 unless --requests is given).
+    #[arg(long, short = 't', visible_alias = "duration", value_parser = crate::parse_seconds)]
+    pub seconds: Option<f64>,
+    /// Stop after this many requests (over all threads).
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// Bytes per request (and per echoed response).
+    #[arg(long, default_value_t = 64)]
+    pub size: usize,
+    /// Seconds a request may wait for its answer (and a connect for its
+    /// handshake) before it counts as an error.
+    #[arg(long, default_value_t = 5.0, value_parser = crate::parse_seconds)]
+    pub timeout: f64,
+    /// Seed of the open loop's inter-arrival times.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print one JSON object instead of the summary line.
+    #[arg(long)]
+    pub json: bool,
+    /// Instead of generating load: serve echo on this TCP port with epoll,
+    /// SO_REUSEPORT, one thread per core (or --threads), until
+    /// --seconds or Ctrl-C.
+    #[arg(long, value_name = "PORT", conflicts_with_all = ["target", "requests", "rate"])]
+    pub serve_echo: Option<u16>,
+    /// The echo server's address (default: [::], both families, or
+    /// 0.0.0.0 where IPv6 is off).
+    #[arg(long, requires = "serve_echo")]
+    pub bind: Option<std::net::IpAddr>,
+}
+
+/// The largest request: a bound on each connection's buffers.
+pub const MAX_SIZE: usize = 1 << 20;
+/// The most connections a run opens at once.
+pub const MAX_CONNECTIONS: usize = 100_000;
+/// The most client threads.
+pub const MAX_THREADS: usize = 256;
+/// The highest open-loop rate (requests per second).
+pub const MAX_RATE: f64 = 100e6;
+
+/// A checked load: what [`super::run`] executes.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The server.
+    pub target: SocketAddr,
+    /// Short or persistent connections.
+    pub mode: Mode,
+    /// Requests per second over all threads; 0 for a closed loop.
+    pub rate: f64,
+    /// The open loop's inter-arrival distribution.
+    pub arrival: InterArrival,
+    /// Connections (at once, in short mode) over all threads.
+    pub connections: usize,
+    /// Client threads.
+    pub threads: usize,
+    /// How long the run lasts at most.
+    pub duration: Option<Duration>,
+    /// How many requests the run makes at most.
+    pub requests: Option<u64>,
+    /// Bytes per request.
+    pub size: usize,
+    /// Per-request (and per-connect) time limit.
+    pub timeout: Duration,
+    /// Seed of the inter-arrival times.
+    pub seed: u64,
+}
+
+/// One thread's share of a load.
+#[derive(Clone, Debug)]
+pub struct ThreadPlan {
+    /// The load as a whole (requests and target are shared).
+    pub options: Options,
+    /// This thread's connections.
+    pub connections: usize,
+    /// This thread's rate (requests per second; 0 closed loop).
+    pub rate: f64,
+    /// This thread's seed.
+    pub seed: u64,
+}
+
+/// Parses HOST:PORT: an IPv4 or bracketed IPv6 address, or a name that
+/// resolves (the first address is used).
+pub fn parse_target(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = text.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    if !text.contains(':') {
+        return Err(format!("`{text}`: give HOST:PORT (10.0.0.2:7, [fd00::2]:7)"));
+    }
+    let mut found = text
+        .to_socket_addrs()
+        .map_err(|e| format!("`{text}` is not HOST:PORT that resolves ({e}); e.g. 10.0.0.2:7, [fd00::2]:7"))?;
+    found.next().ok_or_else(|| format!("`{text}`: the name has no address"))
+}
+
+impl LoadgenArgs {
+    /// Checks the arguments of a client run.
+    pub fn options(&self) -> Result<Options, String> {
+        let target = self.target.ok_or("--target HOST:PORT is required")?;
+        if target.port() == 0 {
+            return Err(format!("--target {target}: port 0 is not a server's port"));
+        }
+        if !(self.rate.is_finite() && (0.0..=MAX_RATE).contains(&self.rate)) {
+            return Err(format!(
+                "--rate {}: requests per second from 0 (closed loop) to {MAX_RATE}",
+                self.rate
+            ));
+        }
+        if self.connections == 0 || self.connections > MAX_CONNECTIONS {
+            return Err(format!(
+                "--connections {}: from 1 to {MAX_CONNECTIONS}",
+                self.connections
+            ));
+        }
+        let threads = self.threads.unwrap_or(1);
+        if threads == 0 || threads > MAX_THREADS {
+            return Err(format!("--threads {threads}: from 1 to {MAX_THREADS}"));
+        }
+        if threads > self.connections {
+            return Err(format!(
+                "--threads {threads} is more than --connections {}: each thread needs a connection",
+                self.connections
+            ));
+        }
+        if self.size == 0 || self.size > MAX_SIZE {
+            return Err(format!("--size {}: from 1 to {MAX_SIZE} bytes", self.size));
+        }
+        if self.requests == Some(0) {
+            return Err("--requests 0: nothing to do".into());
+        }
+        if self.timeout <= 0.0 {
+            return Err("--timeout must be more than 0 seconds".into());
+        }
+        let seconds = match (self.seconds, self.requests) {
+            (Some(s), _) => Some(s),
+            (None, Some(_)) => None,
+            (None, None) => Some(10.0),
+        };
+        Ok(Options {
+            target,
+            mode: self.mode,
+            rate: self.rate,
+            arrival: self.arrival,
+            connections: self.connections,
+            threads,
+            duration: seconds.map(Duration::from_secs_f64),
+            requests: self.requests,
+            size: self.size,
+            timeout: Duration::from_secs_f64(self.timeout),
+            seed: self.seed,
+        })
+    }
+
+    /// Checks the arguments of `--serve-echo PORT`.
+    pub fn serve_options(&self, port: u16) -> Result<super::serve::ServeOptions, String> {
+        // available_parallelism follows the affinity mask (taskset).
+        let threads = self
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        if threads == 0 || threads > MAX_THREADS {
+            return Err(format!("--threads {threads}: from 1 to {MAX_THREADS}"));
+        }
+        Ok(super::serve::ServeOptions {
+            port,
+            bind: self.bind,
+            threads,
+            duration: self.seconds.map(Duration::from_secs_f64),
+        })
+    }
+}
+
+impl Options {
+    /// Thread `t`'s share: connections and rate split evenly (the first
+    /// threads take the remainder of the connections).
+    pub fn thread_plan(&self, t: usize) -> ThreadPlan {
+        let base = self.connections / self.threads;
+        let extra = usize::from(t < self.connections % self.threads);
+        ThreadPlan {
+            options: self.clone(),
+            connections: base + extra,
+            rate: self.rate / self.threads as f64,
+            seed: self.seed.wrapping_add(t as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: LoadgenArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<Options, String> {
+        let mut all = vec!["loadgen"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all).map_err(|e| e.to_string())?.args.options()
+    }
+
+    #[test]
+    fn connections_and_rate_are_split_over_threads_exactly() {
+        let o = parse(&["-s", "10.0.0.2:7", "-c", "10", "-T", "3", "-q", "900"]).unwrap();
+        let plans: Vec<_> = (0..3).map(|t| o.thread_plan(t)).collect();
+        assert_eq!(plans.iter().map(|p| p.connections).collect::<Vec<_>>(), [4, 3, 3]);
+        assert!(plans.iter().all(|p| p.rate == 300.0));
+        assert_ne!(plans[0].seed, plans[1].seed, "threads draw different schedules");
+    }
+
+    #[test]
+    fn defaults_and_mutilate_style_flags() {
+        let o = parse(&["-s", "[fd00::2]:7"]).unwrap();
+        assert_eq!(o.target, "[fd00::2]:7".parse().unwrap());
+        assert_eq!((o.mode, o.size, o.connections, o.threads), (Mode::Persistent, 64, 1, 1));
+        assert_eq!(o.duration, Some(Duration::from_secs(10)), "bounded by default");
+        assert_eq!(o.rate, 0.0);
+        let o = parse(&["-s", "10.0.0.2:7", "--requests", "5"]).unwrap();
+        assert_eq!((o.duration, o.requests), (None, Some(5)));
+        let o = parse(&["-s", "10.0.0.2:7", "--qps", "10", "-t", "2", "--mode", "short"]).unwrap();
+        assert_eq!(
+            (o.rate, o.duration, o.mode),
+            (10.0, Some(Duration::from_secs(2)), Mode::Short)
+        );
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_flag() {
+        for (args, says) in [
+            (&["-s", "10.0.0.2:7", "--size", "2000000"][..], "--size 2000000"),
+            (&["-s", "10.0.0.2:7", "-c", "0"][..], "--connections 0"),
+            (&["-s", "10.0.0.2:7", "--requests", "0"][..], "--requests 0"),
+            (&["-s", "10.0.0.2:7", "--rate", "inf"][..], "--rate"),
+            (&["-s", "10.0.0.2:7", "--timeout", "0"][..], "--timeout"),
+            (&["-s", "10.0.0.2:7", "-T", "0"][..], "--threads 0"),
+        ] {
+            let e = parse(args).expect_err(says);
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+    }
+}
