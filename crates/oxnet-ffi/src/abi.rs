@@ -396,6 +396,8 @@ pub unsafe extern "C" fn oxnet_getsockopt(
 /// `h` a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn oxnet_fcntl(h: *mut OxnetStack, fd: c_int, cmd: c_int, arg: c_long) -> c_int {
+    // c_long is i64 on LP64 only: the conversion is for 32-bit targets.
+    #[allow(clippy::useless_conversion)]
     entry_int(|| stack(h)?.fcntl(fd, cmd, i64::from(arg)))
 }
 
@@ -461,7 +463,13 @@ pub unsafe extern "C" fn oxnet_epoll_wait(
         }
         let ready = s.epoll_wait(epfd, max)?;
         for (i, (ev, data)) in ready.iter().enumerate() {
-            std::ptr::write_unaligned(events.add(i), libc::epoll_event { events: *ev, u64: *data });
+            std::ptr::write_unaligned(
+                events.add(i),
+                libc::epoll_event {
+                    events: *ev,
+                    u64: *data,
+                },
+            );
         }
         Ok(ready.len() as i64)
     })
@@ -473,7 +481,12 @@ pub unsafe extern "C" fn oxnet_epoll_wait(
 /// # Safety
 /// `h` a live handle; `fds` points to `nfds` entries.
 #[no_mangle]
-pub unsafe extern "C" fn oxnet_poll(h: *mut OxnetStack, fds: *mut libc::pollfd, nfds: libc::nfds_t, _timeout: c_int) -> c_int {
+pub unsafe extern "C" fn oxnet_poll(
+    h: *mut OxnetStack,
+    fds: *mut libc::pollfd,
+    nfds: libc::nfds_t,
+    _timeout: c_int,
+) -> c_int {
     entry_int(|| {
         let s = stack(h)?;
         let n = usize::try_from(nfds).map_err(|_| libc::EINVAL)?;

@@ -125,10 +125,8 @@ impl Net {
             output: output.clone(),
         };
         let config = "src :: FfiSource -> tcp :: TCPStack -> out :: FfiSink;\n";
-        let flat = oxnet_graph::lang::compile("oxnet-ffi.click", config, &[], &|c: &str| {
-            registry.create(c).is_some()
-        })
-        .map_err(|e| e.to_string())?;
+        let flat = oxnet_graph::lang::compile("oxnet-ffi.click", config, &[], &|c: &str| registry.create(c).is_some())
+            .map_err(|e| e.to_string())?;
         let mut router = Router::build(&flat, &registry).map_err(|e| e.0)?;
         router.use_simulated_time();
         // Right after the build, on this thread: this router's TCPInfo.

@@ -63,7 +63,10 @@ impl Options {
 /// What a descriptor holds.
 enum Object {
     /// Made by `socket`: its family (IPv6 or not) and where it is bound.
-    Fresh { v6: bool, bound: Option<IpEndpoint> },
+    Fresh {
+        v6: bool,
+        bound: Option<IpEndpoint>,
+    },
     Listener(TcpListener),
     Stream(TcpStream),
     Epoll(Epoll),
@@ -161,7 +164,10 @@ impl FfiStack {
     /// bind(2): remembers the endpoint (the family must be the socket's).
     pub fn bind(&mut self, fd: i32, local: IpEndpoint) -> CallResult {
         match &mut self.fd(fd)?.object {
-            Object::Fresh { v6, bound: bound @ None } => {
+            Object::Fresh {
+                v6,
+                bound: bound @ None,
+            } => {
                 if local.addr.is_ipv4() == *v6 {
                     return Err(libc::EAFNOSUPPORT);
                 }
@@ -305,7 +311,12 @@ impl FfiStack {
     pub fn fcntl(&mut self, fd: i32, cmd: i32, arg: i64) -> CallResult {
         let entry = self.fd(fd)?;
         match cmd {
-            libc::F_GETFL => Ok(i64::from(libc::O_RDWR) | if entry.nonblocking { i64::from(libc::O_NONBLOCK) } else { 0 }),
+            libc::F_GETFL => Ok(i64::from(libc::O_RDWR)
+                | if entry.nonblocking {
+                    i64::from(libc::O_NONBLOCK)
+                } else {
+                    0
+                }),
             libc::F_SETFL => {
                 entry.nonblocking = arg & i64::from(libc::O_NONBLOCK) != 0;
                 Ok(0)
