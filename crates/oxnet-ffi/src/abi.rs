@@ -395,9 +395,9 @@ pub unsafe extern "C" fn oxnet_getsockopt(
 /// # Safety
 /// `h` a live handle.
 #[no_mangle]
+// c_long is i64 on LP64 only: the conversion is for 32-bit targets.
+#[allow(clippy::useless_conversion)]
 pub unsafe extern "C" fn oxnet_fcntl(h: *mut OxnetStack, fd: c_int, cmd: c_int, arg: c_long) -> c_int {
-    // c_long is i64 on LP64 only: the conversion is for 32-bit targets.
-    #[allow(clippy::useless_conversion)]
     entry_int(|| stack(h)?.fcntl(fd, cmd, i64::from(arg)))
 }
 

@@ -513,9 +513,9 @@ unsafe extern "C" fn pd_sendmsg(ud: Ud, fd: c_int, msg: *const libc::msghdr, fla
     }) as isize
 }
 
+// c_long is i64 on LP64 only: the conversion is for 32-bit targets.
+#[allow(clippy::useless_conversion)]
 unsafe extern "C" fn pd_fcntl(ud: Ud, fd: c_int, cmd: c_int, arg: c_long) -> c_int {
-    // c_long is i64 on LP64 only: the conversion is for 32-bit targets.
-    #[allow(clippy::useless_conversion)]
     guard(|| shim(ud)?.lock().0.fcntl(fd, cmd, i64::from(arg))) as c_int
 }
 
