@@ -425,7 +425,7 @@ pub unsafe extern "C" fn oxnet_epoll_ctl(
     epfd: c_int,
     op: c_int,
     fd: c_int,
-    event: *const libc::epoll_event,
+    event: *mut libc::epoll_event,
 ) -> c_int {
     entry_int(|| {
         let s = stack(h)?;

@@ -41,7 +41,7 @@ pub fn segment(flags: u8, seq: u32, ack: u32, payload: &[u8]) -> Vec<u8> {
     p.extend_from_slice(&LOCAL_PORT.to_be_bytes());
     p.extend_from_slice(&seq.to_be_bytes());
     p.extend_from_slice(&ack.to_be_bytes());
-    p.push(((20 + options.len()) / 4 << 4) as u8);
+    p.push((((20 + options.len()) / 4) << 4) as u8);
     p.push(flags);
     p.extend_from_slice(&65535u16.to_be_bytes());
     p.extend_from_slice(&[0, 0, 0, 0]);
