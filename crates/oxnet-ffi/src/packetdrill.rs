@@ -9,7 +9,7 @@
 //! | packetdrill's entry | what the shim does |
 //! |---|---|
 //! | `usleep(us)` | moves the simulated clock `us` forward (timers fire on the way, each at its time) |
-//! | `gettimeofday(tv, tz)` | the simulated clock, from [`EPOCH_US`] |
+//! | `gettimeofday(tv, tz)` | the simulated clock, from [`EPOCH_US`]; then moves it on [`GETTIMEOFDAY_TICK_US`] (packetdrill spins on it) |
 //! | `netdev_send(buf, n)` | the IP packet packetdrill injects, into the stack (`oxnet_stack_input`) |
 //! | `netdev_receive(buf, &n, &t)` | the next IP packet the stack sent and its time; if none, the clock moves from TCP timer to TCP timer until one is sent, [`MAX_SNIFF_WAIT_US`] at most (then -1 ETIMEDOUT) |
 //! | `socket`, `bind`, `listen`, `accept`, `connect`, `close`, `shutdown`, `fcntl`, `getsockopt`, `setsockopt`, `epoll_*`, `poll` | the C ABI's calls (`crate::stack`) |
@@ -34,10 +34,19 @@
 //! takes the shim's mutex, so calls from packetdrill's two threads run
 //! one at a time.
 //!
-//! # so_flags
-//! A comma-separated list: `local4=A.B.C.D` and `local6=IPV6` set the
-//! stack's own addresses (by default packetdrill's defaults for the
-//! local end, 192.168.0.1 and fd3d:fa7b:d17d::1); other words are ignored.
+//! # so_flags, and packetdrill's own flags
+//! `--so_flags` is a comma-separated list: `local4=A.B.C.D` and
+//! `local6=IPV6` set the stack's own addresses (by default 192.168.0.1
+//! and fd3d:fa7b:d17d::1, the ones oxnet's script runner uses); other
+//! words are ignored. packetdrill picks a random local address in
+//! 192.168.0.0/16 (or fd3d:fa7b:d17d::/48) unless told (its `config.c`),
+//! and binds and connects from it, so give it the stack's:
+//! `packetdrill --so_filename=target/debug/liboxnet_ffi.so
+//! --ip_version=ipv4 --local_ip=192.168.0.1 script.pkt` (the remote end
+//! stays packetdrill's default, 192.0.2.1; with `--ip_version=ipv6`,
+//! `--local_ip=fd3d:fa7b:d17d::1`, remote 2001:db8::1).
+//! `--ip_version=ipv4-mapped-ipv6` is not supported (AF_INET6 sockets
+//! with IPv4 on the wire).
 
 use crate::abi::set_errno;
 use crate::sockaddr;
@@ -55,6 +64,13 @@ pub const EPOCH_US: u64 = 1_600_000_000_000_000;
 /// How long netdev_receive lets simulated time run for a packet (the
 /// same bound as oxnet's script runner gives a `*`-timed packet).
 pub const MAX_SNIFF_WAIT_US: u64 = 120_000_000;
+
+/// How far each gettimeofday moves the clock, after reading it.
+/// packetdrill waits for an event by usleep until shortly before it, then
+/// spins on gettimeofday (its `wait_for_event`; before the first event
+/// it only spins): a clock that a reading does not move would spin it
+/// forever.
+pub const GETTIMEOFDAY_TICK_US: u64 = 1;
 
 /// Real milliseconds without the clock moving after which a waiting call
 /// moves it itself.
@@ -647,10 +663,15 @@ unsafe extern "C" fn pd_usleep(ud: Ud, us: c_uint) -> c_int {
 
 unsafe extern "C" fn pd_gettimeofday(ud: Ud, tv: *mut libc::timeval, _tz: *mut c_void) -> c_int {
     guard(|| {
-        let now = EPOCH_US + shim(ud)?.lock().0.net.now();
         let tv = tv.as_mut().ok_or(libc::EFAULT)?;
+        let s = &mut shim(ud)?.lock().0;
+        let sim = s.net.now();
+        let now = EPOCH_US + sim;
         tv.tv_sec = (now / 1_000_000) as libc::time_t;
         tv.tv_usec = (now % 1_000_000) as libc::suseconds_t;
+        // Each reading moves the clock on a tick: packetdrill spins on
+        // gettimeofday until an event's time (run.c, wait_for_event).
+        s.net.advance_to(sim + GETTIMEOFDAY_TICK_US)?;
         Ok(0)
     }) as c_int
 }

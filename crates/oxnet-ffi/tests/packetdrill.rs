@@ -100,7 +100,8 @@ fn a_passive_open_exchange_through_the_function_table() {
         // +0 > S. 0:0(0) ack 1
         let (synack, t) = receive(&ifc);
         assert_eq!((synack.flags, synack.ack), (SYN | ACK, PEER_ISN + 1));
-        assert_eq!(t, start + 100_000, "the SYN-ACK is stamped with the clock");
+        // The clock: 1 µs for the reading at the start, then the usleep.
+        assert_eq!(t, start + 1 + 100_000, "the SYN-ACK is stamped with the clock");
         let iss = synack.seq;
         // +0 accept(3, ..., ...) = 4: blocks, on packetdrill's syscall
         // thread, until the ACK below.
@@ -134,6 +135,7 @@ fn a_passive_open_exchange_through_the_function_table() {
             t - before
         );
         assert_eq!(now(&ifc), t, "the clock stopped when the ACK went");
+        assert_eq!(now(&ifc), t + 1, "each reading moves it a tick");
         // +0 read(4, ..., 10) = 10
         let mut buf = [0u8; 10];
         assert_eq!(ifc.read.unwrap()(ud, c, buf.as_mut_ptr().cast(), 10), 10);
@@ -186,22 +188,19 @@ fn receive_gives_up_after_its_wait_and_unsupported_calls_say_so() {
             events: libc::POLLIN,
             revents: 0,
         };
-        // poll with a timeout and nobody driving time: the shim moves the
-        // clock itself to the timeout (250 ms).
+        // A fresh socket polls as hung up: poll returns at once.
         let before = now(&ifc);
-        assert_eq!(
-            ifc.poll.unwrap()(ud, &mut pfd, 1, 250),
-            1,
-            "a fresh socket polls as hung up"
-        );
+        assert_eq!(ifc.poll.unwrap()(ud, &mut pfd, 1, 250), 1);
         assert_eq!(pfd.revents, libc::POLLHUP);
-        assert_eq!(now(&ifc), before);
+        assert_eq!(now(&ifc), before + 1, "poll did not wait (1: the reading's tick)");
+        // epoll_wait with nothing to report and nobody driving time: the
+        // shim moves the clock itself to the timeout, 250 ms.
         let ep = ifc.epoll_create.unwrap()(ud, 1);
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 2];
         assert_eq!(ifc.epoll_wait.unwrap()(ud, ep, events.as_mut_ptr(), 2, 250), 0);
         assert_eq!(
             now(&ifc),
-            before + 250_000,
+            before + 2 + 250_000,
             "epoll_wait waited 250 ms of simulated time"
         );
         assert_eq!(ifc.accept.unwrap()(ud, fd, null_mut(), null_mut()), -1);
