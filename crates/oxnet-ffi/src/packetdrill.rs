@@ -11,7 +11,7 @@
 //! | `usleep(us)` | moves the simulated clock `us` forward (timers fire on the way, each at its time) |
 //! | `gettimeofday(tv, tz)` | the simulated clock, from [`EPOCH_US`]; then moves it on [`GETTIMEOFDAY_TICK_US`] (packetdrill spins on it) |
 //! | `netdev_send(buf, n)` | the IP packet packetdrill injects, into the stack (`oxnet_stack_input`) |
-//! | `netdev_receive(buf, &n, &t)` | the next IP packet the stack sent and its time; if none, the clock moves from TCP timer to TCP timer until one is sent, [`MAX_SNIFF_WAIT_US`] at most (then -1 ETIMEDOUT) |
+//! | `netdev_receive(buf, &n, &t)` | the next IP packet the stack sent and its time; if none, the clock moves from TCP timer to TCP timer until one is sent, [`MAX_SNIFF_WAIT_US`] at most (then 0 with a count of 0: "received nothing", which fails the script) |
 //! | `socket`, `bind`, `listen`, `accept`, `connect`, `close`, `shutdown`, `fcntl`, `getsockopt`, `setsockopt`, `epoll_*`, `poll` | the C ABI's calls (`crate::stack`) |
 //! | `read`, `recv`, `recvfrom`, `readv`, `recvmsg` | `read` into the buffer(s) (no address, no control data) |
 //! | `write`, `send`, `sendto`, `writev`, `sendmsg` | `write` of the buffer(s) (the address is not used) |
@@ -200,8 +200,9 @@ impl Shim {
 
     /// A call on `fd` that returns EAGAIN when it would block, made as
     /// `fd`'s blocking flag says.
-    fn call(&self, fd: c_int, mut f: impl FnMut(&mut FfiStack) -> CallResult) -> CallResult {
-        let blocking = !self.lock().0.is_nonblocking(fd)?;
+    /// `dontwait` (MSG_DONTWAIT) makes this one call non-blocking.
+    fn call(&self, fd: c_int, dontwait: bool, mut f: impl FnMut(&mut FfiStack) -> CallResult) -> CallResult {
+        let blocking = !dontwait && !self.lock().0.is_nonblocking(fd)?;
         let r = self.wait(blocking, None, |s| match f(s) {
             Err(libc::EAGAIN) => Ok(None),
             other => other.map(Some),
@@ -324,7 +325,7 @@ unsafe extern "C" fn pd_accept(ud: Ud, fd: c_int, addr: *mut libc::sockaddr, len
         }
         let sh = shim(ud)?;
         let mut peer = None;
-        let newfd = sh.call(fd, |s| {
+        let newfd = sh.call(fd, false, |s| {
             let (fd, p) = s.accept(fd)?;
             peer = Some(p);
             Ok(fd)
@@ -359,7 +360,7 @@ unsafe extern "C" fn pd_connect(ud: Ud, fd: c_int, addr: *const libc::sockaddr, 
 }
 
 /// Reads into each of `bufs` in turn (one wait at most, for the first).
-unsafe fn read_iov(ud: Ud, fd: c_int, iov: &[libc::iovec]) -> CallResult {
+unsafe fn read_iov(ud: Ud, fd: c_int, iov: &[libc::iovec], dontwait: bool) -> CallResult {
     let sh = shim(ud)?;
     let mut total = 0i64;
     for (i, v) in iov.iter().enumerate() {
@@ -371,7 +372,7 @@ unsafe fn read_iov(ud: Ud, fd: c_int, iov: &[libc::iovec]) -> CallResult {
         }
         let buf = std::slice::from_raw_parts_mut(v.iov_base.cast::<u8>(), v.iov_len);
         let r = if i == 0 || total == 0 {
-            sh.call(fd, |s| s.read(fd, buf))
+            sh.call(fd, dontwait, |s| s.read(fd, buf))
         } else {
             sh.lock().0.read(fd, buf)
         };
@@ -390,11 +391,38 @@ unsafe fn read_iov(ud: Ud, fd: c_int, iov: &[libc::iovec]) -> CallResult {
     Ok(total)
 }
 
-/// Writes each of `bufs`; a blocking descriptor waits until all is queued.
-unsafe fn write_iov(ud: Ud, fd: c_int, iov: &[libc::iovec]) -> CallResult {
+/// The most bytes of an iovec array gathered into one write: the bound
+/// on what a writev makes the shim allocate.
+const MAX_GATHER: usize = 1 << 20;
+
+/// Writes the buffers of `iov` as one stream of bytes (gathered, so that
+/// a writev is one write to the stack, as it is to Linux's: the first
+/// buffer does not leave alone); a blocking descriptor waits until all is
+/// queued, a non-blocking one stops at the first EAGAIN.
+unsafe fn write_iov(ud: Ud, fd: c_int, iov: &[libc::iovec], dontwait: bool) -> CallResult {
     let sh = shim(ud)?;
-    let blocking = !sh.lock().0.is_nonblocking(fd)?;
+    let blocking = !dontwait && !sh.lock().0.is_nonblocking(fd)?;
     let mut total = 0i64;
+    let mut chunk: Vec<u8> = Vec::new();
+    // Writes the gathered chunk; Ok(false) once a write took less.
+    let flush = |chunk: &mut Vec<u8>, total: &mut i64| -> Result<bool, i32> {
+        let mut data = &chunk[..];
+        while !data.is_empty() {
+            match sh.call(fd, dontwait, |s| s.write(fd, data)) {
+                Ok(n) => {
+                    *total += n;
+                    data = &data[n as usize..];
+                }
+                Err(_) if *total > 0 => return Ok(false),
+                Err(e) => return Err(e),
+            }
+            if !blocking && !data.is_empty() {
+                return Ok(false);
+            }
+        }
+        chunk.clear();
+        Ok(true)
+    };
     for v in iov {
         if v.iov_len == 0 {
             continue;
@@ -404,21 +432,16 @@ unsafe fn write_iov(ud: Ud, fd: c_int, iov: &[libc::iovec]) -> CallResult {
         }
         let mut data = std::slice::from_raw_parts(v.iov_base.cast::<u8>(), v.iov_len);
         while !data.is_empty() {
-            match sh.call(fd, |s| s.write(fd, data)) {
-                Ok(n) => {
-                    total += n;
-                    data = &data[n as usize..];
-                }
-                Err(_) if total > 0 => return Ok(total),
-                Err(e) => return Err(e),
-            }
-            if !blocking {
-                break;
+            let take = (MAX_GATHER - chunk.len()).min(data.len());
+            chunk.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if chunk.len() == MAX_GATHER && !flush(&mut chunk, &mut total)? {
+                return Ok(total);
             }
         }
-        if !data.is_empty() {
-            break;
-        }
+    }
+    if !chunk.is_empty() {
+        flush(&mut chunk, &mut total)?;
     }
     Ok(total)
 }
@@ -444,27 +467,27 @@ unsafe fn iovecs<'a>(iov: *const libc::iovec, n: c_int) -> Result<&'a [libc::iov
     Ok(std::slice::from_raw_parts(iov, n))
 }
 
-/// recv/send flags: none is supported but MSG_NOSIGNAL (oxnet raises no
-/// signal anyway).
-fn check_flags(flags: c_int) -> Result<(), i32> {
-    if flags & !libc::MSG_NOSIGNAL != 0 {
+/// recv/send flags: MSG_DONTWAIT (this call does not wait: true) and
+/// MSG_NOSIGNAL (oxnet raises no signal anyway); others EOPNOTSUPP.
+fn check_flags(flags: c_int) -> Result<bool, i32> {
+    if flags & !(libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) != 0 {
         return Err(libc::EOPNOTSUPP);
     }
-    Ok(())
+    Ok(flags & libc::MSG_DONTWAIT != 0)
 }
 
 unsafe extern "C" fn pd_read(ud: Ud, fd: c_int, buf: *mut c_void, n: usize) -> isize {
-    guard(|| read_iov(ud, fd, &one(buf, n))) as isize
+    guard(|| read_iov(ud, fd, &one(buf, n), false)) as isize
 }
 
 unsafe extern "C" fn pd_readv(ud: Ud, fd: c_int, iov: *const libc::iovec, n: c_int) -> isize {
-    guard(|| read_iov(ud, fd, iovecs(iov, n)?)) as isize
+    guard(|| read_iov(ud, fd, iovecs(iov, n)?, false)) as isize
 }
 
 unsafe extern "C" fn pd_recv(ud: Ud, fd: c_int, buf: *mut c_void, n: usize, flags: c_int) -> isize {
     guard(|| {
-        check_flags(flags)?;
-        read_iov(ud, fd, &one(buf, n))
+        let dontwait = check_flags(flags)?;
+        read_iov(ud, fd, &one(buf, n), dontwait)
     }) as isize
 }
 
@@ -482,10 +505,10 @@ unsafe extern "C" fn pd_recvfrom(
 
 unsafe extern "C" fn pd_recvmsg(ud: Ud, fd: c_int, msg: *mut libc::msghdr, flags: c_int) -> isize {
     guard(|| {
-        check_flags(flags)?;
+        let dontwait = check_flags(flags)?;
         let m = msg.as_mut().ok_or(libc::EFAULT)?;
         let n = c_int::try_from(m.msg_iovlen).map_err(|_| libc::EINVAL)?;
-        let r = read_iov(ud, fd, iovecs(m.msg_iov, n)?)?;
+        let r = read_iov(ud, fd, iovecs(m.msg_iov, n)?, dontwait)?;
         m.msg_namelen = 0;
         m.msg_controllen = 0;
         m.msg_flags = 0;
@@ -494,17 +517,17 @@ unsafe extern "C" fn pd_recvmsg(ud: Ud, fd: c_int, msg: *mut libc::msghdr, flags
 }
 
 unsafe extern "C" fn pd_write(ud: Ud, fd: c_int, buf: *const c_void, n: usize) -> isize {
-    guard(|| write_iov(ud, fd, &one(buf, n))) as isize
+    guard(|| write_iov(ud, fd, &one(buf, n), false)) as isize
 }
 
 unsafe extern "C" fn pd_writev(ud: Ud, fd: c_int, iov: *const libc::iovec, n: c_int) -> isize {
-    guard(|| write_iov(ud, fd, iovecs(iov, n)?)) as isize
+    guard(|| write_iov(ud, fd, iovecs(iov, n)?, false)) as isize
 }
 
 unsafe extern "C" fn pd_send(ud: Ud, fd: c_int, buf: *const c_void, n: usize, flags: c_int) -> isize {
     guard(|| {
-        check_flags(flags)?;
-        write_iov(ud, fd, &one(buf, n))
+        let dontwait = check_flags(flags)?;
+        write_iov(ud, fd, &one(buf, n), dontwait)
     }) as isize
 }
 
@@ -522,10 +545,10 @@ unsafe extern "C" fn pd_sendto(
 
 unsafe extern "C" fn pd_sendmsg(ud: Ud, fd: c_int, msg: *const libc::msghdr, flags: c_int) -> isize {
     guard(|| {
-        check_flags(flags)?;
+        let dontwait = check_flags(flags)?;
         let m = msg.as_ref().ok_or(libc::EFAULT)?;
         let n = c_int::try_from(m.msg_iovlen).map_err(|_| libc::EINVAL)?;
-        write_iov(ud, fd, iovecs(m.msg_iov, n)?)
+        write_iov(ud, fd, iovecs(m.msg_iov, n)?, dontwait)
     }) as isize
 }
 
@@ -630,8 +653,13 @@ unsafe extern "C" fn pd_netdev_receive(ud: Ud, buf: *mut c_void, count: *mut usi
         while s.net.peek_sent().is_none() {
             let now = s.net.now();
             if now >= until {
+                // "Set @count to 0 if received nothing" (packetdrill.h):
+                // packetdrill then fails the script ("IP header overflows
+                // packet") instead of asking again for ever.
+                eprintln!("oxnet packetdrill shim: nothing sent in {MAX_SNIFF_WAIT_US} µs of simulated time");
                 *count = 0;
-                return Err(libc::ETIMEDOUT);
+                *time_us = i64::try_from(EPOCH_US + now).unwrap_or(i64::MAX);
+                return Ok(0);
             }
             let to = s.net.next_deadline().map_or(until, |d| d.min(until));
             s.net.advance_to(to)?;
