@@ -2,19 +2,11 @@
 //! `include/oxnet.h` and the cdylib, runs it, and fails if it fails (or
 //! if there is no `cc`: the test must not pass without running C).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-/// The directory holding `liboxnet_ffi.so`: the test binary's
-/// (`target/debug/deps`) or its parent.
-fn cdylib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's path");
-    let deps = exe.parent().expect("a directory").to_path_buf();
-    [deps.clone(), deps.parent().map(Path::to_path_buf).unwrap_or(deps)]
-        .into_iter()
-        .find(|d| d.join("liboxnet_ffi.so").exists())
-        .expect("liboxnet_ffi.so next to the test binary (cargo builds the cdylib for the tests)")
-}
+use common::cdylib_dir;
+use std::path::Path;
+use std::process::Command;
 
 #[test]
 fn echo_c_talks_to_the_stack_through_the_c_abi() {

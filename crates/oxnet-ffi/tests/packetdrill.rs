@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use oxnet_ffi::packetdrill::{packetdrill_interface_init, PacketdrillInterface, EPOCH_US, MAX_SNIFF_WAIT_US};
+use oxnet_ffi::packetdrill::{PacketdrillInterface, EPOCH_US, MAX_SNIFF_WAIT_US};
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
 
@@ -15,9 +15,23 @@ fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
+/// Loads `liboxnet_ffi.so` as packetdrill's so_testing.c does (dlopen
+/// with RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE | RTLD_DEEPBIND, dlsym of
+/// `packetdrill_interface_init`) and fills an interface with `flags`.
 fn init(flags: &std::ffi::CStr) -> PacketdrillInterface {
+    type Init = unsafe extern "C" fn(*const std::ffi::c_char, *mut PacketdrillInterface);
+    let path = std::ffi::CString::new(cdylib_dir().join("liboxnet_ffi.so").to_str().expect("a UTF-8 path"))
+        .expect("no NUL in the path");
     let mut ifc: PacketdrillInterface = unsafe { std::mem::zeroed() };
-    unsafe { packetdrill_interface_init(flags.as_ptr(), &mut ifc) };
+    unsafe {
+        let mode = libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NODELETE | libc::RTLD_DEEPBIND;
+        let handle = libc::dlopen(path.as_ptr(), mode);
+        assert!(!handle.is_null(), "dlopen {path:?} failed");
+        let sym = libc::dlsym(handle, c"packetdrill_interface_init".as_ptr());
+        assert!(!sym.is_null(), "packetdrill_interface_init is exported");
+        let init: Init = std::mem::transmute::<*mut c_void, Init>(sym);
+        init(flags.as_ptr(), &mut ifc);
+    }
     assert!(!ifc.userdata.is_null());
     ifc
 }

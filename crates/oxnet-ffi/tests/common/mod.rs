@@ -91,3 +91,18 @@ pub fn parse(p: &[u8]) -> Sent {
         payload: t[off..].to_vec(),
     }
 }
+
+/// The directory holding `liboxnet_ffi.so`: the test binary's
+/// (`target/debug/deps`) or its parent.
+pub fn cdylib_dir() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test's path");
+    let deps = exe.parent().expect("a directory").to_path_buf();
+    let up = deps
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| deps.clone());
+    [deps, up]
+        .into_iter()
+        .find(|d| d.join("liboxnet_ffi.so").exists())
+        .expect("liboxnet_ffi.so next to the test binary (cargo builds the cdylib for the tests)")
+}
