@@ -384,7 +384,8 @@ impl FfiStack {
             Object::Stream(s) => Ok(s),
             Object::Listener(l) => Ok(l),
             // A socket not yet listening or connected: nothing to watch
-            // in the stack (Linux would report EPOLLOUT | EPOLLHUP).
+            // in the stack, so epoll refuses it (EINVAL; Linux would
+            // report EPOLLOUT | EPOLLHUP). poll answers for it.
             Object::Fresh { .. } => Err(libc::EINVAL),
             Object::Epoll(_) => Err(libc::EINVAL),
         }
