@@ -509,3 +509,38 @@ pub unsafe extern "C" fn oxnet_poll(
         Ok(ready)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errno() -> i32 {
+        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+    }
+
+    #[test]
+    fn a_panic_becomes_minus_one_with_eio_and_an_error_its_errno() {
+        assert_eq!(entry(|| panic!("inside an entry")), -1);
+        assert_eq!(errno(), libc::EIO);
+        assert_eq!(entry(|| Err(libc::ENOTCONN)), -1);
+        assert_eq!(errno(), libc::ENOTCONN);
+        assert_eq!(entry(|| Ok(7)), 7);
+    }
+
+    #[test]
+    fn a_null_handle_is_efault_everywhere() {
+        unsafe {
+            let mut b = [0u8; 4];
+            assert_eq!(oxnet_stack_input(std::ptr::null_mut(), b.as_ptr(), 4), -1);
+            assert_eq!(errno(), libc::EFAULT);
+            assert_eq!(oxnet_stack_output(std::ptr::null_mut(), b.as_mut_ptr(), 4), -1);
+            assert_eq!(errno(), libc::EFAULT);
+            assert_eq!(oxnet_stack_advance(std::ptr::null_mut(), 5), -1);
+            assert_eq!(errno(), libc::EFAULT);
+            assert_eq!(oxnet_close(std::ptr::null_mut(), 3), -1);
+            assert_eq!(errno(), libc::EFAULT);
+            assert_eq!(oxnet_stack_now(std::ptr::null_mut()), 0);
+            oxnet_stack_free(std::ptr::null_mut());
+        }
+    }
+}
