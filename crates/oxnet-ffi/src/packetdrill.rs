@@ -770,7 +770,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn flags_set_the_local_addresses_and_default_to_packetdrills() {
+    fn flags_set_the_local_addresses_and_default_to_the_script_runners() {
         assert_eq!(parse_flags(""), (DEFAULT_LOCAL_V4, DEFAULT_LOCAL_V6));
         let (v4, v6) = parse_flags("foo,local4=10.0.0.2,local6=2001:db8::5");
         assert_eq!(v4, Ipv4Addr::new(10, 0, 0, 2));
