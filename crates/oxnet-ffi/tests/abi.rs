@@ -402,3 +402,46 @@ fn epoll_through_the_abi_reports_accept_and_data() {
         oxnet_stack_free(h);
     }
 }
+
+#[test]
+fn an_ipv6_connect_sends_a_syn_from_the_stacks_ipv6_address() {
+    let local6: std::net::Ipv6Addr = "fd3d:fa7b:d17d::1".parse().unwrap();
+    let remote6: std::net::Ipv6Addr = "2001:db8::1".parse().unwrap();
+    unsafe {
+        let h = oxnet_stack_new(null(), local6.octets().as_ptr());
+        assert!(!h.is_null());
+        let v4 = oxnet_socket(h, libc::AF_INET, libc::SOCK_STREAM, 0);
+        let a = sockaddr4(REMOTE, 80);
+        let ap = (&a as *const libc::sockaddr_in).cast();
+        assert_eq!(
+            check(oxnet_connect(h, v4, ap, SIN_LEN).into()),
+            Err(libc::EADDRNOTAVAIL),
+            "no IPv4 address given"
+        );
+        let fd = oxnet_socket(h, libc::AF_INET6, libc::SOCK_STREAM, 0);
+        let mut a6: libc::sockaddr_in6 = std::mem::zeroed();
+        a6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+        a6.sin6_port = 8080u16.to_be();
+        a6.sin6_addr.s6_addr = remote6.octets();
+        let len6 = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
+        let a6p = (&a6 as *const libc::sockaddr_in6).cast();
+        assert_eq!(
+            check(oxnet_connect(h, fd, a6p, SIN_LEN).into()),
+            Err(libc::EINVAL),
+            "short sockaddr_in6"
+        );
+        assert_eq!(check(oxnet_connect(h, fd, a6p, len6).into()), Err(libc::EINPROGRESS));
+        let mut buf = [0u8; 256];
+        let n = oxnet_stack_output(h, buf.as_mut_ptr(), buf.len());
+        assert!(n >= 60, "{n}");
+        // RFC 8200 §3: version 6, next header 6 (TCP), the addresses.
+        assert_eq!(buf[0] >> 4, 6);
+        assert_eq!(buf[6], 6);
+        assert_eq!(&buf[8..24], &local6.octets());
+        assert_eq!(&buf[24..40], &remote6.octets());
+        let tcp = &buf[40..n as usize];
+        assert_eq!(u16::from_be_bytes([tcp[2], tcp[3]]), 8080);
+        assert_eq!(tcp[13], SYN);
+        oxnet_stack_free(h);
+    }
+}
