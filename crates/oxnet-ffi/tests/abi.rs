@@ -326,19 +326,6 @@ fn active_open_reports_einprogress_ealready_eisconn() {
     }
 }
 
-/// Recomputes the TCP checksum of an IPv4 packet built by `segment`.
-fn fix_tcp_checksum(p: &mut [u8]) {
-    use oxnet_driver::offload::{fold, ones_sum};
-    p[36] = 0;
-    p[37] = 0;
-    let tcp_len = p.len() - 20;
-    let mut pseudo = Vec::new();
-    pseudo.extend_from_slice(&p[12..20]);
-    pseudo.extend_from_slice(&[0, 6, (tcp_len >> 8) as u8, tcp_len as u8]);
-    let sum = !fold(ones_sum(&p[20..], ones_sum(&pseudo, 0)));
-    p[36..38].copy_from_slice(&sum.to_be_bytes());
-}
-
 #[test]
 fn epoll_through_the_abi_reports_accept_and_data() {
     let h = new_stack();

@@ -240,3 +240,52 @@ fn receive_gives_up_after_its_wait_and_unsupported_calls_say_so() {
         ifc.free.unwrap()(ud);
     }
 }
+
+#[test]
+fn a_blocking_connect_waits_for_the_handshake() {
+    let ifc = init(c"local4=192.168.0.1");
+    let ud = ifc.userdata;
+    unsafe {
+        // 0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+        let fd = ifc.socket.unwrap()(ud, libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_TCP);
+        assert_eq!(fd, 3);
+        // +0 connect(3, ..., ...) = 0, on the syscall thread.
+        let connecter = {
+            let (ud, connect) = (Ud(ud), ifc.connect.unwrap());
+            std::thread::spawn(move || {
+                let ud = ud;
+                let a = libc::sockaddr_in {
+                    sin_family: libc::AF_INET as libc::sa_family_t,
+                    sin_port: REMOTE_PORT.to_be(),
+                    sin_addr: libc::in_addr {
+                        s_addr: u32::from(REMOTE).to_be(),
+                    },
+                    sin_zero: [0; 8],
+                };
+                let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+                connect(ud.0, 3, (&a as *const libc::sockaddr_in).cast(), len)
+            })
+        };
+        // The main thread goes on once the call blocks (packetdrill looks
+        // for the thread sleeping): the SYN is out by then.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(!connecter.is_finished(), "connect waits for the handshake");
+        // +0 > S 0:0(0) <...>
+        let (syn, _) = receive(&ifc);
+        assert_eq!(syn.flags, SYN);
+        assert_eq!((syn.src, syn.dst, syn.dport), (LOCAL, REMOTE, REMOTE_PORT));
+        // +.01 < S. 0:0(0) ack 1 win 65535 <mss 1000>
+        usleep(&ifc, 10_000);
+        let mut synack = segment(SYN | ACK, 5000, syn.seq + 1, &[]);
+        // From the peer's side: the ports are the connection's.
+        synack[20..22].copy_from_slice(&REMOTE_PORT.to_be_bytes());
+        synack[22..24].copy_from_slice(&syn.sport.to_be_bytes());
+        fix_tcp_checksum(&mut synack);
+        send(&ifc, &synack);
+        assert_eq!(connecter.join().expect("the connect thread"), 0);
+        // +0 > . 1:1(0) ack 1
+        let (ack, _) = receive(&ifc);
+        assert_eq!((ack.flags, ack.seq, ack.ack), (ACK, syn.seq + 1, 5001));
+        ifc.free.unwrap()(ud);
+    }
+}

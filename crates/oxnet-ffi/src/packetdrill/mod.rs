@@ -86,8 +86,11 @@ pub const MAX_SNIFF_WAIT_US: u64 = 120_000_000;
 pub const GETTIMEOFDAY_TICK_US: u64 = 1;
 
 /// Real milliseconds without the clock moving after which a waiting call
-/// moves it itself.
-pub const IDLE_REAL_MS: u64 = 50;
+/// moves it itself: packetdrill's main thread waits at most 1 s of real
+/// time for a blocking call to end (run_system_call.c,
+/// `await_idle_thread`), and a call that a timer ends (a SYN retried, a
+/// keepalive giving up) needs the clock to move meanwhile.
+pub const IDLE_REAL_MS: u64 = 200;
 
 /// Real milliseconds a blocking call waits at most.
 pub const MAX_BLOCK_REAL_MS: u64 = 10_000;
@@ -186,6 +189,7 @@ unsafe fn shim<'a>(ud: Ud) -> Result<&'a Shim, i32> {
 fn guard(f: impl FnOnce() -> CallResult) -> i64 {
     crate::abi::entry(f)
 }
+
 /// Parses `--so_flags` (see the module doc).
 fn parse_flags(flags: &str) -> (Ipv4Addr, Ipv6Addr) {
     let (mut v4, mut v6) = (DEFAULT_LOCAL_V4, DEFAULT_LOCAL_V6);

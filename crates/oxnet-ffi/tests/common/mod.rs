@@ -106,3 +106,15 @@ pub fn cdylib_dir() -> std::path::PathBuf {
         .find(|d| d.join("liboxnet_ffi.so").exists())
         .expect("liboxnet_ffi.so next to the test binary (cargo builds the cdylib for the tests)")
 }
+
+/// Recomputes the TCP checksum of an IPv4 packet built by `segment`.
+pub fn fix_tcp_checksum(p: &mut [u8]) {
+    p[36] = 0;
+    p[37] = 0;
+    let tcp_len = p.len() - 20;
+    let mut pseudo = Vec::new();
+    pseudo.extend_from_slice(&p[12..20]);
+    pseudo.extend_from_slice(&[0, 6, (tcp_len >> 8) as u8, tcp_len as u8]);
+    let sum = !fold(ones_sum(&p[20..], ones_sum(&pseudo, 0)));
+    p[36..38].copy_from_slice(&sum.to_be_bytes());
+}
