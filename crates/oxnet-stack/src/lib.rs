@@ -12,6 +12,7 @@
 //! | [`exec`] | the per-core executor: applications as `async` tasks beside the elements, woken by socket events ([`exec::Event`]), run in batches each round, in the router's (possibly simulated) time; [`exec::block_on`] for blocking callers |
 //! | [`neighbor`] | neighbour resolution: a neighbour cache with RFC 4861's states, ARP (ARPResolver) and Neighbor Discovery with duplicate address detection (NDResolver) |
 //! | [`wire`] | a typed view per header (Ethernet, ARP, IPv4, IPv6, ICMP, ICMPv6 and Neighbor Discovery, UDP, TCP and its options): parse checks lengths and never panics, emit writes |
+//! | [`plug`] | a router you plug bytes into (PlugSource, PlugSink, simulated time): for tests, the script runner and the C ABI |
 //! | [`script`] | script tests of TCP in a subset of packetdrill's language: the syntax tree, the parser (errors say line, column and what was expected), the printer back to text, and the runner that plays a script against TCPStack in simulated time ([`script::run_script`]) |
 //! | [`udp`] | UDP (RFC 768): input to sockets, output, sockets, an echo server |
 //! | [`tcp`] | TCP's state and elements (docs/stack.md) |
@@ -22,6 +23,7 @@ pub mod elements;
 pub mod exec;
 pub mod ip;
 pub mod neighbor;
+pub mod plug;
 pub mod script;
 pub mod tcp;
 pub mod udp;

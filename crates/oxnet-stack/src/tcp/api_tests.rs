@@ -13,7 +13,7 @@ const CPORT: u16 = 40000;
 /// The stack at SERVER listening on port 80 through a socket, and the
 /// router's executor.
 fn server() -> (Rig, TcpListener) {
-    let rig = Rig::new("src :: TestSource -> tcp :: TCPStack -> out :: TestSink; AppExecutor;");
+    let rig = Rig::new("src :: PlugSource -> tcp :: TCPStack -> out :: PlugSink; AppExecutor;");
     let listener = TcpListener::bind(&rig.info, IpEndpoint::new(SERVER, 80), 16).unwrap();
     (rig, listener)
 }
@@ -365,7 +365,7 @@ struct Pair {
 
 impl Pair {
     fn new() -> Pair {
-        let config = "src :: TestSource -> tcp :: TCPStack -> out :: TestSink; AppExecutor;";
+        let config = "src :: PlugSource -> tcp :: TCPStack -> out :: PlugSink; AppExecutor;";
         let server = Rig::new(config);
         let server_exec = crate::app::executor();
         let client = Rig::new(config);

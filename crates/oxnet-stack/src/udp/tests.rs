@@ -3,7 +3,7 @@
 use crate::tcp::elements::harness::{Rig, CLIENT, SERVER};
 use crate::wire::{Checksum, IpAddress, IpProtocol, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr};
 
-const CONFIG: &str = "src :: TestSource -> udp :: UDPInput -> out :: TestSink;
+const CONFIG: &str = "src :: PlugSource -> udp :: UDPInput -> out :: PlugSink;
 UDPOutput -> out;
 AppExecutor;
 echo :: UDPEchoServer(7);";
@@ -74,7 +74,7 @@ fn datagrams_are_echoed_to_their_sender_and_the_others_counted() {
 
 #[test]
 fn a_full_socket_queue_drops_and_counts() {
-    let mut rig = Rig::new("src :: TestSource -> udp :: UDPInput -> out :: TestSink;");
+    let mut rig = Rig::new("src :: PlugSource -> udp :: UDPInput -> out :: PlugSink;");
     let udp = super::info();
     let _socket = super::socket::UdpSocket::bind(&udp, crate::wire::IpEndpoint::new(SERVER, 7)).unwrap();
     let frames = (0..super::DEFAULT_QUEUE + 5)

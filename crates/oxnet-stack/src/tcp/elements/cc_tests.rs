@@ -13,7 +13,7 @@ const CPORT: u16 = 40000;
 /// algorithm new connections start with.
 fn echo_rig(ecn: bool, congestion: Algorithm, stack: &str) -> Rig {
     let config =
-        format!("src :: TestSource -> tcp :: {stack} -> out :: TestSink;\nAppExecutor;\necho :: TCPEchoServer(7);");
+        format!("src :: PlugSource -> tcp :: {stack} -> out :: PlugSink;\nAppExecutor;\necho :: TCPEchoServer(7);");
     let rig = Rig::new(&config);
     let mut info = rig.info.borrow_mut();
     info.settings.ecn = ecn;
@@ -255,7 +255,7 @@ fn cubic_stack() -> String {
 #[test]
 fn tcp_cubic_ack_makes_the_connection_cubic_and_a_loss_keeps_seven_tenths() {
     let config = format!(
-        "{}\nsrc :: TestSource -> tcp :: CubicStack -> out :: TestSink;\nAppExecutor;\necho :: TCPEchoServer(7);",
+        "{}\nsrc :: PlugSource -> tcp :: CubicStack -> out :: PlugSink;\nAppExecutor;\necho :: TCPEchoServer(7);",
         cubic_stack()
     );
     let mut rig = Rig::new(&config);

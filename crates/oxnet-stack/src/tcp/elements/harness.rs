@@ -6,97 +6,16 @@ use crate::wire::{
     Checksum, FlowKey, IpAddress, IpEndpoint, IpProtocol, Ipv4Packet, Ipv4Repr, TcpFlags, TcpOptions, TcpPacket,
     TcpRepr, TcpSeqNumber,
 };
-use oxnet_driver::PacketBatch;
-use oxnet_graph::element::{Element, PORTS_0_1, PORTS_1_0, PUSH};
-use oxnet_graph::{Ctx, Registry, Router};
+use oxnet_graph::Router;
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 use std::rc::Rc;
 
-pub type Frames = Rc<RefCell<VecDeque<Vec<u8>>>>;
+pub use crate::plug::{Flags, Frames};
 
-/// Metadata flags the source sets on every packet it makes (a device's
-/// receive checksum verdict, for instance).
-pub type Flags = Rc<std::cell::Cell<u32>>;
-
-struct TestSource(Frames, Flags);
-
-impl Element for TestSource {
-    fn class_name(&self) -> &'static str {
-        "TestSource"
-    }
-    fn port_count(&self) -> &'static str {
-        PORTS_0_1
-    }
-    fn processing(&self) -> &'static str {
-        PUSH
-    }
-    fn has_task(&self) -> bool {
-        true
-    }
-    fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        let mut batch = PacketBatch::with_capacity(32);
-        while let Some(bytes) = self.0.borrow_mut().pop_front() {
-            let mut p = ctx.pool().alloc().expect("test pool");
-            p.set_len(bytes.len()).unwrap();
-            p.copy_from_slice(&bytes);
-            // An IP packet gets its header marks as the IP layer would set
-            // them; an Ethernet frame (type at 12..14) goes as it is, for
-            // the IP layer's own input elements.
-            if bytes[0] >> 4 == 4 {
-                let ihl = ((bytes[0] & 0x0f) as usize) * 4;
-                p.set_network_header(0, ihl).unwrap();
-            } else if bytes[0] >> 4 == 6 && bytes.len() >= 40 {
-                p.set_network_header(0, 40).unwrap();
-            }
-            p.meta_mut().flags |= self.1.get();
-            batch.push(p);
-        }
-        let worked = !batch.is_empty();
-        ctx.push(0, batch);
-        worked
-    }
-}
-
-struct TestSink(Frames);
-
-impl Element for TestSink {
-    fn class_name(&self) -> &'static str {
-        "TestSink"
-    }
-    fn port_count(&self) -> &'static str {
-        PORTS_1_0
-    }
-    fn processing(&self) -> &'static str {
-        PUSH
-    }
-    fn push(&mut self, _port: usize, batch: &mut PacketBatch, _ctx: &mut Ctx<'_>) {
-        for p in batch.iter() {
-            self.0.borrow_mut().push_back(p.to_vec());
-        }
-        batch.clear();
-    }
-}
-
-struct WithTest {
-    input: Frames,
-    output: Frames,
-    flags: Flags,
-}
-
-impl Registry for WithTest {
-    fn create(&self, class: &str) -> Option<Box<dyn Element>> {
-        match class {
-            "TestSource" => Some(Box::new(TestSource(self.input.clone(), self.flags.clone()))),
-            "TestSink" => Some(Box::new(TestSink(self.output.clone()))),
-            _ => oxnet_graph::elements::Standard.create(class),
-        }
-    }
-}
-
-/// A router from `config` (which may use TestSource and TestSink), with
-/// simulated time; and the queues: frames to inject, frames that came out.
+/// A router from `config` (which may use PlugSource and PlugSink, see
+/// `crate::plug`), with simulated time; and the queues: frames to
+/// inject, frames that came out.
 pub struct Rig {
     pub router: Router,
     pub input: Frames,
@@ -108,27 +27,13 @@ pub struct Rig {
 
 impl Rig {
     pub fn new(config: &str) -> Rig {
-        crate::elements::register();
-        let input = Frames::default();
-        let output = Frames::default();
-        let flags = Flags::default();
-        let registry = WithTest {
-            input: input.clone(),
-            output: output.clone(),
-            flags: flags.clone(),
-        };
-        let flat = oxnet_graph::lang::compile("t.click", config, &[], &|c: &str| registry.create(c).is_some())
-            .unwrap_or_else(|e| panic!("{e}"));
-        let mut router = Router::build(&flat, &registry).unwrap_or_else(|e| panic!("{e}"));
-        router.use_simulated_time();
-        // Right after the build, on this thread: this router's TCPInfo.
-        let info = crate::elements::shared::<crate::tcp::info::TcpInfo>();
+        let plug = crate::plug::Plug::build("t.click", config).unwrap_or_else(|e| panic!("{e}"));
         Rig {
-            router,
-            input,
-            output,
-            info,
-            flags,
+            router: plug.router,
+            input: plug.input,
+            output: plug.output,
+            info: plug.stack,
+            flags: plug.flags,
         }
     }
 

@@ -9,7 +9,7 @@ use crate::wire::{IpEndpoint, TcpFlags, TcpOptions, TcpSeqNumber};
 /// sink; its elements' handlers are read as `tcp/NAME.HANDLER` (the rig
 /// adds the `tcp/`).
 fn path() -> String {
-    "src :: TestSource -> tcp :: TCPStack -> out :: TestSink;".to_string()
+    "src :: PlugSource -> tcp :: TCPStack -> out :: PlugSink;".to_string()
 }
 
 const CPORT: u16 = 40000;
@@ -271,7 +271,7 @@ fn paws_rejects_an_old_timestamp() {
 /// Both paths, the timers and an echo server on the router's executor,
 /// through the TCPStack compound.
 fn echo_config() -> String {
-    "src :: TestSource -> tcp :: TCPStack -> out :: TestSink;
+    "src :: PlugSource -> tcp :: TCPStack -> out :: PlugSink;
 AppExecutor;
 echo :: TCPEchoServer(7);"
         .to_string()
@@ -720,10 +720,10 @@ fn several_segments_in_order_in_one_batch_are_all_delivered() {
 
 /// Through the IP layer: Ethernet frames in, IPv4Input, TCPStack, the
 /// ICMP responder and TCPIcmpError.
-const WITH_IP: &str = "src :: TestSource -> eth :: Classifier(12/0800, -);
+const WITH_IP: &str = "src :: PlugSource -> eth :: Classifier(12/0800, -);
 eth[1] -> Discard;
 eth[0] -> ip4 :: IPv4Input(10.0.0.2);
-ip4[0] -> tcp :: TCPStack -> out :: TestSink;
+ip4[0] -> tcp :: TCPStack -> out :: PlugSink;
 ip4[1] -> Discard;
 ip4[3] -> Discard;
 ip4[2] -> icmp :: ICMPv4Responder;
@@ -847,7 +847,7 @@ fn the_echo_client_and_server_on_one_stack_looped_back_move_every_byte() {
          tcp -> q :: Queue(4096) -> Unqueue -> tcp;
          srv :: TCPEchoServer(7, ADDR 10.0.0.2);
          cli :: TCPEchoClient(10.0.0.2, PORT 7, SRC 10.0.0.2, CONNECTIONS 12, BYTES 40000, CONCURRENCY 4, STOP true);
-         Idle -> out :: TestSink; TestSource -> Discard;",
+         Idle -> out :: PlugSink; PlugSource -> Discard;",
     );
     rig.router.run(&|| false);
     assert_eq!(rig.handler("cli.errors"), "");
