@@ -78,6 +78,9 @@ pub struct Tcb {
     pub snd_high: TcpSeqNumber,
     /// The peer's window, bytes (already scaled).
     pub snd_wnd: u32,
+    /// The largest window the peer has offered (RFC 5961 §5.2's
+    /// MAX.SND.WND).
+    pub max_snd_wnd: u32,
     /// Segment sequence and acknowledgment numbers of the last window
     /// update (§3.10.7.4, "fifth, check the ACK field").
     pub snd_wl1: TcpSeqNumber,
@@ -203,6 +206,7 @@ impl Tcb {
             snd_nxt: iss,
             snd_high: iss,
             snd_wnd: 0,
+            max_snd_wnd: 0,
             snd_wl1: TcpSeqNumber(0),
             snd_wl2: TcpSeqNumber(0),
             snd_wscale: 0,

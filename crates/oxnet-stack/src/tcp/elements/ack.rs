@@ -26,6 +26,7 @@ use oxnet_graph::Ctx;
 #[derive(Default)]
 pub struct ProcessAck {
     info: Option<Info>,
+    bad_acks: u64,
     established: u64,
     acked_bytes: u64,
     dup_acks: u64,
@@ -81,6 +82,7 @@ impl Element for ProcessAck {
                     tcb.rto_deadline = None;
                     tcb.rtt.after_syn_timeout();
                     tcb.snd_wnd = (seg.window as u32) << tcb.snd_wscale;
+                    tcb.max_snd_wnd = tcb.max_snd_wnd.max(tcb.snd_wnd);
                     tcb.snd_wl1 = seg.seq;
                     tcb.snd_wl2 = ack;
                     self.established += 1;
@@ -98,7 +100,11 @@ impl Element for ProcessAck {
                 // means up to SND.MAX: after a timeout SND.NXT went back to
                 // SND.UNA, and an ACK for data sent before it is good (it
                 // moves SND.NXT on).
-                if ack > tcb.snd_max() {
+                // RFC 5961 §5.2: an ACK too far below SND.UNA (more than
+                // the largest window the peer offered) is not from the peer
+                // either: the same answer.
+                if ack > tcb.snd_max() || ack < tcb.snd_una - tcb.max_snd_wnd.max(tcb.snd_wnd).max(1) as usize {
+                    self.bad_acks += 1;
                     return turn_into_ack(&mut p, tcb, now).then_some((1, p));
                 }
                 if ack > tcb.snd_nxt {
@@ -159,6 +165,7 @@ impl Element for ProcessAck {
                 if una <= ack && (tcb.snd_wl1 < seg.seq || (tcb.snd_wl1 == seg.seq && tcb.snd_wl2 <= ack)) {
                     let was_closed = tcb.snd_wnd == 0;
                     tcb.snd_wnd = (seg.window as u32) << tcb.snd_wscale;
+                    tcb.max_snd_wnd = tcb.max_snd_wnd.max(tcb.snd_wnd);
                     tcb.snd_wl1 = seg.seq;
                     tcb.snd_wl2 = ack;
                     // The window opened: no more probes; send what waits.
@@ -203,6 +210,7 @@ impl Element for ProcessAck {
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
         &[
             ("established", true, false),
+            ("bad_acks", true, false),
             ("acked_bytes", true, false),
             ("dup_acks", true, false),
             ("drops", true, false),
@@ -213,6 +221,7 @@ impl Element for ProcessAck {
             name,
             &[
                 ("established", self.established),
+                ("bad_acks", self.bad_acks),
                 ("acked_bytes", self.acked_bytes),
                 ("dup_acks", self.dup_acks),
                 ("drops", self.drops),

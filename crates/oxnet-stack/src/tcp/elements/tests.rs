@@ -857,3 +857,16 @@ fn the_echo_client_and_server_on_one_stack_looped_back_move_every_byte() {
     assert_eq!(rig.handler("srv.bytes"), "480000");
     assert_eq!(rig.handler("q.drops"), "0");
 }
+
+#[test]
+fn an_ack_far_below_snd_una_is_answered_and_changes_nothing() {
+    // RFC 5961 §5.2: more than MAX.SND.WND (65535 << 7 here) below SND.UNA.
+    let mut rig = rig_listening();
+    let iss = handshake(&mut rig);
+    let mut old = seg(CPORT, 80, 1001, Some((iss - 100_000_000usize).0), TcpFlags::empty(), 3);
+    old.options.timestamps = Some((120, 0));
+    let out = rig.exchange(vec![from_client(&old, b"xyz")]);
+    assert_eq!(out.len(), 1, "an ACK in answer");
+    assert_eq!(to_client(&out[0]).0.ack, Some(TcpSeqNumber(1001)), "its data not taken");
+    assert_eq!(rig.handler("ack.bad_acks"), "1");
+}
