@@ -22,7 +22,8 @@
 //! | TCPAckRequired | 1/1 | the ACK the segment asked for, or nothing |
 //! | TCPIcmpError | 1/0 | ICMP/ICMPv6 errors about our segments: path MTU, hard errors in the handshake, soft errors (RFC 1122 §4.2.3.9, RFC 5927) |
 //!
-//! The outgoing path and the timers are in [`send`].
+//! The outgoing path and the timers are in [`send`]; TCPSettings (the
+//! router's TCP settings from the configuration) in [`settings`].
 //!
 //! Every element's output carries packets with the TCB annotation set.
 //! Outputs that answer (ACK, RST, SYN-ACK) carry IP packets ready for the
@@ -42,6 +43,7 @@ pub mod lookup;
 pub mod reorder;
 pub mod rst_syn;
 pub mod send;
+pub mod settings;
 pub mod syn_sent;
 
 use super::info::TcpInfo;
@@ -102,6 +104,7 @@ pub const MODULE: Module = Module {
         "TCPRateControl",
         "TCPReordering",
         "TCPSegmentation",
+        "TCPSettings",
         "TCPStateDemux",
         "TCPSynSent",
         "TCPTimers",
@@ -127,6 +130,7 @@ pub const MODULE: Module = Module {
             "TCPOutput" => Box::new(send::Output::default()),
             "TCPRateControl" => Box::new(send::RateControl::default()),
             "TCPSegmentation" => Box::new(send::Segmentation::default()),
+            "TCPSettings" => Box::new(settings::Settings::default()),
             "TCPTimers" => Box::new(send::Timers::default()),
             "TCPStateDemux" => Box::new(syn_sent::StateDemux::default()),
             "TCPReordering" => Box::new(reorder::Reordering::default()),
