@@ -7,8 +7,11 @@
 //! noticed and the entry removed), and do not fail the test.
 //!
 //! A long run of the same bodies without libFuzzer (for a machine without
-//! cargo-fuzz): `cargo test -p oxnet-stack --test fuzz_replay -- --ignored`,
-//! with `OXNET_FUZZ_RUNS` inputs per target (default 100 000).
+//! cargo-fuzz): `cargo test -p oxnet-stack --release --test fuzz_replay --
+//! --ignored`, with `OXNET_FUZZ_RUNS` inputs per target (default 100 000;
+//! a tenth for the targets with a router), `OXNET_FUZZ_SEED`, and
+//! `OXNET_FUZZ_TARGET` to run one target only. An input that panics is
+//! written to the temporary directory, its path in the failure.
 
 use oxnet_stack::fuzzing::{run, TARGETS};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -75,8 +78,19 @@ fn mutated(rng: &mut Rng, corpus: &[Vec<u8>]) -> Vec<u8> {
     data
 }
 
-fn random_run(runs: u64, seed: u64) {
+/// `runs` inputs per target (a tenth of them for the targets that build
+/// a router per input, which costs ~15 ms: its packet pool), or only for
+/// `only` if given.
+fn random_run(runs: u64, seed: u64, only: Option<&str>) {
     for (t, target) in TARGETS.iter().enumerate() {
+        if only.is_some_and(|o| o != *target) {
+            continue;
+        }
+        let runs = if *target == "stack_wire_headers" {
+            runs
+        } else {
+            runs / 10
+        };
         let corpus: Vec<Vec<u8>> = files("corpus", target)
             .iter()
             .map(|p| std::fs::read(p).unwrap())
@@ -122,10 +136,11 @@ fn corpus_and_regressions_replay() {
     }
 }
 
-/// A bounded random run per target (seeded; about a second in all).
+/// A bounded random run per target (seeded): 1000 inputs of wire
+/// headers, 100 of each other target (a few seconds in a debug build).
 #[test]
 fn seeded_random_inputs() {
-    random_run(300, 0x0A0E_5700);
+    random_run(1000, 0x0A0E_5700, None);
 }
 
 /// The long run (see the file's doc).
@@ -140,5 +155,6 @@ fn long_random_run() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0x5EED);
-    random_run(runs, seed);
+    let only = std::env::var("OXNET_FUZZ_TARGET").ok();
+    random_run(runs, seed, only.as_deref());
 }

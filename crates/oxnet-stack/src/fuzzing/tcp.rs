@@ -5,8 +5,8 @@
 //!
 //! * a segment from the client: flags, source port (the established
 //!   connection, a new connection to the listener, or a closed port),
-//!   sequence and acknowledgment numbers relative to the connection's
-//!   RCV.NXT and SND.NXT, window, options (MSS, window scale,
+//!   sequence and acknowledgment numbers relative to the flow's RCV.NXT
+//!   and SND.UNA (0: in sequence, a duplicate ACK), window, options (MSS, window scale,
 //!   SACK-permitted, timestamps, a SACK block), payload length;
 //! * time moving forward (the timers fire);
 //! * the application: read, write, shut down, drop a socket, accept.
@@ -72,7 +72,7 @@ struct Fuzz {
     listener: Option<TcpListener>,
     streams: Vec<TcpStream>,
     /// The established connection's numbers as the client last knew
-    /// them: its next sequence number, and what it acknowledges.
+    /// them (RCV.NXT and SND.UNA), for segments of a flow without a TCB.
     client_seq: TcpSeqNumber,
     client_ack: TcpSeqNumber,
     /// The client's timestamp clock (ms).
@@ -225,8 +225,22 @@ impl Fuzz {
             2 => (NEW_PORT + (port >> 2) as u16 % NEW_PORTS, 80),
             _ => (CPORT + 100 + (port >> 2) as u16 % 4, 81),
         };
-        let seq = TcpSeqNumber(self.client_seq.0.wrapping_add(seq_delta as u32));
-        let ack = TcpSeqNumber(self.client_ack.0.wrapping_add(ack_delta as u32));
+        // Relative to the flow's TCB if it has one (RCV.NXT, SND.UNA: in
+        // sequence, acknowledging nothing new), else to what the client
+        // last knew of the established connection.
+        let key = FlowKey {
+            local: IpEndpoint::new(SERVER, dport),
+            remote: IpEndpoint::new(CLIENT, sport),
+        };
+        let (seq_base, ack_base) = {
+            let info = self.info.borrow();
+            match info.lookup(&key).and_then(|r| info.tcbs.get(r)) {
+                Some(tcb) => (tcb.rcv_nxt, tcb.snd_una),
+                None => (self.client_seq, self.client_ack),
+            }
+        };
+        let seq = TcpSeqNumber(seq_base.0.wrapping_add(seq_delta as u32));
+        let ack = TcpSeqNumber(ack_base.0.wrapping_add(ack_delta as u32));
         let mut seg = segment(
             sport,
             dport,
@@ -297,7 +311,7 @@ impl Fuzz {
         };
         if let Some(tcb) = info.lookup(&key).and_then(|r| info.tcbs.get(r)) {
             self.client_seq = tcb.rcv_nxt;
-            self.client_ack = tcb.snd_nxt;
+            self.client_ack = tcb.snd_una;
         }
     }
 
