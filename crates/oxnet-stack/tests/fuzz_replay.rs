@@ -96,6 +96,7 @@ fn random_run(runs: u64, seed: u64, only: Option<&str>) {
             .map(|p| std::fs::read(p).unwrap())
             .collect();
         let mut rng = Rng(seed + t as u64);
+        let start = std::time::Instant::now();
         for i in 0..runs {
             let data = mutated(&mut rng, &corpus);
             if catch_unwind(AssertUnwindSafe(|| run(target, &data))).is_err() {
@@ -104,6 +105,7 @@ fn random_run(runs: u64, seed: u64, only: Option<&str>) {
                 panic!("{target}: input {i} panicked; written to {}", path.display());
             }
         }
+        eprintln!("{target}: {runs} inputs in {:.1?}", start.elapsed());
     }
 }
 

@@ -56,7 +56,7 @@ pub fn ip_input(data: &[u8]) {
         if kind % 5 == 4 {
             let b = r.u8();
             // 1 ms to ~34 s.
-            let us = ((b & 0x1f) as u64 + 1) * 1000 << ((b >> 5) * 3 / 2);
+            let us = (((b & 0x1f) as u64 + 1) * 1000) << ((b >> 5) * 3 / 2);
             let out = rig.advance(us);
             check_out(&out);
             check(&mut rig);
