@@ -696,7 +696,12 @@ fn tcp_seeds() -> Vec<(String, Vec<u8>)> {
         ),
         s(
             "write-then-duplicate-acks",
+            // The first data acknowledged first: duplicates of the ACK of
+            // a connection's first data are left to the timer (RFC 6582
+            // §3.2 step 1, tcp/newreno.rs).
             vec![
+                write(1000),
+                seg(ACK, 0, 0, 1000, 0),
                 write(11000),
                 seg(ACK, 0, 0, 0, 0),
                 seg(ACK, 0, 0, 0, 0),
