@@ -17,7 +17,9 @@
 //! limits (receive queue within the window, out-of-order queue within
 //! TCPReordering's bound and the window, send buffer within its limit);
 //! no timer left behind its deadline, and the timer set no bigger than
-//! three per connection per moment time stood at.
+//! three per connection per moment time stood at; the router's packet
+//! pool never empty (fewer packets go in than it holds: an empty pool
+//! means packets kept and lost).
 
 use super::rig::Rig;
 use super::Reader;
@@ -361,6 +363,10 @@ impl Fuzz {
                 assert!(at > now, "a {kind:?} timer due at {at} still waits at {now}");
             }
         }
+        // At most MAX_OPS packets go in, far fewer than the router's pool
+        // holds: a packet the source could not get is one the stack kept
+        // and lost.
+        assert_eq!(*self.rig.alloc_failures.borrow(), 0, "the router's pool ran dry");
         // An entry is added per arming and leaves at its deadline: at most
         // one per timer kind, connection and moment time stood at.
         let bound = 3 * self.tcbs_seen.len().max(1) * self.moments;
