@@ -51,8 +51,8 @@ impl Rng {
     }
 }
 
-/// A random input: a corpus file with a few bytes changed, cut or
-/// grown, or random bytes.
+/// A random input: a corpus file with a few bytes changed, cut, grown
+/// or followed by part of another, or random bytes.
 fn mutated(rng: &mut Rng, corpus: &[Vec<u8>]) -> Vec<u8> {
     let mut data = match rng.next() % 3 {
         0 | 1 if !corpus.is_empty() => corpus[(rng.next() % corpus.len() as u64) as usize].clone(),
@@ -67,6 +67,13 @@ fn mutated(rng: &mut Rng, corpus: &[Vec<u8>]) -> Vec<u8> {
             1 => {
                 let extra = (rng.next() % 32) as usize;
                 data.extend((0..extra).map(|_| rng.next() as u8));
+            }
+            // The tail of another corpus file: for the targets whose input
+            // is a sequence of operations, one sequence after another.
+            2 if !corpus.is_empty() => {
+                let other = &corpus[(rng.next() % corpus.len() as u64) as usize];
+                let from = (rng.next() % (other.len() as u64 + 1)) as usize;
+                data.extend_from_slice(&other[from..]);
             }
             _ if !data.is_empty() => {
                 let at = (rng.next() % data.len() as u64) as usize;
