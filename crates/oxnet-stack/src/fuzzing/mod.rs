@@ -40,7 +40,8 @@ pub fn run(name: &str, data: &[u8]) {
 }
 
 /// Reads fuzz bytes front to back; past the end every read gives zeros,
-/// so any input decodes to something.
+/// so any input decodes to something. A copy reads the same bytes again.
+#[derive(Clone, Copy)]
 pub struct Reader<'a> {
     data: &'a [u8],
 }

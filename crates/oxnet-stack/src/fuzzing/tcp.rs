@@ -9,7 +9,9 @@
 //!   and SND.UNA (0: in sequence, a duplicate ACK), window, options (MSS, window scale,
 //!   SACK-permitted, timestamps, a SACK block), payload length;
 //! * time moving forward (the timers fire);
-//! * the application: read, write, shut down, drop a socket, accept.
+//! * the application: read, write, shut down, drop a socket, accept;
+//! * a burst: one segment sent up to 8160 times (a flood of small
+//!   segments).
 //!
 //! After every operation: no panic; every packet out is a valid IPv4
 //! packet from the server to the client with a valid TCP segment
@@ -18,8 +20,9 @@
 //! TCPReordering's bound and the window, send buffer within its limit);
 //! no timer left behind its deadline, and the timer set no bigger than
 //! three per connection per moment time stood at; the router's packet
-//! pool never empty (fewer packets go in than it holds: an empty pool
-//! means packets kept and lost).
+//! pool never empty (what the stack holds is bounded by windows and
+//! queues far below the pool's size: an empty pool means buffers kept
+//! beyond those bounds).
 
 use super::rig::Rig;
 use super::Reader;
@@ -196,6 +199,7 @@ impl Fuzz {
                         }
                     }
                     2 if what & 0x80 != 0 => self.listener = None,
+                    3 => self.burst(r),
                     _ => {}
                 }
             }
@@ -203,6 +207,24 @@ impl Fuzz {
         // Time stood still: the timers had nothing due.
         let out = self.rig.settle();
         self.settled(out, false);
+    }
+
+    /// A flood: one segment (as [`Fuzz::segment_from_client`] reads it)
+    /// sent up to 8160 times, its numbers relative to the flow's state
+    /// at each send (so data in sequence stays in sequence).
+    fn burst(&mut self, r: &mut Reader) {
+        let count = r.u8() as usize * 32;
+        let spec = *r;
+        for _ in 0..count {
+            let mut again = spec;
+            self.segment_from_client(&mut again);
+            // One at a time: the next one's numbers follow this one's
+            // effect (in sequence data advances RCV.NXT).
+            let out = self.rig.settle();
+            self.settled(out, false);
+        }
+        // The reader moves past the segment's bytes.
+        self.segment_from_client(r);
     }
 
     fn pick(&self, b: u8) -> Option<&TcpStream> {
@@ -221,7 +243,11 @@ impl Fuzz {
         let ack_delta = (r.u16() as i16 as i32) << shift;
         let window = r.u16();
         let options = r.u8();
-        let payload_len = (r.u8() as usize * 8).min(MAX_PAYLOAD);
+        // Under 64: that many bytes; above, steps of 8 up to MAX_PAYLOAD.
+        let payload_len = match r.u8() as usize {
+            b if b < 64 => b,
+            b => ((b - 63) * 8).min(MAX_PAYLOAD),
+        };
         let (sport, dport) = match port & 3 {
             0 | 1 => (CPORT, 80),
             2 => (NEW_PORT + (port >> 2) as u16 % NEW_PORTS, 80),
@@ -363,9 +389,9 @@ impl Fuzz {
                 assert!(at > now, "a {kind:?} timer due at {at} still waits at {now}");
             }
         }
-        // At most MAX_OPS packets go in, far fewer than the router's pool
-        // holds: a packet the source could not get is one the stack kept
-        // and lost.
+        // What the stack may hold is bounded (receive window, out-of-order
+        // queue, per connection), far under the router's pool: a buffer
+        // the source could not get is one kept beyond those bounds.
         assert_eq!(*self.rig.alloc_failures.borrow(), 0, "the router's pool ran dry");
         // An entry is added per arming and leaves at its deadline: at most
         // one per timer kind, connection and moment time stood at.
