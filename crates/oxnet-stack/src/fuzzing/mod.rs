@@ -81,3 +81,22 @@ impl<'a> Reader<'a> {
         head
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reader_reads_big_endian_and_zeros_past_the_end() {
+        let mut r = Reader::new(&[1, 2, 3, 4, 5, 6, 7]);
+        let copy = r;
+        assert_eq!(r.u16(), 0x0102);
+        assert_eq!(r.u32(), 0x0304_0506);
+        assert_eq!(r.bytes(5), &[7]);
+        assert!(r.is_empty());
+        assert_eq!((r.u8(), r.u16(), r.u32()), (0, 0, 0));
+        assert_eq!(r.bytes(3), &[] as &[u8]);
+        let mut again = copy;
+        assert_eq!(again.u8(), 1, "a copy reads from where it was made");
+    }
+}
