@@ -6,8 +6,9 @@
 //! * a segment from the client: flags, source port (the established
 //!   connection, a new connection to the listener, or a closed port),
 //!   sequence and acknowledgment numbers relative to the flow's RCV.NXT
-//!   and SND.UNA (0: in sequence, a duplicate ACK), window, options (MSS, window scale,
-//!   SACK-permitted, timestamps, a SACK block), payload length;
+//!   and SND.UNA (0: in sequence, a duplicate ACK), window, options
+//!   (MSS, window scale, SACK-permitted, timestamps, a SACK block),
+//!   payload length;
 //! * time moving forward (the timers fire);
 //! * the application: read, write, shut down, drop a socket, accept;
 //! * a burst: one segment sent up to 8160 times (a flood of small
