@@ -9,6 +9,7 @@
 //! | [`app`] | applications: the executor's element, the echo server |
 //! | [`elements`] | the stack's element families in the graph's library ([`elements::register`]), and the per-router state they share ([`elements::shared`]) |
 //! | [`ip`] | IPv4 and IPv6 input (checks, IPv4 reassembly, demultiplexing) and output (header, checksums, next hop), the ICMP echo responders |
+//! | [`fuzzing`] | the bodies of the fuzz targets (cargo feature `fuzzing`): wire headers, TCP input against live connections, IP and neighbour input (docs/fuzzing.md) |
 //! | [`exec`] | the per-core executor: applications as `async` tasks beside the elements, woken by socket events ([`exec::Event`]), run in batches each round, in the router's (possibly simulated) time; [`exec::block_on`] for blocking callers |
 //! | [`neighbor`] | neighbour resolution: a neighbour cache with RFC 4861's states, ARP (ARPResolver) and Neighbor Discovery with duplicate address detection (NDResolver) |
 //! | [`wire`] | a typed view per header (Ethernet, ARP, IPv4, IPv6, ICMP, ICMPv6 and Neighbor Discovery, UDP, TCP and its options): parse checks lengths and never panics, emit writes |
@@ -21,6 +22,8 @@ pub mod anno;
 pub mod app;
 pub mod elements;
 pub mod exec;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod ip;
 pub mod neighbor;
 pub mod plug;
