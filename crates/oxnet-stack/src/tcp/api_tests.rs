@@ -298,7 +298,9 @@ fn an_active_open_is_writable_once_the_handshake_completes() {
 fn packets_received_come_out_whole_and_in_order() {
     let (mut rig, _l, stream, iss) = accepted();
     assert_eq!(stream.try_recv_packet().err(), Some(libc::EAGAIN));
-    let parts: [&[u8]; 3] = [b"abc", b"defgh", b"ij"];
+    // Segments above TCPProcessData's COALESCE_MAX keep their packets.
+    let (a, b, c) = (vec![b'a'; 600], vec![b'b'; 700], vec![b'c'; 800]);
+    let parts: [&[u8]; 3] = [&a, &b, &c];
     let mut seq = 1001;
     for p in parts {
         client_data(&mut rig, seq, iss + 1, TcpFlags::PSH, p);
@@ -321,7 +323,15 @@ fn packets_received_come_out_whole_and_in_order() {
     assert_eq!(stream.try_recv_packets(&mut batch, 2), Ok(2));
     assert_eq!(stream.try_recv_packets(&mut batch, 2), Ok(1));
     let got: Vec<Vec<u8>> = batch.iter().map(|p| p.to_vec()).collect();
-    assert_eq!(got, [b"bc".to_vec(), b"defgh".to_vec(), b"ij".to_vec()]);
+    assert_eq!(got, [a[1..].to_vec(), b.clone(), c.clone()]);
+    // Small segments are copied onto the packet before them: their bytes,
+    // in order, in fewer packets.
+    for p in [&b"abc"[..], b"defgh", b"ij"] {
+        client_data(&mut rig, seq, iss + 1, TcpFlags::PSH, p);
+        seq += p.len() as u32;
+    }
+    let small = stream.try_recv_packet().unwrap().expect("a packet");
+    assert_eq!(&small[..], b"abcdefghij");
     client_data(&mut rig, seq, iss + 1, TcpFlags::FIN, &[]);
     assert!(stream.try_recv_packet().unwrap().is_none(), "the end");
     assert_eq!(stream.try_recv_packets(&mut batch, 2), Ok(0));

@@ -35,9 +35,13 @@ use oxnet_graph::args::Args;
 use oxnet_graph::element::{Element, PORTS_1_1, PUSH};
 use oxnet_graph::Ctx;
 
+/// Segments of at most this many bytes are copied onto the previous one.
+pub const COALESCE_MAX: usize = 512;
+
 #[derive(Default)]
 pub struct ProcessData {
     info: Option<Info>,
+    coalesced: u64,
     delivered_bytes: u64,
     out_of_order: u64,
     no_buffers: u64,
@@ -119,8 +123,28 @@ impl Element for ProcessData {
                     self.drops += 1;
                     return None;
                 }
-                tcb.recv_queued += p.len();
-                tcb.recv_queue.push_back(p);
+                let n = p.len();
+                tcb.recv_queued += n;
+                // A small segment's bytes join the last one's buffer when
+                // they fit (as Linux's tcp_try_coalesce): a flood of tiny
+                // segments then holds buffers in proportion to its bytes,
+                // not to its count (the window bounds bytes only); larger
+                // segments are queued as they came, without a copy.
+                let merged = match tcb.recv_queue.back_mut() {
+                    Some(last) if n <= COALESCE_MAX && !last.is_chained() && last.len() + n <= last.capacity() => {
+                        let at = last.len();
+                        last.set_len(at + n).is_ok() && {
+                            last[at..].copy_from_slice(&p);
+                            true
+                        }
+                    }
+                    _ => false,
+                };
+                if merged {
+                    self.coalesced += 1;
+                } else {
+                    tcb.recv_queue.push_back(p);
+                }
                 tcb.readable.notify_all();
                 let Some(mut control) = control else {
                     self.no_buffers += 1;
@@ -136,6 +160,7 @@ impl Element for ProcessData {
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
         &[
             ("delivered_bytes", true, false),
+            ("coalesced", true, false),
             ("out_of_order", true, false),
             ("no_buffers", true, false),
             ("drops", true, false),
@@ -146,6 +171,7 @@ impl Element for ProcessData {
             name,
             &[
                 ("delivered_bytes", self.delivered_bytes),
+                ("coalesced", self.coalesced),
                 ("out_of_order", self.out_of_order),
                 ("no_buffers", self.no_buffers),
                 ("drops", self.drops),
