@@ -207,27 +207,7 @@ impl Element for ProcessAck {
         };
         super::push_all(ctx, outs);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[
-            ("established", true, false),
-            ("bad_acks", true, false),
-            ("acked_bytes", true, false),
-            ("dup_acks", true, false),
-            ("drops", true, false),
-        ]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(
-            name,
-            &[
-                ("established", self.established),
-                ("bad_acks", self.bad_acks),
-                ("acked_bytes", self.acked_bytes),
-                ("dup_acks", self.dup_acks),
-                ("drops", self.drops),
-            ],
-        )
-    }
+    counter_handlers!(established, bad_acks, acked_bytes, dup_acks, drops);
 }
 
 /// TCPEstimateRTT: feeds the RTT sample annotation into the connection's

@@ -209,23 +209,5 @@ impl Element for CheckSeqNo {
         };
         super::push_all(ctx, outs);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[
-            ("unacceptable", true, false),
-            ("paws_rejected", true, false),
-            ("trimmed", true, false),
-            ("drops", true, false),
-        ]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(
-            name,
-            &[
-                ("unacceptable", self.unacceptable),
-                ("paws_rejected", self.paws_rejected),
-                ("trimmed", self.trimmed),
-                ("drops", self.drops),
-            ],
-        )
-    }
+    counter_handlers!(unacceptable, paws_rejected, trimmed, drops);
 }

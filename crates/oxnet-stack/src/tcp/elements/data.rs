@@ -157,27 +157,7 @@ impl Element for ProcessData {
         };
         super::push_all(ctx, outs);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[
-            ("delivered_bytes", true, false),
-            ("coalesced", true, false),
-            ("out_of_order", true, false),
-            ("no_buffers", true, false),
-            ("drops", true, false),
-        ]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(
-            name,
-            &[
-                ("delivered_bytes", self.delivered_bytes),
-                ("coalesced", self.coalesced),
-                ("out_of_order", self.out_of_order),
-                ("no_buffers", self.no_buffers),
-                ("drops", self.drops),
-            ],
-        )
-    }
+    counter_handlers!(delivered_bytes, coalesced, out_of_order, no_buffers, drops);
 }
 
 #[derive(Default)]
@@ -306,10 +286,5 @@ impl Element for AckRequired {
         };
         super::push_all(ctx, outs);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("acks", true, false), ("delayed", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(name, &[("acks", self.acks), ("delayed", self.delayed)])
-    }
+    counter_handlers!(acks, delayed);
 }

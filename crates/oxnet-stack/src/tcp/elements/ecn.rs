@@ -152,21 +152,5 @@ impl Element for ProcessEcn {
         }
         super::push_all(ctx, outs);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[
-            ("ce_received", true, false),
-            ("reductions", true, false),
-            ("immediate_acks", true, false),
-        ]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(
-            name,
-            &[
-                ("ce_received", self.ce_received),
-                ("reductions", self.reductions),
-                ("immediate_acks", self.immediate_acks),
-            ],
-        )
-    }
+    counter_handlers!(ce_received, reductions, immediate_acks);
 }

@@ -177,23 +177,5 @@ impl Element for IcmpError {
         }
         batch.clear();
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[
-            ("errors", true, false),
-            ("mtu_updates", true, false),
-            ("aborted", true, false),
-            ("ignored", true, false),
-        ]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(
-            name,
-            &[
-                ("errors", self.errors),
-                ("mtu_updates", self.mtu_updates),
-                ("aborted", self.aborted),
-                ("ignored", self.ignored),
-            ],
-        )
-    }
+    counter_handlers!(errors, mtu_updates, aborted, ignored);
 }

@@ -240,27 +240,5 @@ impl Element for Listen {
         };
         super::push_all(ctx, outs);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[
-            ("syns", true, false),
-            ("cookies_sent", true, false),
-            ("cookies_accepted", true, false),
-            ("resets", true, false),
-            ("overflows", true, false),
-            ("drops", true, false),
-        ]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(
-            name,
-            &[
-                ("syns", self.syns),
-                ("cookies_sent", self.cookies_sent),
-                ("cookies_accepted", self.cookies_accepted),
-                ("resets", self.resets),
-                ("overflows", self.overflows),
-                ("drops", self.drops),
-            ],
-        )
-    }
+    counter_handlers!(syns, cookies_sent, cookies_accepted, resets, overflows, drops);
 }

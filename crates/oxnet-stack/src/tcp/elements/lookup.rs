@@ -111,25 +111,5 @@ impl Element for FlowLookup {
         };
         super::push_all(ctx, outs);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[
-            ("count", true, false),
-            ("bad_segments", true, false),
-            ("bad_checksums", true, false),
-            ("device_checked", true, false),
-            ("no_flow", true, false),
-        ]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(
-            name,
-            &[
-                ("count", self.count),
-                ("bad_segments", self.bad_segments),
-                ("bad_checksums", self.bad_checksums),
-                ("device_checked", self.device_checked),
-                ("no_flow", self.no_flow),
-            ],
-        )
-    }
+    counter_handlers!(count, bad_segments, bad_checksums, device_checked, no_flow);
 }

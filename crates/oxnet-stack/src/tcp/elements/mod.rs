@@ -33,6 +33,22 @@
 //! Each element finds the router's TCPInfo through
 //! [`crate::elements::shared`] when configured.
 
+/// Inside `impl Element for X`: read-only handlers, one per named `u64`
+/// field, in that order (the counters every TCP element keeps).
+macro_rules! counter_handlers {
+    ($($name:ident),+ $(,)?) => {
+        fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
+            &[$((stringify!($name), true, false)),+]
+        }
+        fn read_handler(&self, name: &str) -> Option<String> {
+            match name {
+                $(stringify!($name) => Some(self.$name.to_string()),)+
+                _ => None,
+            }
+        }
+    };
+}
+
 pub mod ack;
 pub mod check;
 pub mod data;

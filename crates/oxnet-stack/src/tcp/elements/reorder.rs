@@ -147,21 +147,5 @@ impl Element for Reordering {
         }
         ctx.push(0, out);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[
-            ("held", true, false),
-            ("released", true, false),
-            ("dropped", true, false),
-        ]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(
-            name,
-            &[
-                ("held", self.held),
-                ("released", self.released),
-                ("dropped", self.dropped),
-            ],
-        )
-    }
+    counter_handlers!(held, released, dropped);
 }

@@ -112,23 +112,7 @@ impl Element for ProcessRst {
         };
         super::push_all(ctx, outs);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[
-            ("resets", true, false),
-            ("challenges", true, false),
-            ("drops", true, false),
-        ]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(
-            name,
-            &[
-                ("resets", self.resets),
-                ("challenges", self.challenges),
-                ("drops", self.drops),
-            ],
-        )
-    }
+    counter_handlers!(resets, challenges, drops);
 }
 
 #[derive(Default)]
@@ -185,21 +169,5 @@ impl Element for ProcessSyn {
         };
         super::push_all(ctx, outs);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[
-            ("returned_to_listen", true, false),
-            ("challenges", true, false),
-            ("drops", true, false),
-        ]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(
-            name,
-            &[
-                ("returned_to_listen", self.returned_to_listen),
-                ("challenges", self.challenges),
-                ("drops", self.drops),
-            ],
-        )
-    }
+    counter_handlers!(returned_to_listen, challenges, drops);
 }

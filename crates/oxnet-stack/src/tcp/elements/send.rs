@@ -104,12 +104,7 @@ impl Element for Output {
         ctx.push(0, batch);
         worked
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("requests", true, false), ("no_buffers", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(name, &[("requests", self.requests), ("no_buffers", self.no_buffers)])
-    }
+    counter_handlers!(requests, no_buffers);
 }
 
 #[derive(Default)]
@@ -597,31 +592,15 @@ impl Element for Timers {
         }
         worked
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[
-            ("timeouts", true, false),
-            ("gave_up", true, false),
-            ("time_waits", true, false),
-            ("delayed_acks", true, false),
-            ("window_probes", true, false),
-            ("keepalive_probes", true, false),
-            ("user_timeouts", true, false),
-        ]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(
-            name,
-            &[
-                ("timeouts", self.timeouts),
-                ("gave_up", self.gave_up),
-                ("time_waits", self.time_waits),
-                ("delayed_acks", self.delayed_acks),
-                ("window_probes", self.window_probes),
-                ("keepalive_probes", self.keepalive_probes),
-                ("user_timeouts", self.user_timeouts),
-            ],
-        )
-    }
+    counter_handlers!(
+        timeouts,
+        gave_up,
+        time_waits,
+        delayed_acks,
+        window_probes,
+        keepalive_probes,
+        user_timeouts
+    );
 }
 
 impl Timers {

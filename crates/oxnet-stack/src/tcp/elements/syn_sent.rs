@@ -206,23 +206,5 @@ impl Element for SynSent {
         };
         super::push_all(ctx, outs);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[
-            ("established", true, false),
-            ("refused", true, false),
-            ("simultaneous", true, false),
-            ("drops", true, false),
-        ]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(
-            name,
-            &[
-                ("established", self.established),
-                ("refused", self.refused),
-                ("simultaneous", self.simultaneous),
-                ("drops", self.drops),
-            ],
-        )
-    }
+    counter_handlers!(established, refused, simultaneous, drops);
 }
