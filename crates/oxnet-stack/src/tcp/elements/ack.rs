@@ -246,12 +246,7 @@ impl Element for EstimateRtt {
         }
         ctx.forward(0, batch);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("samples", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "samples").then(|| self.samples.to_string())
-    }
+    counter_handlers!(samples);
 }
 
 /// TCPNewRenoAck: the acked-bytes annotation and duplicate ACKs into the

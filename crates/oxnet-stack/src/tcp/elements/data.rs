@@ -65,7 +65,7 @@ impl Element for ProcessData {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
         let Some(info) = self.info.clone() else { return };
         let n = ctx.noutputs();
-        let pool = ctx.pool().clone();
+        let pool = ctx.pool();
         let outs = {
             let mut info = info.borrow_mut();
             super::split_packets(batch, n, |mut p| {
@@ -215,12 +215,7 @@ impl Element for ProcessFin {
         }
         ctx.forward(0, batch);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("fins", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "fins").then(|| self.fins.to_string())
-    }
+    counter_handlers!(fins);
 }
 
 #[derive(Default)]

@@ -87,7 +87,7 @@ impl Element for ProcessEcn {
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
         let Some(info) = self.info.clone() else { return };
         let now = ctx.now_us();
-        let pool = ctx.pool().clone();
+        let pool = ctx.pool();
         let mut immediate = Vec::new();
         let n = ctx.noutputs();
         let mut outs = {

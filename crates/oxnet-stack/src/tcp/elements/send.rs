@@ -159,12 +159,7 @@ impl Element for Nagle {
         };
         super::push_all(ctx, outs);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("held", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "held").then(|| self.held.to_string())
-    }
+    counter_handlers!(held);
 }
 
 #[derive(Default)]
@@ -221,12 +216,7 @@ impl Element for RateControl {
         };
         super::push_all(ctx, outs);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[("window_full", true, false)]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        (name == "window_full").then(|| self.window_full.to_string())
-    }
+    counter_handlers!(window_full);
 }
 
 #[derive(Default)]
@@ -462,27 +452,7 @@ impl Element for Segmentation {
         }
         ctx.push(0, out);
     }
-    fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        &[
-            ("segments", true, false),
-            ("bytes", true, false),
-            ("retransmits", true, false),
-            ("no_buffers", true, false),
-            ("resets", true, false),
-        ]
-    }
-    fn read_handler(&self, name: &str) -> Option<String> {
-        super::counter_handler(
-            name,
-            &[
-                ("resets", self.resets),
-                ("segments", self.segments),
-                ("bytes", self.bytes),
-                ("retransmits", self.retransmits),
-                ("no_buffers", self.no_buffers),
-            ],
-        )
-    }
+    counter_handlers!(segments, bytes, retransmits, no_buffers, resets);
 }
 
 #[derive(Default)]
