@@ -420,6 +420,16 @@ pub trait Device: Send + IntoDynDevice {
         None
     }
 
+    /// A descriptor that polls readable (`POLLIN`, level-triggered) while
+    /// receive queue `queue` holds packets, with nothing to arm and never
+    /// to be read by the caller: what an idle graph sleeps on
+    /// (`Router::run`). TAP, AF_PACKET and AF_XDP have one (the queue's
+    /// own fd); devices whose queues only a poll can see (the NIC
+    /// drivers, the models) have none.
+    fn rx_poll_fd(&self, _queue: u16) -> Option<std::os::unix::io::RawFd> {
+        None
+    }
+
     /// Splits the device into one handle per receive queue, one per
     /// transmit queue and a control handle ([`QueueHandles`]), each `Send`,
     /// to be moved to its own thread.
@@ -465,6 +475,10 @@ pub trait RxHandle: Send {
     /// Receives up to `max` packets, appending them to `batch`; returns
     /// how many (as [`Device::rx_batch`]).
     fn rx_batch(&mut self, batch: &mut PacketBatch, max: usize) -> usize;
+    /// The queue's [`Device::rx_poll_fd`], if it has one.
+    fn poll_fd(&self) -> Option<std::os::unix::io::RawFd> {
+        None
+    }
 }
 
 /// One transmit queue of a split device ([`Device::split`]).
@@ -541,7 +555,7 @@ pub fn split_locked(device: Box<dyn Device>) -> QueueHandles {
     fn lock(shared: &Mutex<Box<dyn Device>>) -> std::sync::MutexGuard<'_, Box<dyn Device>> {
         shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-    struct Rx(Arc<Mutex<Box<dyn Device>>>, u16);
+    struct Rx(Arc<Mutex<Box<dyn Device>>>, u16, Option<std::os::unix::io::RawFd>);
     struct Tx(Arc<Mutex<Box<dyn Device>>>, u16);
     struct Control(Arc<Mutex<Box<dyn Device>>>, String, &'static str);
     impl RxHandle for Rx {
@@ -550,6 +564,9 @@ pub fn split_locked(device: Box<dyn Device>) -> QueueHandles {
         }
         fn rx_batch(&mut self, batch: &mut PacketBatch, max: usize) -> usize {
             lock(&self.0).rx_batch(self.1, batch, max)
+        }
+        fn poll_fd(&self) -> Option<std::os::unix::io::RawFd> {
+            self.2
         }
     }
     impl TxHandle for Tx {
@@ -592,7 +609,7 @@ pub fn split_locked(device: Box<dyn Device>) -> QueueHandles {
     let control = Control(shared.clone(), device_spec(&shared), lock(&shared).driver_name());
     QueueHandles {
         rx: (0..rx_queues)
-            .map(|q| Box::new(Rx(shared.clone(), q)) as Box<dyn RxHandle>)
+            .map(|q| Box::new(Rx(shared.clone(), q, lock(&shared).rx_poll_fd(q))) as Box<dyn RxHandle>)
             .collect(),
         tx: (0..tx_queues)
             .map(|q| Box::new(Tx(shared.clone(), q)) as Box<dyn TxHandle>)

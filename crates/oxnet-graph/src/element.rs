@@ -125,6 +125,20 @@ pub trait Element: 'static {
         false
     }
 
+    /// How an idle task gets work again, so that an idle router may sleep
+    /// until then instead of polling ([`crate::Router::run`]): `true`
+    /// when the task's work can only come from the descriptors it adds to
+    /// `fds` (level-triggered `POLLIN`, never read by the router: a
+    /// device queue's fd) or from this router itself (pushes, pulls,
+    /// handlers and timers of this router, as a stack's output task or an
+    /// executor whose wake-ups all come from the router's elements and
+    /// timers). `false`, the default, when the router cannot know (a
+    /// source that generates, a queue filled by another thread): then an
+    /// idle router keeps polling.
+    fn idle_wake(&self, _fds: &mut Vec<std::os::fd::RawFd>) -> bool {
+        false
+    }
+
     /// Called once when the router starts running (an active script
     /// starts here).
     fn start(&mut self, _ctx: &mut Ctx<'_>) {}

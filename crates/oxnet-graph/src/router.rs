@@ -673,7 +673,26 @@ pub struct Router {
     shared: Box<Shared>,
     tasks: Vec<usize>,
     started: bool,
+    idle: IdleWait,
 }
+
+/// How an idle router waits in real time ([`Router::run`]): it polls on
+/// for `spin_us`, then, if every task said how it gets work again
+/// ([`Element::idle_wake`]), sleeps in `ppoll(2)` on the device queues'
+/// descriptors until one is readable or the next timer is due; otherwise
+/// it sleeps at most 50 µs at a time and polls again.
+struct IdleWait {
+    /// The descriptors to sleep on; `None` until asked, `Some(None)` when
+    /// some task cannot say.
+    fds: Option<Option<Vec<libc::pollfd>>>,
+    spin_us: u64,
+    /// When the current run of idle rounds began.
+    since: Option<u64>,
+}
+
+/// The longest sleep of an idle router, so that `should_stop` (a signal,
+/// another thread's stop) is seen within it.
+const MAX_IDLE_SLEEP_US: u64 = 5_000;
 
 impl Router {
     /// Builds a router from a flat configuration: creates and configures
@@ -1004,6 +1023,11 @@ impl Router {
             _ctxs: ctxs,
             _targets: targets,
             tasks,
+            idle: IdleWait {
+                fds: None,
+                spin_us: 20,
+                since: None,
+            },
             started: false,
         })
     }
@@ -1146,6 +1170,7 @@ impl Router {
             let worked = self.run_once();
             rounds = rounds.wrapping_add(1);
             if worked {
+                self.idle.since = None;
                 if rounds.is_multiple_of(1024) && should_stop() {
                     break;
                 }
@@ -1167,13 +1192,63 @@ impl Router {
                 }
                 (None, next) => {
                     let now = self.shared.clock.now();
-                    let wait = next.map_or(1000, |at| at.saturating_sub(now)).clamp(0, 1000);
-                    if wait > 0 {
+                    let since = *self.idle.since.get_or_insert(now);
+                    if now.saturating_sub(since) < self.idle.spin_us {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    let wait = next
+                        .map_or(MAX_IDLE_SLEEP_US, |at| at.saturating_sub(now))
+                        .min(MAX_IDLE_SLEEP_US);
+                    if wait == 0 {
+                        continue;
+                    }
+                    if !self.sleep_on_descriptors(wait) {
                         std::thread::sleep(std::time::Duration::from_micros(wait.min(50)));
                     }
                 }
             }
         }
+    }
+
+    /// How long an idle router polls before it sleeps (default 20 µs;
+    /// `u64::MAX`: it never sleeps, as a DPDK poll loop).
+    pub fn set_idle_spin_us(&mut self, us: u64) {
+        self.idle.spin_us = us;
+    }
+
+    /// Sleeps up to `wait_us` in `ppoll(2)` on the descriptors the tasks
+    /// named ([`Element::idle_wake`]); false (without sleeping) if some
+    /// task could not say how it gets work.
+    fn sleep_on_descriptors(&mut self, wait_us: u64) -> bool {
+        if self.idle.fds.is_none() {
+            let mut fds = Vec::new();
+            let mut known = true;
+            for &t in &self.tasks {
+                match self.shared.elements[t].try_borrow() {
+                    Ok(e) => known &= e.idle_wake(&mut fds),
+                    Err(_) => known = false,
+                }
+            }
+            let polls = fds.into_iter().map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            });
+            self.idle.fds = Some(known.then(|| polls.collect()));
+        }
+        let Some(Some(fds)) = &mut self.idle.fds else {
+            return false;
+        };
+        let timeout = libc::timespec {
+            tv_sec: (wait_us / 1_000_000) as libc::time_t,
+            tv_nsec: ((wait_us % 1_000_000) * 1000) as libc::c_long,
+        };
+        // SAFETY: `fds` is a valid array of its length; a null signal
+        // mask leaves the thread's mask as it is. An error (EINTR: a
+        // signal) only ends the sleep early.
+        unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &timeout, std::ptr::null()) };
+        true
     }
 
     /// Whether an element asked the router to stop.
@@ -1457,5 +1532,96 @@ mod tests {
             assert_eq!(r.read_handler(r.find("c").unwrap(), "count").unwrap(), "0");
             assert_eq!(r.read_handler(r.find("d").unwrap(), "count").unwrap(), "3");
         }
+    }
+
+    /// A task that waits on a pipe: its work comes only from the pipe.
+    struct PipeTask {
+        fd: std::os::fd::RawFd,
+        runs: std::rc::Rc<std::cell::Cell<u32>>,
+        says_how: bool,
+    }
+
+    impl crate::Element for PipeTask {
+        fn class_name(&self) -> &'static str {
+            "PipeTask"
+        }
+        fn port_count(&self) -> &'static str {
+            "0/0"
+        }
+        fn has_task(&self) -> bool {
+            true
+        }
+        fn idle_wake(&self, fds: &mut Vec<std::os::fd::RawFd>) -> bool {
+            fds.push(self.fd);
+            self.says_how
+        }
+        fn run_task(&mut self, ctx: &mut super::Ctx<'_>) -> bool {
+            self.runs.set(self.runs.get() + 1);
+            let mut byte = 0u8;
+            // SAFETY: one byte into a local, from a non-blocking pipe.
+            let n = unsafe { libc::read(self.fd, (&mut byte as *mut u8).cast(), 1) };
+            if n == 1 {
+                ctx.stop();
+            }
+            n == 1
+        }
+    }
+
+    struct WithPipe(std::os::fd::RawFd, std::rc::Rc<std::cell::Cell<u32>>, bool);
+
+    impl super::Registry for WithPipe {
+        fn create(&self, class: &str) -> Option<Box<dyn crate::Element>> {
+            if class == "PipeTask" {
+                return Some(Box::new(PipeTask {
+                    fd: self.0,
+                    runs: self.1.clone(),
+                    says_how: self.2,
+                }));
+            }
+            super::Registry::create(&crate::elements::Standard, class)
+        }
+    }
+
+    /// Runs a router whose only task reads a pipe that another thread
+    /// writes after 60 ms; returns how often the task ran.
+    fn runs_while_waiting_on_a_pipe(says_how: bool) -> u32 {
+        let mut fds = [0; 2];
+        // SAFETY: a fresh pipe, both ends ours, closed below.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK) }, 0);
+        let runs = std::rc::Rc::new(std::cell::Cell::new(0));
+        let flat = crate::lang::compile("t.click", "PipeTask;", &[], &|c: &str| c == "PipeTask").unwrap();
+        let mut r = super::Router::build(&flat, &WithPipe(fds[0], runs.clone(), says_how)).unwrap();
+        r.set_idle_spin_us(0);
+        let writer = fds[1];
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(60));
+            // SAFETY: one byte from a local into the pipe.
+            unsafe { libc::write(writer, [1u8].as_ptr().cast(), 1) };
+        });
+        let started = std::time::Instant::now();
+        r.run(&|| started.elapsed() > std::time::Duration::from_secs(10));
+        t.join().unwrap();
+        assert!(r.stopped(), "the byte in the pipe stopped the router");
+        // SAFETY: closing our own descriptors once.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        runs.get()
+    }
+
+    #[test]
+    fn an_idle_router_sleeps_on_its_tasks_descriptors_and_wakes_when_one_is_readable() {
+        // 60 ms idle: sleeping in ppoll, at most 5 ms at a time, the task
+        // runs about 13 times; polling with 50 µs naps it would run
+        // hundreds of times.
+        let runs = runs_while_waiting_on_a_pipe(true);
+        assert!((2..=30).contains(&runs), "the task ran {runs} times");
+    }
+
+    #[test]
+    fn a_task_that_cannot_say_how_it_wakes_keeps_the_router_polling() {
+        let runs = runs_while_waiting_on_a_pipe(false);
+        assert!(runs > 30, "the task ran only {runs} times: the router slept");
     }
 }

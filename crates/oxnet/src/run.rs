@@ -30,6 +30,8 @@ pub struct ClickOptions {
     pub unix_socket: Option<String>,
     /// `-j N`: graph threads (0 and 1: one).
     pub threads: usize,
+    /// `--busy-poll`: an idle router never sleeps (as a DPDK poll loop).
+    pub busy_poll: bool,
 }
 
 const USAGE: &str = "usage: oxnet run [OPTION]... [PARAM=VALUE]... [ROUTERFILE]
@@ -45,6 +47,8 @@ const USAGE: &str = "usage: oxnet run [OPTION]... [PARAM=VALUE]... [ROUTERFILE]
   -t, --time             print the time the router ran (and whether
                          pushes are direct calls)
       --simtime          simulated time: timers fire at once when nothing else runs
+      --busy-poll        never sleep when idle (default: poll 20 us, then sleep
+                         on the devices' descriptors where every task allows it)
       --help             this text";
 
 /// Parses Click's options; Err is a usage error.
@@ -95,6 +99,7 @@ pub fn parse(args: &[String]) -> Result<ClickOptions, String> {
             "-w" | "--no-warnings" => o.quiet = true,
             "-t" | "--time" => o.time = true,
             "--simtime" => o.simtime = true,
+            "--busy-poll" => o.busy_poll = true,
             "--help" => return Err(USAGE.to_string()),
             "-" => o.file = Some("-".into()),
             f if f.starts_with('-') => {
@@ -303,6 +308,9 @@ pub fn main(args: &[String]) -> u8 {
     if options.simtime {
         router.use_simulated_time();
     }
+    if options.busy_poll {
+        router.set_idle_spin_us(u64::MAX);
+    }
     let start = std::time::Instant::now();
     if !options.quit {
         router.run(&crate::signal::stop_requested);
@@ -345,7 +353,7 @@ fn run_threads(options: &ClickOptions, name: &str, text: &str, control: &str) ->
         };
         let (name, vars, handlers) = (name.to_string(), options.vars.clone(), options.handlers.clone());
         let (built, go, failed) = (built.clone(), go.clone(), failed.clone());
-        let (simtime, quit, time) = (options.simtime, options.quit, options.time);
+        let (simtime, quit, time, busy_poll) = (options.simtime, options.quit, options.time, options.busy_poll);
         let spawned = std::thread::Builder::new().name(format!("graph{t}")).spawn(move || {
             let _ = crate::apps::multiqueue::pin_to_core(t % cores);
             let place = oxnet_graph::elements::device::ThreadPlace {
@@ -371,6 +379,9 @@ fn run_threads(options: &ClickOptions, name: &str, text: &str, control: &str) ->
             }
             if simtime {
                 router.use_simulated_time();
+            }
+            if busy_poll {
+                router.set_idle_spin_us(u64::MAX);
             }
             if time && t == 0 {
                 eprintln!("{}", pushes_line(&router));

@@ -637,6 +637,19 @@ fn multiqueue_child(tap2: &str) {
         sockets.push(s);
     }
     std::thread::sleep(Duration::from_millis(200));
+    // Each queue's poll descriptor (what an idle router sleeps on) is
+    // readable while it holds frames, and only then.
+    let readable = |dev: &dyn Device, q: u16| {
+        let fd = dev.rx_poll_fd(q).expect("a TAP queue has a poll descriptor");
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd of ours, no wait.
+        unsafe { libc::poll(&mut p, 1, 0) == 1 && p.revents & libc::POLLIN != 0 }
+    };
+    assert!(readable(&*dev, 0) && readable(&*dev, 1), "both queues have frames");
     let mut per_queue = [0usize; 2];
     let mut batch = PacketBatch::with_capacity(128);
     for (q, n) in per_queue.iter_mut().enumerate() {
@@ -646,6 +659,12 @@ fn multiqueue_child(tap2: &str) {
     println!("frames per queue: {per_queue:?}");
     assert_eq!(per_queue[0] + per_queue[1], 64);
     assert!(per_queue[0] > 0 && per_queue[1] > 0, "{per_queue:?}");
+    for q in 0..2 {
+        // Drained: not readable, unless a frame came since (then a
+        // receive finds it).
+        assert!(!readable(&*dev, q) || dev.rx_batch(q, &mut batch, 128) > 0, "queue {q}");
+        batch.clear();
+    }
     println!("CHILD DONE");
 }
 

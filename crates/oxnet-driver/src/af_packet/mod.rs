@@ -189,6 +189,10 @@ impl Device for AfPacketDevice {
         &self.spec
     }
 
+    fn rx_poll_fd(&self, queue: u16) -> Option<std::os::fd::RawFd> {
+        self.queues.get(queue as usize).map(|q| q.socket.raw_fd())
+    }
+
     #[inline]
     fn rx_batch(&mut self, queue: u16, batch: &mut PacketBatch, max: usize) -> usize {
         let Some(q) = self.queues.get_mut(queue as usize) else {

@@ -135,6 +135,12 @@ fn getsockopt<T: Default>(fd: &OwnedFd, name: libc::c_int) -> std::io::Result<T>
 }
 
 impl PacketSocket {
+    /// The socket's descriptor: it polls readable when a receive block is
+    /// retired to user space (packet_poll, TP_STATUS_USER).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
+    }
+
     /// Opens a socket on interface `ifindex` (called `name`, for
     /// messages) with rings of `geometry`, bound to every protocol.
     pub fn open(spec: &str, name: &str, ifindex: u32, geometry: Geometry) -> Result<PacketSocket> {

@@ -78,6 +78,10 @@ impl RxHandle for Rx {
         }
         n
     }
+
+    fn poll_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.shared.socket.raw_fd())
+    }
 }
 
 impl TxHandle for Tx {

@@ -449,6 +449,13 @@ impl Device for AfXdp {
         &self.spec
     }
 
+    /// The XDP socket: readable while its RX ring holds descriptors
+    /// (xsk_poll; polling it also wakes the kernel's receive under
+    /// need-wakeup, Documentation/networking/af_xdp.rst).
+    fn rx_poll_fd(&self, queue: u16) -> Option<std::os::fd::RawFd> {
+        (queue == 0 && self.fd >= 0).then_some(self.fd)
+    }
+
     fn rx_batch(&mut self, queue: u16, batch: &mut PacketBatch, max: usize) -> usize {
         if queue != 0 || max == 0 {
             return 0;

@@ -829,6 +829,11 @@ impl Device for TapDevice {
         self.queues.iter().map(|q| q.stats.clone()).collect()
     }
 
+    /// The queue's TAP fd: readable while a frame waits (tun_chr_poll).
+    fn rx_poll_fd(&self, queue: u16) -> Option<RawFd> {
+        (queue < self.rx_queues).then(|| self.queues.get(queue as usize).map(|q| q.fd.as_raw_fd()))?
+    }
+
     fn rx_interrupt_fd(&self, queue: u16) -> Option<RawFd> {
         self.queues
             .get(queue as usize)?

@@ -261,6 +261,16 @@ impl Element for FromDevice {
     fn has_task(&self) -> bool {
         true
     }
+    /// The queue's poll descriptor (TAP, AF_PACKET, AF_XDP), if it has one.
+    fn idle_wake(&self, fds: &mut Vec<std::os::fd::RawFd>) -> bool {
+        match self.rx.as_ref().and_then(|rx| rx.poll_fd()) {
+            Some(fd) => {
+                fds.push(fd);
+                true
+            }
+            None => false,
+        }
+    }
     #[inline]
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
         let Some(rx) = &mut self.rx else { return false };

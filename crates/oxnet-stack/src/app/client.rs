@@ -198,6 +198,11 @@ impl Element for EchoClient {
     fn has_task(&self) -> bool {
         true
     }
+    /// Its work comes from this router only (sockets written by the
+    /// executor's tasks, the router's timers): an idle router may sleep.
+    fn idle_wake(&self, _fds: &mut Vec<std::os::fd::RawFd>) -> bool {
+        true
+    }
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
         use std::sync::atomic::Ordering;
         let finished = {

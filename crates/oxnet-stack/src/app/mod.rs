@@ -64,6 +64,11 @@ impl Element for AppExecutor {
     fn has_task(&self) -> bool {
         true
     }
+    /// Its work comes from this router only (sockets written by the
+    /// executor's tasks, the router's timers): an idle router may sleep.
+    fn idle_wake(&self, _fds: &mut Vec<std::os::fd::RawFd>) -> bool {
+        true
+    }
     fn run_timer(&mut self, id: TimerId, _ctx: &mut Ctx<'_>) {
         if self.wakeup.map(|(t, _)| t) == Some(id) {
             self.wakeup = None;

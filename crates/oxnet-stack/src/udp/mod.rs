@@ -239,6 +239,11 @@ impl Element for UdpOutput {
     fn has_task(&self) -> bool {
         true
     }
+    /// Its work comes from this router only (sockets written by the
+    /// executor's tasks, the router's timers): an idle router may sleep.
+    fn idle_wake(&self, _fds: &mut Vec<std::os::fd::RawFd>) -> bool {
+        true
+    }
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
         let Some(info) = self.info.clone() else { return false };
         let mut out = PacketBatch::with_capacity(0);

@@ -72,6 +72,11 @@ impl Element for Output {
     fn has_task(&self) -> bool {
         true
     }
+    /// Its work comes from this router only (sockets written by the
+    /// executor's tasks, the router's timers): an idle router may sleep.
+    fn idle_wake(&self, _fds: &mut Vec<std::os::fd::RawFd>) -> bool {
+        true
+    }
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
         let Some(info) = self.info.clone() else { return false };
         let mut batch = PacketBatch::with_capacity(32);
@@ -484,6 +489,11 @@ impl Element for Timers {
         Ok(())
     }
     fn has_task(&self) -> bool {
+        true
+    }
+    /// Its work comes from this router only (sockets written by the
+    /// executor's tasks, the router's timers): an idle router may sleep.
+    fn idle_wake(&self, _fds: &mut Vec<std::os::fd::RawFd>) -> bool {
         true
     }
     fn run_timer(&mut self, id: TimerId, _ctx: &mut Ctx<'_>) {
