@@ -195,3 +195,91 @@ fn the_open_loop_runs_on_the_routers_simulated_clock() {
         summary.seconds
     );
 }
+
+#[test]
+fn two_threads_each_with_its_own_queue_get_every_answer() {
+    // A warm-up on one thread: the server learns our Ethernet address
+    // from our ARP request (with two threads we send none: an ARP reply
+    // would reach thread 0's queue only).
+    let mut warm = options(&format!("{SERVER_IP}:7"), Mode::Short, 1);
+    warm.connections = 1;
+    assert_exact(&run(&warm, &stack()), 1, 100);
+    let mut s = stack();
+    s.next_hop_mac = Some("02:00:00:00:0b:02".into());
+    for (mode, requests, connections) in [(Mode::Persistent, 400, 8), (Mode::Short, 200, 200)] {
+        let mut o = options(&format!("{SERVER_IP}:7"), mode, requests);
+        o.threads = 2;
+        o.connections = 8;
+        // A reply that RSS brought to the other thread's stack would be
+        // answered with a RST there: a reset or a timeout here.
+        let summary = run(&o, &s);
+        assert_exact(&summary, requests, 100);
+        assert_eq!(summary.connections, connections, "{}", summary.line());
+    }
+}
+
+#[test]
+fn the_command_runs_on_the_stack_and_refuses_stack_flags_without_a_device() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let config = dir.join("loadgen-one-router.click");
+    std::fs::write(&config, ONE_ROUTER).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_oxnet"))
+        .args([
+            "loadgen",
+            "-s",
+            "10.9.2.2:7",
+            "--ip",
+            "10.9.2.1/24",
+            "--simtime",
+            "--json",
+        ])
+        .args(["--rate", "1000", "--arrival", "fixed", "-t", "1", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    // 1 ms gaps for one simulated second: 999 requests, 64 bytes each.
+    assert!(stdout.contains("\"requests\":999,"), "{stdout}");
+    assert!(stdout.contains("\"bytes_received\":63936,"), "{stdout}");
+    for (args, says) in [
+        (
+            &["-s", "10.0.0.2:7", "--ip", "10.0.0.1"][..],
+            "--ip is for oxnet's stack",
+        ),
+        (
+            &["-s", "10.0.0.2:7", "--device", "sim:x", "--ip", "10.0.0.1/33"][..],
+            "prefix length",
+        ),
+        (
+            &["-s", "10.0.0.2:7", "--device", "sim:x", "--ip6", "fd00::1"][..],
+            "--ip ADDR/PREFIX",
+        ),
+        (
+            &[
+                "-s",
+                "[fd00::2]:7",
+                "--device",
+                "sim:x",
+                "--ip6",
+                "fd00::1",
+                "--next-hop-mac",
+                "02:00:00:00:00:02",
+                "-T",
+                "2",
+                "-c",
+                "2",
+            ][..],
+            "IPv6",
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_oxnet"))
+            .arg("loadgen")
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
