@@ -108,6 +108,12 @@ pub struct LoadgenArgs {
     /// schedule, timeouts and latencies are in the router's time).
     #[arg(long)]
     pub simtime: bool,
+    /// On oxnet's stack: before the clock starts, open one connection to
+    /// the target per thread and reset it, so that the device's link is
+    /// up and the next hop resolved when the measured run begins (the
+    /// server sees one more connection per thread).
+    #[arg(long)]
+    pub warm_up: bool,
 }
 
 /// Parses ADDR or ADDR/PREFIX (IPv4; no prefix is /32).
@@ -254,6 +260,7 @@ impl LoadgenArgs {
                 (self.ip6.is_some(), "--ip6"),
                 (self.next_hop_mac.is_some(), "--next-hop-mac"),
                 (self.simtime, "--simtime"),
+                (self.warm_up, "--warm-up"),
                 (self.mac != super::on_stack::DEFAULT_MAC, "--mac"),
             ];
             if let Some((_, flag)) = given.iter().find(|(on, _)| *on) {
@@ -278,6 +285,7 @@ impl LoadgenArgs {
             next_hop_mac: self.next_hop_mac.clone(),
             config,
             simtime: self.simtime,
+            warm_up: self.warm_up,
         }))
     }
 

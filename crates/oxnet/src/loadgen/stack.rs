@@ -5,9 +5,11 @@
 //! socket is ready, the timer is due or the wait's time is up, so the
 //! client and the stack share one core with no lock and no hand-off.
 //!
-//! Time is the router's clock. Real: an idle router spins a few rounds
-//! (a poll-mode driver's latency), then sleeps at most 50 µs at a time,
-//! as `Router::run` does. Simulated (`--simtime`): an idle round moves
+//! Time is the router's clock. Real: an idle router spins for 50 µs (a
+//! poll-mode driver's latency), then sleeps at most 50 µs at a time, as
+//! `Router::run` does; the time from the first idle round to the next
+//! busy one is counted ([`StackNet::idle`]), so that a run says how busy
+//! the client's core really was (its CPU time counts the spinning). Simulated (`--simtime`): an idle round moves
 //! the clock to the next thing due (a router timer, the client's timer
 //! or the end of the wait), so a run with a simulated device is exact
 //! and takes no real time waiting.
@@ -22,8 +24,8 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-/// Idle rounds spun before an idle wait sleeps (real time).
-const SPIN_ROUNDS: u32 = 64;
+/// How long an idle wait spins before it sleeps (real time).
+const SPIN: Duration = Duration::from_micros(50);
 /// The longest sleep of an idle wait (real time), `Router::run`'s.
 const MAX_SLEEP_US: u64 = 50;
 
@@ -45,6 +47,10 @@ pub struct StackNet {
     simulated: bool,
     /// The armed timer, router microseconds.
     timer_us: Option<u64>,
+    /// Real time spent idle in waits, and since when the current idle
+    /// stretch has lasted.
+    idle: Duration,
+    idle_since: Option<Instant>,
 }
 
 impl StackNet {
@@ -72,12 +78,54 @@ impl StackNet {
             base,
             simulated,
             timer_us: None,
+            idle: Duration::ZERO,
+            idle_since: None,
         }
     }
 
     /// The router (for its handlers after a run).
     pub fn router(&self) -> &Router {
         &self.router
+    }
+
+    /// Real time the waits spent with nothing to do (spinning or
+    /// asleep): the rest of a run is the client's and the stack's work.
+    pub fn idle(&self) -> Duration {
+        self.idle
+    }
+
+    /// Opens one connection to `target` and waits (at most `timeout`)
+    /// for its handshake to end either way, then resets it: the device's
+    /// link is up and the next hop's address known before a measured run
+    /// starts (else the first requests wait for an ARP or ND
+    /// retransmission, a second). Returns how it ended.
+    pub fn prime(&mut self, target: &SocketAddr, timeout: Duration) -> io::Result<()> {
+        let s = self.connect(target)?;
+        self.watch(&s, libc::EPOLLOUT as u32, 0, false)?;
+        let end = self.now() + timeout;
+        let mut events = Vec::with_capacity(1);
+        let mut result = Err(errno(libc::ETIMEDOUT));
+        loop {
+            let now = self.now();
+            if now >= end {
+                break;
+            }
+            self.wait(&mut events, end - now)?;
+            if events.iter().any(|&(_, key)| key == 0) {
+                result = self.take_error(&s);
+                break;
+            }
+        }
+        self.abort(s);
+        self.timer_us = None;
+        result
+    }
+
+    /// Ends the current idle stretch, if any.
+    fn end_idle(&mut self) {
+        if let Some(t) = self.idle_since.take() {
+            self.idle += t.elapsed();
+        }
     }
 
     fn us_of(&self, at: Instant) -> u64 {
@@ -176,7 +224,6 @@ impl Net for StackNet {
         let cap = events.capacity().max(1);
         let timeout_us = u64::try_from(timeout.as_micros()).unwrap_or(u64::MAX);
         let end = self.router.now_us().saturating_add(timeout_us);
-        let mut idle = 0u32;
         loop {
             let worked = self.router.run_once();
             events.extend(self.epoll.try_wait(cap - events.len()));
@@ -186,15 +233,17 @@ impl Net for StackNet {
                 events.push((libc::EPOLLIN as u32, TIMER_KEY));
             }
             if !events.is_empty() || now >= end {
+                self.end_idle();
                 return Ok(());
             }
             if self.router.stopped() {
                 return Err(io::Error::other("the router stopped"));
             }
             if worked {
-                idle = 0;
+                self.end_idle();
                 continue;
             }
+            let idle_since = *self.idle_since.get_or_insert_with(Instant::now);
             // Idle: nothing happens before the next timer (the router's
             // or ours) or the end of the wait.
             let next = [self.router.next_timer_us(), self.timer_us, Some(end)]
@@ -204,11 +253,8 @@ impl Net for StackNet {
                 .unwrap_or(end);
             if self.simulated {
                 self.router.advance_simulated_time(next.max(now + 1));
-            } else {
-                idle += 1;
-                if idle > SPIN_ROUNDS && next > now {
-                    std::thread::sleep(Duration::from_micros((next - now).min(MAX_SLEEP_US)));
-                }
+            } else if next > now && idle_since.elapsed() > SPIN {
+                std::thread::sleep(Duration::from_micros((next - now).min(MAX_SLEEP_US)));
             }
         }
     }
