@@ -9,10 +9,11 @@
 //! poll-mode driver's latency), then sleeps at most 50 µs at a time, as
 //! `Router::run` does; the time from the first idle round to the next
 //! busy one is counted ([`StackNet::idle`]), so that a run says how busy
-//! the client's core really was (its CPU time counts the spinning). Simulated (`--simtime`): an idle round moves
-//! the clock to the next thing due (a router timer, the client's timer
-//! or the end of the wait), so a run with a simulated device is exact
-//! and takes no real time waiting.
+//! the client's core really was (its CPU time counts the spinning).
+//! Simulated (`--simtime`): an idle round moves the clock to the next
+//! thing due (a router timer, the client's timer or the end of the
+//! wait), so a run with a simulated device is exact and takes no real
+//! time waiting.
 
 use super::net::{Net, TIMER_KEY};
 use oxnet_graph::Router;
