@@ -130,6 +130,22 @@ fn short_connections_one_request_each_over_ipv4_and_ipv6() {
 }
 
 #[test]
+fn a_fixed_next_hop_mac_carries_both_families() {
+    // Every frame to the server's Ethernet address (the built-in
+    // configuration's EtherEncap in place of ARP and ND); the server
+    // still resolves us, and our ARP and ND answer it.
+    let mut s = stack();
+    s.next_hop_mac = Some("02:00:00:00:0b:02".into());
+    for target in [format!("{SERVER_IP}:7"), format!("[{SERVER_IP6}]:7")] {
+        let mut o = options(&target, Mode::Short, 30);
+        o.connections = 1;
+        let summary = run(&o, &s);
+        assert_exact(&summary, 30, 100);
+        assert_eq!(summary.connections, 30, "{target}: {}", summary.line());
+    }
+}
+
+#[test]
 fn large_requests_come_back_whole() {
     let mut o = options(&format!("{SERVER_IP}:7"), Mode::Persistent, 8);
     o.size = 200_000;
