@@ -1053,6 +1053,14 @@ impl Router {
         self.shared.clock.now()
     }
 
+    /// When the earliest timer is due (microseconds, the clock of
+    /// [`Router::now_us`]), if any: for a caller that runs rounds itself
+    /// (`run_once`) and, idle, moves simulated time on or sleeps, as
+    /// [`Router::run`] does.
+    pub fn next_timer_us(&self) -> Option<u64> {
+        self.shared.timers.borrow().next_expiry()
+    }
+
     fn call(&self, index: usize, f: &mut dyn FnMut(&mut dyn Element, &mut Ctx<'_>)) {
         self.shared.reentrant_delivered.set(0);
         self.shared.begin_step(index);

@@ -292,6 +292,38 @@ fn an_active_open_is_writable_once_the_handshake_completes() {
     assert!(ep.try_wait(8).is_empty());
 }
 
+// ---- abort (SO_LINGER 0) ----
+
+#[test]
+fn abort_of_an_established_connection_sends_one_rst_at_snd_nxt_and_forgets_it() {
+    let (mut rig, _l, stream, iss) = accepted();
+    stream.abort();
+    let out = rig.exchange(vec![]);
+    assert_eq!(out.len(), 1, "one segment");
+    let (rst, payload) = to_client(&out[0]);
+    // RFC 9293 §3.10.5: <SEQ=SND.NXT><CTL=RST>.
+    assert!(rst.flags.contains(TcpFlags::RST));
+    assert!(!rst.flags.contains(TcpFlags::FIN) && !rst.flags.contains(TcpFlags::SYN));
+    assert_eq!(rst.seq, iss + 1);
+    assert!(payload.is_empty());
+    let info = rig.info.borrow();
+    assert!(info.flows.is_empty(), "no TIME-WAIT, no flow left");
+    assert!(info.tcbs.is_empty());
+}
+
+#[test]
+fn abort_in_syn_sent_sends_nothing_more_and_deletes_the_tcb() {
+    let (mut rig, _l) = server();
+    let stream = TcpStream::connect(&rig.info, IpEndpoint::new(SERVER, 45000), IpEndpoint::new(CLIENT, 9000)).unwrap();
+    let (syn, _) = to_client(&rig.exchange(vec![])[0]);
+    assert!(syn.flags.contains(TcpFlags::SYN));
+    stream.abort();
+    assert!(rig.exchange(vec![]).is_empty(), "no RST from SYN-SENT");
+    let info = rig.info.borrow();
+    assert!(info.flows.is_empty());
+    assert!(info.tcbs.is_empty());
+}
+
 // ---- zero-copy ----
 
 #[test]

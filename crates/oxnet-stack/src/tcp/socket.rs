@@ -341,6 +341,34 @@ impl TcpStream {
             Ok(())
         })
     }
+    /// ABORT (RFC 9293 §3.10.5; close(2) with SO_LINGER 0, as Linux's
+    /// `tcp_disconnect`): in SYN-RECEIVED, ESTABLISHED, FIN-WAIT-1,
+    /// FIN-WAIT-2 and CLOSE-WAIT a RST goes out in the router's next
+    /// round and the connection ends at once (no FIN, no TIME-WAIT);
+    /// in the other states the TCB is deleted without a segment. Queued
+    /// data, sent or not, is dropped.
+    pub fn abort(self) {
+        let mut info = self.stack.borrow_mut();
+        let info = &mut *info;
+        let Some(tcb) = info.tcbs.get_mut(self.tcb) else { return };
+        // The socket lets go here: Drop finds `has_socket` false and
+        // leaves the TCB to the stack.
+        tcb.has_socket = false;
+        let resets = matches!(
+            tcb.state,
+            TcpState::SynReceived
+                | TcpState::Established
+                | TcpState::FinWait1
+                | TcpState::FinWait2
+                | TcpState::CloseWait
+        );
+        if resets {
+            tcb.send_rst = true;
+            info.want_output(self.tcb);
+        } else {
+            abort(info, self.tcb, None);
+        }
+    }
 }
 
 /// The application took `n` bytes of the receive queue's packets (they
@@ -367,6 +395,10 @@ impl Drop for TcpStream {
         {
             let mut info = self.stack.borrow_mut();
             if let Some(tcb) = info.tcbs.get_mut(self.tcb) {
+                if !tcb.has_socket {
+                    // Aborted (`abort`): the stack finishes it.
+                    return;
+                }
                 if tcb.recv_queued > 0 && tcb.state.synchronized() && tcb.state != TcpState::TimeWait {
                     tcb.send_rst = true;
                     tcb.has_socket = false;

@@ -1,6 +1,6 @@
-//! One client thread: its connections, driven by epoll, in short or
-//! persistent mode, closed or open loop (module documentation of
-//! [`super`]).
+//! One client thread: its connections, driven by a [`Net`]'s readiness
+//! (epoll), in short or persistent mode, closed or open loop (module
+//! documentation of [`super`]).
 //!
 //! Every request is accounted once: answered (its latency recorded),
 //! failed (counted by kind), still in flight when the run's time ends
@@ -8,18 +8,18 @@
 //! `--requests N`, each request and each failed connect of a persistent
 //! connection takes one of the N, so a run against a refused port ends.
 
+use super::kernel::KernelNet;
+use super::net::{Net, TIMER_KEY};
 use super::options::{Mode, ThreadPlan};
 use super::schedule::Schedule;
 use super::summary::Summary;
-use super::sys::{self, Epoll, Timer};
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// The epoll key of the open loop's timer (connections use their index).
-const TIMER_KEY: u64 = u64::MAX;
+/// Most events one wait returns.
+const MAX_EVENTS: usize = 256;
 /// How often timeouts and reconnects are looked at.
 const SCAN_EVERY: Duration = Duration::from_millis(5);
 /// A persistent connection that failed is opened again after this.
@@ -44,8 +44,8 @@ enum State {
     Receiving,
 }
 
-struct Conn {
-    fd: Option<OwnedFd>,
+struct Conn<S> {
+    fd: Option<S>,
     state: State,
     /// The events registered with epoll (0: not registered).
     events: u32,
@@ -71,11 +71,11 @@ fn pattern(seq: u64, i: usize) -> u8 {
     (seq.wrapping_mul(7).wrapping_add(i as u64) as u8) ^ 0x5a
 }
 
-struct Client<'a> {
+struct Client<'a, N: Net> {
     plan: &'a ThreadPlan,
     issued: &'a AtomicU64,
-    epoll: Epoll,
-    conns: Vec<Conn>,
+    net: &'a mut N,
+    conns: Vec<Conn<N::Socket>>,
     /// Connections free for a request (persistent idle, short free slots).
     free: Vec<usize>,
     /// Open loop: scheduled times waiting for a free connection.
@@ -87,24 +87,24 @@ struct Client<'a> {
     out: Summary,
 }
 
-/// Runs thread `plan`'s share of the load until the run's end; `issued`
-/// counts requests over all threads (for `--requests`).
+/// Runs thread `plan`'s share of the load on kernel sockets until the
+/// run's end; `issued` counts requests over all threads (for
+/// `--requests`).
 pub fn run_thread(plan: &ThreadPlan, issued: &AtomicU64, start: Instant) -> Result<Summary, String> {
+    run_on(&mut KernelNet::new()?, plan, issued, start)
+}
+
+/// Runs thread `plan`'s share of the load on `net` from `start` (a time
+/// of `net`'s clock) until the run's end.
+pub fn run_on<N: Net>(net: &mut N, plan: &ThreadPlan, issued: &AtomicU64, start: Instant) -> Result<Summary, String> {
     let o = &plan.options;
-    let epoll = Epoll::new().map_err(|e| format!("epoll_create: {e}"))?;
     let open_loop = plan.rate > 0.0;
     let mut schedule = open_loop.then(|| Schedule::new(start, plan.rate, o.arrival, plan.seed));
-    let timer = Timer::new().map_err(|e| format!("timerfd: {e}"))?;
-    if open_loop {
-        epoll
-            .add(timer.raw(), libc::EPOLLIN as u32, TIMER_KEY)
-            .map_err(|e| format!("epoll_ctl: {e}"))?;
-    }
     let end = o.duration.and_then(|d| start.checked_add(d));
     let mut c = Client {
         plan,
         issued,
-        epoll,
+        net,
         conns: (0..plan.connections)
             .map(|_| Conn {
                 fd: None,
@@ -128,7 +128,7 @@ pub fn run_thread(plan: &ThreadPlan, issued: &AtomicU64, start: Instant) -> Resu
     };
     // Start: persistent connections open; short slots start requests
     // (closed loop) or wait for the schedule (open loop).
-    let now = Instant::now();
+    let now = c.net.now();
     for i in 0..c.conns.len() {
         match (o.mode, open_loop) {
             (Mode::Persistent, _) => c.open(i, now),
@@ -136,11 +136,11 @@ pub fn run_thread(plan: &ThreadPlan, issued: &AtomicU64, start: Instant) -> Resu
             (Mode::Short, true) => c.free.push(i),
         }
     }
-    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
+    let mut events = Vec::with_capacity(MAX_EVENTS);
     let mut next_scan = now + SCAN_EVERY;
     let mut armed: Option<Instant> = None;
     loop {
-        let now = Instant::now();
+        let now = c.net.now();
         if end.is_some_and(|e| now >= e) || crate::signal::stop_requested() {
             break;
         }
@@ -160,9 +160,7 @@ pub fn run_thread(plan: &ThreadPlan, issued: &AtomicU64, start: Instant) -> Resu
         }
         if let Some(s) = schedule.as_ref() {
             if !c.exhausted && armed != Some(s.peek()) {
-                timer
-                    .arm(s.peek().saturating_duration_since(now))
-                    .map_err(|e| format!("timerfd_settime: {e}"))?;
+                c.net.arm_timer(s.peek()).map_err(|e| format!("timer: {e}"))?;
                 armed = Some(s.peek());
             }
         }
@@ -174,13 +172,10 @@ pub fn run_thread(plan: &ThreadPlan, issued: &AtomicU64, start: Instant) -> Resu
         if let Some(e) = end {
             wait = wait.min(e.saturating_duration_since(now));
         }
-        let ms = wait.as_micros().div_ceil(1000) as i32;
-        let n = c.epoll.wait(&mut events, ms).map_err(|e| format!("epoll_wait: {e}"))?;
-        let now = Instant::now();
-        for ev in &events[..n] {
-            let (key, flags) = (ev.u64, ev.events);
+        c.net.wait(&mut events, wait).map_err(|e| format!("epoll_wait: {e}"))?;
+        let now = c.net.now();
+        for &(flags, key) in &events {
             if key == TIMER_KEY {
-                timer.clear();
                 armed = None;
             } else if let Some(i) = usize::try_from(key).ok().filter(|&i| i < c.conns.len()) {
                 c.on_event(i, flags, now);
@@ -188,10 +183,15 @@ pub fn run_thread(plan: &ThreadPlan, issued: &AtomicU64, start: Instant) -> Resu
         }
     }
     c.out.unsent += c.pending.len() as u64;
+    for conn in &mut c.conns {
+        if let Some(s) = conn.fd.take() {
+            c.net.close(s);
+        }
+    }
     Ok(c.out)
 }
 
-impl Client<'_> {
+impl<N: Net> Client<'_, N> {
     /// Takes one request from the run's budget (`--requests`).
     fn claim(&mut self) -> bool {
         if self.exhausted {
@@ -273,10 +273,8 @@ impl Client<'_> {
     fn register(&mut self, i: usize, events: u32) {
         let c = &mut self.conns[i];
         let Some(fd) = c.fd.as_ref() else { return };
-        let r = if c.events == 0 {
-            self.epoll.add(fd.as_raw_fd(), events, i as u64)
-        } else if c.events != events {
-            self.epoll.modify(fd.as_raw_fd(), events, i as u64)
+        let r = if c.events != events {
+            self.net.watch(fd, events, i as u64, c.events != 0)
         } else {
             Ok(())
         };
@@ -305,7 +303,7 @@ impl Client<'_> {
         c.started = now;
         c.retry_at = None;
         c.deadline = now + timeout;
-        match sys::connect_nonblocking(&self.plan.options.target) {
+        match self.net.connect(&self.plan.options.target) {
             Ok(fd) => {
                 c.fd = Some(fd);
                 c.events = 0;
@@ -349,7 +347,7 @@ impl Client<'_> {
             for (k, b) in self.buf[..n].iter_mut().enumerate() {
                 *b = pattern(c.seq, c.sent + k);
             }
-            match sys::send(fd.as_raw_fd(), &self.buf[..n]) {
+            match self.net.send(fd, &self.buf[..n]) {
                 Ok(w) => {
                     c.sent += w;
                     self.out.bytes_sent += w as u64;
@@ -376,7 +374,7 @@ impl Client<'_> {
             if want == 0 {
                 return;
             }
-            match sys::read(fd.as_raw_fd(), &mut self.buf[..want]) {
+            match self.net.read(fd, &mut self.buf[..want]) {
                 Ok(0) => {
                     let e = io::Error::from_raw_os_error(libc::ECONNRESET);
                     return self.fail(i, "the server closed before the whole echo", &e, now);
@@ -414,9 +412,8 @@ impl Client<'_> {
         match self.plan.options.mode {
             Mode::Short => {
                 if let Some(fd) = c.fd.take() {
-                    // Close with a RST, as ClickNF's client; a failure
-                    // here only means a FIN instead.
-                    let _ = sys::linger_zero(fd.as_raw_fd());
+                    // Close with a RST, as ClickNF's client.
+                    self.net.abort(fd);
                 }
                 c.state = State::Closed;
                 c.events = 0;
@@ -442,7 +439,7 @@ impl Client<'_> {
     fn close_after_error(&mut self, i: usize, now: Instant) {
         let c = &mut self.conns[i];
         if let Some(fd) = c.fd.take() {
-            let _ = sys::linger_zero(fd.as_raw_fd());
+            self.net.abort(fd);
         }
         c.events = 0;
         c.state = State::Closed;
@@ -456,7 +453,7 @@ impl Client<'_> {
         match self.conns[i].state {
             State::Connecting => {
                 let Some(fd) = self.conns[i].fd.as_ref() else { return };
-                if let Err(e) = sys::take_error(fd.as_raw_fd()) {
+                if let Err(e) = self.net.take_error(fd) {
                     let what = format!("connect to {}", self.plan.options.target);
                     return self.fail(i, &what, &e, now);
                 }

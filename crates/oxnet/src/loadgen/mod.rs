@@ -1,7 +1,10 @@
 //! `oxnet loadgen`: a TCP load generator on kernel sockets, and the Linux
 //! echo server it is compared with (issue 11, item 8 and its benchmark).
 //!
-//! The client drives many non-blocking connections per thread with epoll:
+//! The client drives many non-blocking connections per thread with epoll,
+//! on kernel sockets or, with `--device SPEC`, on oxnet's own stack in
+//! the same thread ([`on_stack`]); one trait ([`net::Net`]) stands for
+//! the stack, so the state machine is the same:
 //!
 //! - `--mode short`: ClickNF's echo test: connect, send `--size` bytes,
 //!   wait for them back, close with a RST (SO_LINGER 0), repeat.
@@ -16,7 +19,10 @@
 //! omission).
 //!
 //! Layout: [`options`] (the command line, checked), [`schedule`] (arrival
-//! times), [`client`] (one thread's connections), [`summary`] (histogram,
+//! times), [`client`] (one thread's connections), [`net`] (what the
+//! client needs from a stack), [`kernel`] and [`stack`] (that on kernel
+//! sockets and on oxnet's stack), [`on_stack`] (the routers of a run on
+//! oxnet's stack), [`summary`] (histogram,
 //! summary line and JSON), [`serve`] (the epoll echo server). Later
 //! workloads (mutilate's key/value/inter-arrival distributions, memcached's
 //! protocols, issue 13) add a [`schedule::InterArrival`] variant and a
@@ -25,9 +31,13 @@
 //! `-t`, `-c`, `-T`).
 
 pub mod client;
+pub mod kernel;
+pub mod net;
+pub mod on_stack;
 pub mod options;
 pub mod schedule;
 pub mod serve;
+pub mod stack;
 pub mod summary;
 mod sys;
 
@@ -52,7 +62,10 @@ pub fn main(args: &LoadgenArgs) -> Result<bool, String> {
         return Ok(true);
     }
     let options = args.options()?;
-    let summary = run(&options)?;
+    let summary = match args.stack_options()? {
+        Some(stack) => on_stack::run(&options, &stack)?,
+        None => run(&options)?,
+    };
     if args.json {
         println!("{}", summary.json());
     } else {

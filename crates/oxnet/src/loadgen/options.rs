@@ -5,7 +5,7 @@
 
 use super::schedule::InterArrival;
 use clap::{Args, ValueEnum};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 /// How connections are used.
@@ -80,6 +80,52 @@ pub struct LoadgenArgs {
     /// 0.0.0.0 where IPv6 is off).
     #[arg(long, requires = "serve_echo")]
     pub bind: Option<std::net::IpAddr>,
+    /// Run on oxnet's own TCP/IP stack over this device instead of kernel
+    /// sockets: sim:NAME[,wire=PEER], tap:NAME, memif:SOCKET,...,
+    /// af_packet:IF, ... (`oxnet devices`).
+    #[arg(long, value_name = "SPEC", conflicts_with = "serve_echo")]
+    pub device: Option<String>,
+    /// Our IPv4 address on oxnet's stack, ADDR or ADDR/PREFIX.
+    #[arg(long, value_name = "ADDR[/PREFIX]", value_parser = parse_ipv4_prefix)]
+    pub ip: Option<(Ipv4Addr, u8)>,
+    /// Our IPv6 address on oxnet's stack.
+    #[arg(long, value_name = "ADDR")]
+    pub ip6: Option<Ipv6Addr>,
+    /// Our Ethernet address on oxnet's stack.
+    #[arg(long, default_value = super::on_stack::DEFAULT_MAC)]
+    pub mac: String,
+    /// On oxnet's stack: send every packet to this Ethernet address (the
+    /// server's, or the gateway's) without ARP or ND; needed with
+    /// several threads.
+    #[arg(long, value_name = "MAC")]
+    pub next_hop_mac: Option<String>,
+    /// On oxnet's stack: this configuration instead of the built-in host
+    /// (one TCPStack; DEV, IP, IP4, IP6, MAC, NEXT_HOP_MAC given as
+    /// variables).
+    #[arg(long, value_name = "FILE", conflicts_with = "serve_echo")]
+    pub config: Option<std::path::PathBuf>,
+    /// On oxnet's stack: simulated time (with simulated devices; the
+    /// schedule, timeouts and latencies are in the router's time).
+    #[arg(long)]
+    pub simtime: bool,
+    /// On oxnet's stack: before the clock starts, open one connection to
+    /// the target per thread and reset it, so that the device's link is
+    /// up and the next hop resolved when the measured run begins (the
+    /// server sees one more connection per thread).
+    #[arg(long)]
+    pub warm_up: bool,
+}
+
+/// Parses ADDR or ADDR/PREFIX (IPv4; no prefix is /32).
+pub fn parse_ipv4_prefix(text: &str) -> Result<(Ipv4Addr, u8), String> {
+    let (addr, len) = text.split_once('/').unwrap_or((text, "32"));
+    let addr = addr
+        .parse::<Ipv4Addr>()
+        .map_err(|_| format!("`{text}`: give an IPv4 address, ADDR or ADDR/PREFIX (10.0.0.1/24)"))?;
+    match len.parse::<u8>() {
+        Ok(len) if len <= 32 => Ok((addr, len)),
+        _ => Err(format!("`{text}`: the prefix length must be 0 to 32")),
+    }
 }
 
 /// The largest request: a bound on each connection's buffers.
@@ -202,6 +248,45 @@ impl LoadgenArgs {
             timeout: Duration::from_secs_f64(self.timeout),
             seed: self.seed,
         })
+    }
+
+    /// The oxnet stack's options, if the run is on oxnet's stack
+    /// (`--device` or `--config`); its flags without either are an
+    /// error.
+    pub fn stack_options(&self) -> Result<Option<super::on_stack::StackOptions>, String> {
+        if self.device.is_none() && self.config.is_none() {
+            let given = [
+                (self.ip.is_some(), "--ip"),
+                (self.ip6.is_some(), "--ip6"),
+                (self.next_hop_mac.is_some(), "--next-hop-mac"),
+                (self.simtime, "--simtime"),
+                (self.warm_up, "--warm-up"),
+                (self.mac != super::on_stack::DEFAULT_MAC, "--mac"),
+            ];
+            if let Some((_, flag)) = given.iter().find(|(on, _)| *on) {
+                return Err(format!(
+                    "{flag} is for oxnet's stack: give --device SPEC too (without it the load runs on kernel sockets)"
+                ));
+            }
+            return Ok(None);
+        }
+        let config = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| format!("--config {}: {e}", path.display()))?;
+                Some((path.display().to_string(), text))
+            }
+            None => None,
+        };
+        Ok(Some(super::on_stack::StackOptions {
+            device: self.device.clone(),
+            ip: self.ip,
+            ip6: self.ip6,
+            mac: self.mac.clone(),
+            next_hop_mac: self.next_hop_mac.clone(),
+            config,
+            simtime: self.simtime,
+            warm_up: self.warm_up,
+        }))
     }
 
     /// Checks the arguments of `--serve-echo PORT`.

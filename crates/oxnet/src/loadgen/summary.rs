@@ -99,6 +99,10 @@ pub struct Summary {
     pub seconds: f64,
     /// CPU seconds (user + system) the client process used.
     pub cpu_seconds: f64,
+    /// On oxnet's stack: seconds the client's threads were busy (their
+    /// run less the time their waits found nothing to do; the CPU time
+    /// counts a polling loop's spinning too). None on kernel sockets.
+    pub busy_seconds: Option<f64>,
     /// The mode of the run.
     pub mode: Mode,
     /// The target rate (0: closed loop).
@@ -127,6 +131,7 @@ impl Summary {
             service: Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("fixed, valid histogram bounds"),
             seconds: 0.0,
             cpu_seconds: 0.0,
+            busy_seconds: None,
             mode: Mode::Persistent,
             rate: 0.0,
             size: 0,
@@ -148,6 +153,9 @@ impl Summary {
         self.bytes_sent += o.bytes_sent;
         self.bytes_received += o.bytes_received;
         self.unsent += o.unsent;
+        if let Some(b) = o.busy_seconds {
+            self.busy_seconds = Some(self.busy_seconds.unwrap_or(0.0) + b);
+        }
         self.errors.merge(&o.errors);
         // Same bounds on both sides: adding cannot fail.
         let _ = self.latency.add(&o.latency);
@@ -221,7 +229,7 @@ impl Summary {
             concat!(
                 "{{\"mode\":\"{}\",\"rate\":{},\"size\":{},\"seconds\":{:.6},\"requests\":{},",
                 "\"throughput\":{:.3},\"connections\":{},\"bytes_sent\":{},\"bytes_received\":{},",
-                "\"unsent\":{},\"cpu_seconds\":{:.6},\"latency_us\":{},\"service_us\":{},",
+                "\"unsent\":{},\"cpu_seconds\":{:.6},{}\"latency_us\":{},\"service_us\":{},",
                 "\"errors\":{{\"total\":{},\"refused\":{},\"reset\":{},\"timeout\":{},\"corrupt\":{},\"other\":{},\"first\":{}}}}}"
             ),
             self.mode.name(),
@@ -235,6 +243,8 @@ impl Summary {
             self.bytes_received,
             self.unsent,
             self.cpu_seconds,
+            self.busy_seconds
+                .map_or(String::new(), |b| format!("\"busy_seconds\":{b:.6},")),
             quantiles_json(&self.latency),
             quantiles_json(&self.service),
             e.total(),
