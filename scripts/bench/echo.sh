@@ -3,9 +3,13 @@
 # echo server on its own TCP/IP stack against the best plain Linux echo
 # server we can write, with the same client, `oxnet loadgen`.
 #
-#   oxnet : conf/echo.click on a TAP device (`tap:` driver: one read(2) or
-#           write(2) per frame), run by `oxnet run` in namespace C; the
-#           client in C talks to it through the TAP's kernel side.
+#   oxnet : conf/echo.click run by `oxnet run` in namespace C, on
+#           OX_DEV=tap (default; the `tap:` driver: one read(2) or write(2)
+#           per frame; the client in C talks to it through the TAP's kernel
+#           side), OX_DEV=af_xdp or OX_DEV=af_packet (one end of a veth
+#           pair in C, the client on the other end: rings, one kick per
+#           transmit batch; AF_PACKET's receive blocks are retired after at
+#           most 1 ms, so its latency at low load is about that).
 #   Linux : `oxnet loadgen --serve-echo 7 --threads 1` (epoll,
 #           SO_REUSEPORT, non-blocking sockets) in namespace S, reached
 #           from the client in C over a veth pair.
@@ -36,6 +40,7 @@ RUNS="${RUNS:-3}"
 SECS="${SECONDS_PER_RUN:-5}"
 CONNS="${CONNECTIONS:-16}"
 PART="${PART:-short}"             # short | both
+OX_DEV="${OX_DEV:-tap}"           # tap | af_xdp | af_packet
 CLIENT_CORE="${CLIENT_CORE:-0}"
 SERVER_CORE="${SERVER_CORE:-1}"
 PERSISTENT_CONNS=(1 8 64)
@@ -43,9 +48,11 @@ out="${OXNET_BENCH_OUT:-target/bench}"
 
 [ "$(id -u)" -eq 0 ] || { echo "echo.sh: needs root (TAP, namespaces)" >&2; exit 1; }
 case "$PART" in short | both) ;; *) echo "echo.sh: PART=short or PART=both" >&2; exit 1 ;; esac
+case "$OX_DEV" in tap | af_xdp | af_packet) ;; *) echo "echo.sh: OX_DEV=tap, af_xdp or af_packet" >&2; exit 1 ;; esac
 mkdir -p "$out"
 cargo build --release -q -p oxnet >&2
 OXNET="$(pwd)/${CARGO_TARGET_DIR:-target}/release/oxnet"
+OX_RUN_FLAGS="${OX_RUN_FLAGS:-}"    # e.g. --busy-poll
 
 NSC="oxbec$$"
 NSS="oxbes$$"
@@ -67,6 +74,23 @@ ip -n "$NSC" addr add 10.82.0.1/24 dev oxbc0
 ip -n "$NSS" addr add 10.82.0.2/24 dev oxbs0
 ip -n "$NSC" link set oxbc0 up
 ip -n "$NSS" link set oxbs0 up
+if [ "$OX_DEV" = tap ]; then
+    OX_SPEC="tap:oxbt0,ip=10.81.0.1/24"
+else
+    # oxnet takes oxbx0 (no address); the client's side is oxbk0.
+    ip -n "$NSC" link add oxbk0 type veth peer name oxbx0
+    ip -n "$NSC" addr add 10.81.0.1/24 dev oxbk0
+    ip -n "$NSC" link set oxbk0 up
+    ip -n "$NSC" link set oxbx0 up
+    if [ "$OX_DEV" = af_xdp ]; then
+        # An XDP socket gets the frame as the sender left it: with checksum
+        # offload on, a TCP checksum that nobody computed (CHECKSUM_PARTIAL;
+        # AF_PACKET says so in tp_status, AF_XDP cannot). The client's
+        # kernel computes it instead, on the client's core.
+        ip netns exec "$NSC" ethtool -K oxbk0 tx off tso off gso off >/dev/null
+    fi
+    OX_SPEC="$OX_DEV:oxbx0"
+fi
 
 OX_TARGET=10.81.0.2:7
 LINUX_TARGET=10.82.0.2:7
@@ -102,7 +126,7 @@ wait_ready() { # wait_ready TARGET
 start_server() { # start_server oxnet|linux
     if [ "$1" = oxnet ]; then
         ip netns exec "$NSC" taskset -c "$SERVER_CORE" "$OXNET" run conf/echo.click \
-            "DEV=tap:oxbt0,ip=10.81.0.1/24" IP=10.81.0.2 \
+            "DEV=$OX_SPEC" IP=10.81.0.2 $OX_RUN_FLAGS \
             -h echo.connections -h echo.errors >"$TMP/server.out" 2>"$TMP/server.err" &
         SERVER_PID=$!
         wait_ready "$OX_TARGET"
@@ -156,7 +180,7 @@ for ((r = 1; r <= RUNS; r++)); do
     done
 done
 
-python3 - "$TMP/samples.jsonl" "$out" "$SECS" "$RUNS" <<'PY'
+python3 - "$TMP/samples.jsonl" "$out" "$SECS" "$RUNS" "$OX_DEV" "$OX_RUN_FLAGS" <<'PY'
 import json, statistics, sys
 samples = [json.loads(l) for l in open(sys.argv[1])]
 out, secs, runs = sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
@@ -195,7 +219,7 @@ for part, conns in sorted({(r["part"], r["connections"]) for r in rows}):
               f'server+client+irq {l["own_cpu_us_per_msg"] / o["own_cpu_us_per_msg"]:.2f}x, '
               f'server process {l["server_cpu_us_per_msg"] / o["server_cpu_us_per_msg"]:.2f}x (Linux/oxnet: above 1, oxnet cheaper)')
 json.dump({"benchmark": "echo", "seconds_per_run": secs, "runs": runs, "size": 64,
-           "oxnet": "conf/echo.click on tap:, oxnet run", "linux": "oxnet loadgen --serve-echo (epoll, SO_REUSEPORT), over veth",
+           "oxnet": f"conf/echo.click on {sys.argv[5]}, oxnet run {sys.argv[6]}".strip(), "linux": "oxnet loadgen --serve-echo (epoll, SO_REUSEPORT), over veth",
            "medians": rows, "samples": samples}, open(f"{out}/echo.json", "w"), indent=1)
 
 # The figure: messages per second (bars) and CPU us per message on both
