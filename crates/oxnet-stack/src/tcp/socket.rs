@@ -222,6 +222,16 @@ impl TcpStream {
         }
     }
 
+    /// TCP_SYNCNT: how many times an active open sends its SYN again
+    /// before it gives up with ETIMEDOUT (RFC 1122 §4.2.3.5's R2 for a
+    /// SYN; None: the stack's limit for every segment). Set it before the
+    /// first retransmission to count from the start.
+    pub fn set_syn_retries(&self, retries: Option<u32>) {
+        if let Some(t) = self.stack.borrow_mut().tcbs.get_mut(self.tcb) {
+            t.syn_retries = retries;
+        }
+    }
+
     /// The connection's error (SO_ERROR), if it ended with one.
     pub fn error(&self) -> Option<i32> {
         self.stack.borrow().tcbs.get(self.tcb).and_then(|t| t.error)

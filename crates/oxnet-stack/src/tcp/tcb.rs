@@ -192,6 +192,9 @@ pub struct Tcb {
     /// before the connection is given up; and since when it has been.
     pub user_timeout_us: Option<u64>,
     pub unacked_since: Option<u64>,
+    /// TCP_SYNCNT: SYN retransmissions before an active open gives up
+    /// with ETIMEDOUT (None: the stack's limit for every segment).
+    pub syn_retries: Option<u32>,
 }
 
 impl Tcb {
@@ -260,6 +263,7 @@ impl Tcb {
             last_heard_us: 0,
             user_timeout_us: None,
             unacked_since: None,
+            syn_retries: None,
         }
     }
 

@@ -635,7 +635,12 @@ impl Timers {
             }
         }
         tcb.rtt.back_off();
-        if tcb.rtt.backoffs() > MAX_RETRANSMITS {
+        // RFC 1122 §4.2.3.5: R2 for a SYN may differ (TCP_SYNCNT).
+        let limit = match tcb.state {
+            TcpState::SynSent => tcb.syn_retries.unwrap_or(MAX_RETRANSMITS),
+            _ => MAX_RETRANSMITS,
+        };
+        if tcb.rtt.backoffs() > limit {
             self.gave_up += 1;
             let errno = tcb.soft_error.unwrap_or(libc::ETIMEDOUT);
             super::rst_syn::abort(info, r, Some(errno));
