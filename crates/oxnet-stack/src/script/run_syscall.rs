@@ -585,7 +585,9 @@ impl Sockets {
                 }
             }
             Some(Socket::Stream(s)) => {
-                let Some(tcb) = s.key().and_then(|k| info.lookup(&k)).and_then(|r| info.tcbs.get(r)) else {
+                // By its TCB, not by the flow table: a connection that
+                // ended is kept, CLOSED, for its socket, without a flow.
+                let Some(tcb) = info.tcbs.get(s.tcb_ref()) else {
                     return POLLIN | POLLHUP;
                 };
                 let mut bits = 0;
@@ -625,10 +627,6 @@ impl Sockets {
     /// SO_ERROR: the error the connection ended with, 0 if none.
     fn pending_error(&self, s: &TcpStream) -> i32 {
         let info = self.stack.borrow();
-        s.key()
-            .and_then(|k| info.lookup(&k))
-            .and_then(|r| info.tcbs.get(r))
-            .and_then(|t| t.error)
-            .unwrap_or(0)
+        info.tcbs.get(s.tcb_ref()).and_then(|t| t.error).unwrap_or(0)
     }
 }
