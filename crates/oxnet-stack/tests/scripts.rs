@@ -4,7 +4,8 @@
 //! and must fail (each with its reason printed), so that a script that
 //! starts passing is noticed and added to the list.
 
-use oxnet_stack::script::{parse, run_script, RunOptions};
+use oxnet_stack::script::{parse, run_script, Report, RunOptions, ALL_STATES};
+use oxnet_stack::tcp::tcb::TcpState;
 use std::path::PathBuf;
 
 /// Scripts that pass today.
@@ -34,6 +35,7 @@ const PASSING: &[&str] = &[
     "rst_at_rcv_nxt.pkt",
     "rst_in_window.pkt",
     "rto_backoff.pkt",
+    "simultaneous_open.pkt",
     "syn_ack_options.pkt",
     "syn_challenge.pkt",
     "syn_closed_port.pkt",
@@ -82,6 +84,57 @@ fn every_script_passes_or_is_listed_as_not_yet() {
         }
     }
     assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+}
+
+/// Runs the script `name` of tests/scripts.
+fn run(path: &std::path::Path) -> Result<Report, String> {
+    let name = path.file_name().unwrap().to_str().unwrap().to_string();
+    let text = std::fs::read_to_string(path).unwrap();
+    parse(&name, &text)
+        .map_err(|e| e.to_string())
+        .and_then(|script| run_script(&script, &RunOptions { file: name.clone() }).map_err(|f| f.to_string()))
+}
+
+/// Every TCP state of RFC 9293 §3.3.2 is entered and left by some
+/// script's connection (CLOSED: left), as the runner sees them: removing
+/// the only script that reaches a state makes this fail and say which.
+#[test]
+fn the_scripts_enter_and_leave_every_tcp_state() {
+    let mut by_whom: Vec<(TcpState, Vec<String>, Vec<String>)> =
+        ALL_STATES.iter().map(|s| (*s, Vec::new(), Vec::new())).collect();
+    for path in scripts() {
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if !PASSING.contains(&name.as_str()) {
+            continue;
+        }
+        let report = run(&path).unwrap_or_else(|e| panic!("{e}"));
+        let (entered, left) = (report.entered(), report.left());
+        for (state, into, out_of) in &mut by_whom {
+            if entered.contains(state) {
+                into.push(name.clone());
+            }
+            if left.contains(state) {
+                out_of.push(name.clone());
+            }
+        }
+    }
+    let mut missing = Vec::new();
+    for (state, into, out_of) in &by_whom {
+        println!(
+            "{}: entered by {} scripts, left by {} ({})",
+            state.name(),
+            into.len(),
+            out_of.len(),
+            out_of.first().map_or("none", |s| s.as_str())
+        );
+        if into.is_empty() && *state != TcpState::Closed {
+            missing.push(format!("{} is entered by no script", state.name()));
+        }
+        if out_of.is_empty() {
+            missing.push(format!("{} is left by no script", state.name()));
+        }
+    }
+    assert!(missing.is_empty(), "\n{}", missing.join("\n"));
 }
 
 #[test]

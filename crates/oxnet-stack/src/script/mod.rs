@@ -67,6 +67,7 @@ mod parse;
 mod print;
 pub mod run;
 mod run_net;
+pub mod run_states;
 pub mod run_segment;
 mod run_syscall;
 #[cfg(test)]
@@ -81,3 +82,4 @@ pub use ast::{
 pub use error::{ErrorMessage, ScriptError};
 pub use parse::parse;
 pub use run::{run_script, EventOutcome, Failure, Report, RunOptions};
+pub use run_states::{Transition, ALL_STATES};
