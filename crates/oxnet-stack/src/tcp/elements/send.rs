@@ -379,8 +379,24 @@ impl Element for Segmentation {
                     }
                 }
                 let mut budget = allowance;
-                if std::mem::take(&mut tcb.window_probe) {
-                    budget = 1;
+                if std::mem::take(&mut tcb.window_probe) && tcb.unsent() > 0 {
+                    // RFC 9293 §3.8.6.1: one octet past the zero window, sent
+                    // again by the persist timer, not the RTO: SND.NXT stays
+                    // (the octet is not in flight: no RTO backing the probes
+                    // off twice, no duplicate ACKs from the answers) and
+                    // SND.MAX covers it, in case the peer takes it.
+                    budget = 0;
+                    let (nxt, key, unsent) = (tcb.snd_nxt, tcb.key, tcb.unsent());
+                    let flags = if unsent == 1 { TcpFlags::PSH } else { TcpFlags::empty() };
+                    let (seg, bytes) = data_segment(tcb, nxt, tcb.send_buffer.len() - unsent, 1, flags, now);
+                    if let Some(mut p) = packet(&mut spare, &mut self.no_buffers) {
+                        if write_segment(&mut p, &key, &seg, bytes) {
+                            out.push(p);
+                            tcb.snd_high = tcb.snd_high.max(nxt + 1);
+                            tcb.ack_sent();
+                            self.segments += 1;
+                        }
+                    }
                 }
                 if tcb.flight_size() == 0 && tcb.unacked_since.is_none() && (tcb.unsent() > 0 || syn_due(tcb)) {
                     tcb.unacked_since = Some(now);
