@@ -23,6 +23,7 @@ const PASSING: &[&str] = &[
     "ipv6_syn_closed_port.pkt",
     "mss_segments.pkt",
     "nagle.pkt",
+    "newreno_partial_ack.pkt",
     "nodelay.pkt",
     "our_close.pkt",
     "out_of_window.pkt",
@@ -39,8 +40,11 @@ const PASSING: &[&str] = &[
     "syn_ack_options.pkt",
     "syn_challenge.pkt",
     "syn_closed_port.pkt",
+    "syn_cookies.pkt",
+    "syn_retries_give_up.pkt",
     "time_wait_ends.pkt",
     "write_psh.pkt",
+    "zero_window_persist.pkt",
 ];
 
 /// Scripts that do not pass yet, and why (printed with the failure).
