@@ -286,7 +286,12 @@ impl Tcb {
     /// at most half the buffer, and the window would at least double).
     pub fn window_update_due(&self) -> bool {
         let remaining = (self.advertised_edge - self.rcv_nxt).max(0) as u32;
-        2 * remaining <= self.rcv_wnd && self.rcv_window() >= 2 * remaining.max(1)
+        // RFC 9293 §3.8.6.2.2: the right edge moves only by at least
+        // min(RCV.BUFF / 2, the MSS) (receiver-side silly window avoidance).
+        let least = (self.rcv_wnd / 2).min(self.snd_mss as u32);
+        2 * remaining <= self.rcv_wnd
+            && self.rcv_window() >= 2 * remaining.max(1)
+            && self.rcv_window() - remaining >= least
     }
 
     /// The highest sequence number sent, plus one.
