@@ -7,6 +7,7 @@
 //! | `socket(..., SOCK_STREAM, IPPROTO_TCP)` | the next descriptor |
 //! | `setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, ...)` | accepted, no effect (oxnet has no port reuse rule to relax) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, [v], ...)` | `set_nodelay` |
+//! | `setsockopt(fd, SOL_SOCKET, SO_RCVBUF, [bytes], ...)` | before `listen` or `connect`: the receive buffer (the window offered) of the connections made from then on, in bytes as given (Linux doubles the value and offers a part of it) |
 //! | `setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, [v], ...)` | `set_keepalive`: on with the three below, or off |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE / TCP_KEEPINTVL / TCP_KEEPCNT, [v], ...)` | seconds idle, seconds between probes, probes (Linux's ranges, else `EINVAL`; defaults 7200, 75, 9) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, [ms], ...)` | `set_user_timeout` (0: off) |
@@ -50,6 +51,7 @@ const CONSTANTS: &[(&str, i64)] = &[
     ("SOL_SOCKET", 1),
     ("SO_REUSEADDR", 2),
     ("SO_ERROR", 4),
+    ("SO_RCVBUF", SO_RCVBUF),
     ("SO_KEEPALIVE", SO_KEEPALIVE),
     ("TCP_NODELAY", TCP_NODELAY),
     ("TCP_KEEPIDLE", TCP_KEEPIDLE),
@@ -75,6 +77,7 @@ const CONSTANTS: &[(&str, i64)] = &[
 
 /// Option names (Linux's `socket.h` and `tcp.h`), at levels SOL_SOCKET (1)
 /// and IPPROTO_TCP (6).
+const SO_RCVBUF: i64 = 8;
 const SO_KEEPALIVE: i64 = 9;
 const TCP_NODELAY: i64 = 1;
 const TCP_KEEPIDLE: i64 = 4;
@@ -347,6 +350,19 @@ impl Sockets {
                     return done(Err(libc::EBADF));
                 };
                 if (level, option) == (1, 2) {
+                    return done(Ok(0));
+                }
+                if (level, option) == (1, SO_RCVBUF) {
+                    let bytes = arg(3)?;
+                    if matches!(entry.socket, Socket::Stream(_)) {
+                        return Err("SO_RCVBUF on a connection: unsupported (set it before)".to_string());
+                    }
+                    let Ok(bytes) = u32::try_from(bytes) else {
+                        return done(Err(libc::EINVAL));
+                    };
+                    // The runner's stack serves the script's connections
+                    // only: its buffer is this socket's.
+                    self.stack.borrow_mut().settings.tcb.recv_buffer = bytes.max(1);
                     return done(Ok(0));
                 }
                 if !entry.options.set(level, option, arg(3)?)? {
