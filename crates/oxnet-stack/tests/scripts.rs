@@ -62,6 +62,7 @@ const PASSING: &[&str] = &[
     "syn_retries_give_up.pkt",
     "time_wait_ends.pkt",
     "user_timeout.pkt",
+    "window_update.pkt",
     "write_psh.pkt",
     "zero_window_persist.pkt",
 ];
