@@ -67,8 +67,8 @@ mod parse;
 mod print;
 pub mod run;
 mod run_net;
-pub mod run_states;
 pub mod run_segment;
+pub mod run_states;
 mod run_syscall;
 #[cfg(test)]
 mod run_tests;

@@ -43,11 +43,11 @@
 use super::ast::{Direction, Event, EventKind, EventTime, Expr, IpVersion, Micros, Script};
 use super::print::Seconds;
 use super::run_net::Net;
+use super::run_segment::{build_inbound, differences, parse_outbound, to_script, PacketSpec, SeqMap};
 use super::run_states::{StateLog, Transition};
+use super::run_syscall::{errno_matches, errno_name, int_value, Attempt, Sockets};
 use crate::tcp::tcb::TcpState;
 use std::collections::HashSet;
-use super::run_segment::{build_inbound, differences, parse_outbound, to_script, PacketSpec, SeqMap};
-use super::run_syscall::{errno_matches, errno_name, int_value, Attempt, Sockets};
 use std::collections::VecDeque;
 use std::fmt;
 

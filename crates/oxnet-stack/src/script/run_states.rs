@@ -79,7 +79,12 @@ fn endpoint_key(e: &IpEndpoint) -> (bool, [u8; 16], u16) {
 
 impl StateLog {
     fn push(&mut self, time_us: u64, port: u16, from: TcpState, to: TcpState) {
-        self.transitions.push(Transition { time_us, port, from, to });
+        self.transitions.push(Transition {
+            time_us,
+            port,
+            from,
+            to,
+        });
     }
 
     /// Compares what `info` holds now with what was seen last.
@@ -112,9 +117,7 @@ impl StateLog {
                 Some(s) => s,
                 // RFC 9293 §3.10.7.4: a passive open's SYN-RECEIVED "returns
                 // to LISTEN" when reset.
-                None if from == TcpState::SynReceived
-                    && listener.is_some_and(|l| info.listeners.contains_key(&l)) =>
-                {
+                None if from == TcpState::SynReceived && listener.is_some_and(|l| info.listeners.contains_key(&l)) => {
                     TcpState::Listen
                 }
                 None => TcpState::Closed,
@@ -132,7 +135,12 @@ impl StateLog {
             }
         }
         // New connections (every TCB is in the flow table when made).
-        let mut new: Vec<TcbRef> = info.flows.values().filter(|r| !self.seen.contains_key(r)).copied().collect();
+        let mut new: Vec<TcbRef> = info
+            .flows
+            .values()
+            .filter(|r| !self.seen.contains_key(r))
+            .copied()
+            .collect();
         new.sort_by_key(|r| (r.id, r.generation));
         for r in new {
             let Some(tcb) = info.tcbs.get(r) else { continue };
@@ -145,5 +153,4 @@ impl StateLog {
             self.seen.insert(r, (tcb.state, tcb.key, tcb.listener));
         }
     }
-
 }

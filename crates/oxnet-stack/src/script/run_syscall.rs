@@ -211,26 +211,36 @@ impl Options {
                 self.nodelay = v != 0;
                 true
             }
-            (6, TCP_KEEPIDLE) => in_range(1, 32767) && {
-                self.keep_idle_s = v;
-                true
-            },
-            (6, TCP_KEEPINTVL) => in_range(1, 32767) && {
-                self.keep_intvl_s = v;
-                true
-            },
-            (6, TCP_KEEPCNT) => in_range(1, 127) && {
-                self.keep_cnt = v;
-                true
-            },
-            (6, TCP_USER_TIMEOUT) => in_range(0, i64::from(i32::MAX)) && {
-                self.user_timeout_ms = v;
-                true
-            },
-            (6, TCP_SYNCNT) => in_range(1, 255) && {
-                self.syn_retries = Some(v);
-                true
-            },
+            (6, TCP_KEEPIDLE) => {
+                in_range(1, 32767) && {
+                    self.keep_idle_s = v;
+                    true
+                }
+            }
+            (6, TCP_KEEPINTVL) => {
+                in_range(1, 32767) && {
+                    self.keep_intvl_s = v;
+                    true
+                }
+            }
+            (6, TCP_KEEPCNT) => {
+                in_range(1, 127) && {
+                    self.keep_cnt = v;
+                    true
+                }
+            }
+            (6, TCP_USER_TIMEOUT) => {
+                in_range(0, i64::from(i32::MAX)) && {
+                    self.user_timeout_ms = v;
+                    true
+                }
+            }
+            (6, TCP_SYNCNT) => {
+                in_range(1, 255) && {
+                    self.syn_retries = Some(v);
+                    true
+                }
+            }
             _ => return Err(format!("setsockopt level {level} option {option}: unsupported")),
         };
         Ok(ok)
