@@ -32,7 +32,8 @@
 //! A non-blocking one (`fcntl(fd, F_SETFL, O_NONBLOCK)`) returns
 //! `-1 EAGAIN`.
 //!
-//! Sequence numbers and options: `run_segment.rs`.
+//! Sequence numbers and options: `run_segment.rs`. The TCP states the
+//! connections go through, in the [`Report`]: `run_states.rs`.
 //!
 //! # Not done
 //! Shell commands, option lines other than `--tolerance_usecs` and
