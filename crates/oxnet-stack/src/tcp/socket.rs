@@ -232,6 +232,31 @@ impl TcpStream {
         }
     }
 
+    /// Ends the connection at once (RFC 9293 §3.10.5 ABORT; what close
+    /// does with SO_LINGER on and a time of 0): in SYN-RECEIVED,
+    /// ESTABLISHED, FIN-WAIT-1, FIN-WAIT-2 and CLOSE-WAIT a reset
+    /// <SEQ=SND.NXT><CTL=RST> goes out; in every state the TCB is deleted
+    /// and data queued is dropped. The socket lets go of the connection.
+    pub fn abort(&self) {
+        let mut info = self.stack.borrow_mut();
+        let Some(tcb) = info.tcbs.get_mut(self.tcb) else { return };
+        let reset = matches!(
+            tcb.state,
+            TcpState::SynReceived
+                | TcpState::Established
+                | TcpState::FinWait1
+                | TcpState::FinWait2
+                | TcpState::CloseWait
+        );
+        tcb.has_socket = false;
+        if reset {
+            tcb.send_rst = true;
+            info.want_output(self.tcb);
+        } else {
+            abort(&mut info, self.tcb, None);
+        }
+    }
+
     /// The connection's error (SO_ERROR), if it ended with one.
     pub fn error(&self) -> Option<i32> {
         self.stack.borrow().tcbs.get(self.tcb).and_then(|t| t.error)
@@ -377,6 +402,11 @@ impl Drop for TcpStream {
         {
             let mut info = self.stack.borrow_mut();
             if let Some(tcb) = info.tcbs.get_mut(self.tcb) {
+                if tcb.send_rst {
+                    // Aborted (or resetting already): the RST ends it.
+                    tcb.has_socket = false;
+                    return;
+                }
                 if tcb.recv_queued > 0 && tcb.state.synchronized() && tcb.state != TcpState::TimeWait {
                     tcb.send_rst = true;
                     tcb.has_socket = false;
