@@ -8,6 +8,7 @@
 //! | `setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, ...)` | accepted, no effect (oxnet has no port reuse rule to relax) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, [v], ...)` | `set_nodelay` |
 //! | `setsockopt(fd, SOL_SOCKET, SO_RCVBUF, [bytes], ...)` | before `listen` or `connect`: the receive buffer (the window offered) of the connections made from then on, in bytes as given (Linux doubles the value and offers a part of it) |
+//! | `setsockopt(fd, SOL_SOCKET, SO_LINGER, {onoff=1, linger=0}, ...)` | close aborts with a RST (`TcpStream::abort`); `onoff=0` undoes it; another time is refused |
 //! | `setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, [v], ...)` | `set_keepalive`: on with the three below, or off |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE / TCP_KEEPINTVL / TCP_KEEPCNT, [v], ...)` | seconds idle, seconds between probes, probes (Linux's ranges, else `EINVAL`; defaults 7200, 75, 9) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, [ms], ...)` | `set_user_timeout` (0: off) |
@@ -19,7 +20,7 @@
 //! | `read`, `recv` | `try_read` of up to that many bytes |
 //! | `write`, `send` | `try_write` of that many zero bytes |
 //! | `shutdown(fd, SHUT_WR or SHUT_RDWR)` | `shutdown_write` |
-//! | `close(fd)` | drops the socket (a connection closes, a listener stops) |
+//! | `close(fd)` | drops the socket (a connection closes, or aborts with SO_LINGER 0; a listener stops) |
 //! | `fcntl(fd, F_SETFL, flags)`, `fcntl(fd, F_GETFL)` | `O_NONBLOCK` on or off, or read back |
 //! | `getsockopt(fd, SOL_SOCKET, SO_ERROR, [v], ...)` | the connection's pending error (`v` a number or an errno's name) |
 //! | `connect(fd, ..., ...)` on a non-blocking socket | `TcpStream::connect` from port 8080 to the script's port; `-1 EINPROGRESS` |
@@ -52,6 +53,7 @@ const CONSTANTS: &[(&str, i64)] = &[
     ("SO_REUSEADDR", 2),
     ("SO_ERROR", 4),
     ("SO_RCVBUF", SO_RCVBUF),
+    ("SO_LINGER", SO_LINGER),
     ("SO_KEEPALIVE", SO_KEEPALIVE),
     ("TCP_NODELAY", TCP_NODELAY),
     ("TCP_KEEPIDLE", TCP_KEEPIDLE),
@@ -78,6 +80,7 @@ const CONSTANTS: &[(&str, i64)] = &[
 /// Option names (Linux's `socket.h` and `tcp.h`), at levels SOL_SOCKET (1)
 /// and IPPROTO_TCP (6).
 const SO_RCVBUF: i64 = 8;
+const SO_LINGER: i64 = 13;
 const SO_KEEPALIVE: i64 = 9;
 const TCP_NODELAY: i64 = 1;
 const TCP_KEEPIDLE: i64 = 4;
@@ -178,6 +181,8 @@ struct Options {
     user_timeout_ms: i64,
     /// TCP_SYNCNT (None: not set).
     syn_retries: Option<i64>,
+    /// SO_LINGER on with a time of 0: close aborts with a RST.
+    linger_abort: bool,
 }
 
 impl Default for Options {
@@ -191,6 +196,7 @@ impl Default for Options {
             keep_cnt: i64::from(ka.count),
             user_timeout_ms: 0,
             syn_retries: None,
+            linger_abort: false,
         }
     }
 }
@@ -362,6 +368,19 @@ impl Sockets {
                 if (level, option) == (1, 2) {
                     return done(Ok(0));
                 }
+                if (level, option) == (1, SO_LINGER) {
+                    let Some(Expr::Struct(fields)) = args.get(3) else {
+                        return Err("SO_LINGER takes {onoff=N, linger=S}".to_string());
+                    };
+                    let on = int_value(field(fields, "onoff", 0).ok_or("SO_LINGER without onoff")?)? != 0;
+                    let secs = int_value(field(fields, "linger", 1).ok_or("SO_LINGER without linger")?)?;
+                    if on && secs != 0 {
+                        // close would block until the data is acknowledged.
+                        return Err("SO_LINGER with a time other than 0: unsupported".to_string());
+                    }
+                    entry.options.linger_abort = on;
+                    return done(Ok(0));
+                }
                 if (level, option) == (1, SO_RCVBUF) {
                     let bytes = arg(3)?;
                     if matches!(entry.socket, Socket::Stream(_)) {
@@ -509,7 +528,13 @@ impl Sockets {
             }
             "close" => {
                 let fd = arg(0)?;
-                done(self.fds.remove(&fd).map(|_| 0).ok_or(libc::EBADF))
+                let Some(entry) = self.fds.remove(&fd) else {
+                    return done(Err(libc::EBADF));
+                };
+                if let (Socket::Stream(s), true) = (&entry.socket, entry.options.linger_abort) {
+                    s.abort();
+                }
+                done(Ok(0))
             }
             "fcntl" => {
                 let (fd, command) = (arg(0)?, arg(1)?);
