@@ -125,6 +125,7 @@ pub fn nagle_allows(tcb: &Tcb) -> bool {
         || tcb.flight_size() == 0
         || tcb.nodelay
         || tcb.fin_queued
+        || tcb.send_rst
 }
 
 impl Element for Nagle {
@@ -200,7 +201,8 @@ impl Element for RateControl {
                     anno::set_send_allowance(&mut p, 1);
                     return Some((0, p));
                 }
-                if usable == 0 && !tcb.retransmit_first && !fin_only && !tcb.send_ack && !syn_due(tcb) {
+                if usable == 0 && !tcb.retransmit_first && !fin_only && !tcb.send_ack && !tcb.send_rst && !syn_due(tcb)
+                {
                     self.window_full += 1;
                     // A zero window with data waiting and nothing in flight
                     // (which the RTO would cover): the persist timer.
