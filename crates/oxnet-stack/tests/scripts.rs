@@ -12,6 +12,7 @@ use std::path::PathBuf;
 const PASSING: &[&str] = &[
     "active_open.pkt",
     "blind_data.pkt",
+    "close_linger_rst.pkt",
     "close_unread_rst.pkt",
     "data_in_read.pkt",
     "fast_retransmit.pkt",
