@@ -17,6 +17,7 @@ const PASSING: &[&str] = &[
     "data_in_read.pkt",
     "fast_retransmit.pkt",
     "fin_syn_received.pkt",
+    "fin_syn_sent.pkt",
     "fin_with_data.pkt",
     "gap_filled_ack.pkt",
     "ipv6_active_open.pkt",
