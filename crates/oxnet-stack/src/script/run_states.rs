@@ -47,7 +47,9 @@ pub struct Transition {
     /// The connection's remote port (the listener's own port for a
     /// listener), to tell connections apart.
     pub port: u16,
+    /// The state it left.
     pub from: TcpState,
+    /// The state it entered.
     pub to: TcpState,
 }
 
