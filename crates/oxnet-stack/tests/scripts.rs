@@ -88,10 +88,7 @@ fn every_script_passes_or_is_listed_as_not_yet() {
     let mut wrong = Vec::new();
     for path in scripts() {
         let name = path.file_name().unwrap().to_str().unwrap().to_string();
-        let text = std::fs::read_to_string(&path).unwrap();
-        let result = parse(&name, &text)
-            .map_err(|e| e.to_string())
-            .and_then(|script| run_script(&script, &RunOptions { file: name.clone() }).map_err(|f| f.to_string()));
+        let result = run(&path);
         let listed = PASSING.contains(&name.as_str());
         match (&result, listed) {
             (Ok(report), true) => println!("pass {name}\n{report}"),
@@ -112,7 +109,7 @@ fn every_script_passes_or_is_listed_as_not_yet() {
     assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
 }
 
-/// Runs the script `name` of tests/scripts.
+/// Parses and runs the script at `path`: its report, or why it failed.
 fn run(path: &std::path::Path) -> Result<Report, String> {
     let name = path.file_name().unwrap().to_str().unwrap().to_string();
     let text = std::fs::read_to_string(path).unwrap();
