@@ -13,7 +13,7 @@
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE / TCP_KEEPINTVL / TCP_KEEPCNT, [v], ...)` | seconds idle, seconds between probes, probes (Linux's ranges, else `EINVAL`; defaults 7200, 75, 9) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, [ms], ...)` | `set_user_timeout` (0: off) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, [n], ...)` | `set_syn_retries` (1 to 255) |
-//! | `getsockopt(fd, level, option, [v], ...)` | for each option above: the value set, compared with `v` |
+//! | `getsockopt(fd, level, option, [v], ...)` | TCP_NODELAY, SO_KEEPALIVE, the TCP_KEEP* three, TCP_USER_TIMEOUT, TCP_SYNCNT (6 unless set, Linux's default): the value, compared with `v` |
 //! | `bind(fd, ..., ...)` | port 8080, packetdrill's default |
 //! | `listen(fd, backlog)` | `TcpListener::bind` on the wildcard address of the script's family (backlog 0: every SYN gets a cookie, as Linux's) |
 //! | `accept(fd, ..., ...)` | `try_accept` |
