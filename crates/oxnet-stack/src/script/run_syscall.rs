@@ -13,7 +13,7 @@
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE / TCP_KEEPINTVL / TCP_KEEPCNT, [v], ...)` | seconds idle, seconds between probes, probes (Linux's ranges, else `EINVAL`; defaults 7200, 75, 9) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, [ms], ...)` | `set_user_timeout` (0: off) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, [n], ...)` | `set_syn_retries` (1 to 255) |
-//! | `getsockopt(fd, level, option, [v], ...)` | TCP_NODELAY, SO_KEEPALIVE, the TCP_KEEP* three, TCP_USER_TIMEOUT, TCP_SYNCNT (6 unless set, Linux's default): the value, compared with `v` |
+//! | `getsockopt(fd, level, option, [v], ...)` | TCP_NODELAY, SO_KEEPALIVE, the TCP_KEEP* three, TCP_USER_TIMEOUT, TCP_SYNCNT (unset: the stack's limit, 15; Linux's default is 6): the value, compared with `v` |
 //! | `bind(fd, ..., ...)` | port 8080, packetdrill's default |
 //! | `listen(fd, backlog)` | `TcpListener::bind` on the wildcard address of the script's family (backlog 0: every SYN gets a cookie, as Linux's) |
 //! | `accept(fd, ..., ...)` | `try_accept` |
@@ -261,8 +261,10 @@ impl Options {
             (6, TCP_KEEPINTVL) => self.keep_intvl_s,
             (6, TCP_KEEPCNT) => self.keep_cnt,
             (6, TCP_USER_TIMEOUT) => self.user_timeout_ms,
-            // Linux's tcp_syn_retries default.
-            (6, TCP_SYNCNT) => self.syn_retries.unwrap_or(6),
+            // Unset: the stack's limit for every segment.
+            (6, TCP_SYNCNT) => self
+                .syn_retries
+                .unwrap_or(i64::from(crate::tcp::elements::send::MAX_RETRANSMITS)),
             _ => return None,
         })
     }

@@ -523,7 +523,7 @@ fn socket_options_are_kept_read_back_and_refused_out_of_linux_ranges() {
    +0 getsockopt(3, IPPROTO_TCP, TCP_KEEPIDLE, [7200], [4]) = 0
    +0 getsockopt(3, IPPROTO_TCP, TCP_KEEPINTVL, [75], [4]) = 0
    +0 getsockopt(3, IPPROTO_TCP, TCP_KEEPCNT, [9], [4]) = 0
-   +0 getsockopt(3, IPPROTO_TCP, TCP_SYNCNT, [6], [4]) = 0
+   +0 getsockopt(3, IPPROTO_TCP, TCP_SYNCNT, [15], [4]) = 0
    +0 getsockopt(3, SOL_SOCKET, SO_KEEPALIVE, [0], [4]) = 0
    +0 setsockopt(3, SOL_SOCKET, SO_KEEPALIVE, [1], 4) = 0
    +0 setsockopt(3, IPPROTO_TCP, TCP_KEEPIDLE, [5], 4) = 0
