@@ -28,6 +28,7 @@ const PASSING: &[&str] = &[
     "ipv6_sack_reset.pkt",
     "ipv6_simultaneous_open.pkt",
     "ipv6_syn_closed_port.pkt",
+    "ipv6_syn_cookies.pkt",
     "ipv6_zero_window_persist.pkt",
     "keepalive.pkt",
     "mss_segments.pkt",
