@@ -321,7 +321,7 @@ fn feed_acks(
             let high = (tcb.snd_nxt - 1usize).0;
             let action = tcb.cc.on_dup_ack(tcb.snd_una.0, flight, high, now, srtt);
             counts.recoveries += (!was && tcb.cc.in_recovery()) as u64;
-            // RFC 5681 §3.2 step 4: a further duplicate inflated cwnd,
+            // RFC 5681 §3.2 steps 4-5: a further duplicate inflated cwnd,
             // which may let new data go.
             inflated = was && tcb.unsent() > 0;
             action
