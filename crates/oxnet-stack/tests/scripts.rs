@@ -58,6 +58,7 @@ const PASSING: &[&str] = &[
     "rto_backoff.pkt",
     "simultaneous_close.pkt",
     "simultaneous_open.pkt",
+    "syn_ack_backoff.pkt",
     "syn_ack_options.pkt",
     "syn_challenge.pkt",
     "syn_closed_port.pkt",
