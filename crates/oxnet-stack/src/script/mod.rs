@@ -68,6 +68,7 @@ mod print;
 pub mod run;
 mod run_net;
 pub mod run_segment;
+pub mod run_states;
 mod run_syscall;
 #[cfg(test)]
 mod run_tests;
@@ -81,3 +82,4 @@ pub use ast::{
 pub use error::{ErrorMessage, ScriptError};
 pub use parse::parse;
 pub use run::{run_script, EventOutcome, Failure, Report, RunOptions};
+pub use run_states::{Transition, ALL_STATES};

@@ -32,7 +32,8 @@
 //! A non-blocking one (`fcntl(fd, F_SETFL, O_NONBLOCK)`) returns
 //! `-1 EAGAIN`.
 //!
-//! Sequence numbers and options: `run_segment.rs`.
+//! Sequence numbers and options: `run_segment.rs`. The TCP states the
+//! connections go through, in the [`Report`]: `run_states.rs`.
 //!
 //! # Not done
 //! Shell commands, option lines other than `--tolerance_usecs` and
@@ -44,7 +45,10 @@ use super::ast::{Direction, Event, EventKind, EventTime, Expr, IpVersion, Micros
 use super::print::Seconds;
 use super::run_net::Net;
 use super::run_segment::{build_inbound, differences, parse_outbound, to_script, PacketSpec, SeqMap};
+use super::run_states::{StateLog, Transition};
 use super::run_syscall::{errno_matches, errno_name, int_value, Attempt, Sockets};
+use crate::tcp::tcb::TcpState;
+use std::collections::HashSet;
 use std::collections::VecDeque;
 use std::fmt;
 
@@ -72,11 +76,28 @@ impl Default for RunOptions {
     }
 }
 
-/// What a script did, event by event, when it passed.
+/// What a script did, event by event, when it passed, and the TCP
+/// states its connections went through (`run_states.rs`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
     /// Every event, in order.
     pub events: Vec<EventOutcome>,
+    /// Every change of state the runner saw, in order.
+    pub transitions: Vec<Transition>,
+}
+
+impl Report {
+    /// The states some connection entered (CLOSED too: a connection
+    /// ended).
+    pub fn entered(&self) -> HashSet<TcpState> {
+        self.transitions.iter().map(|t| t.to).collect()
+    }
+
+    /// The states some connection left (CLOSED: one was opened or a
+    /// listener made).
+    pub fn left(&self) -> HashSet<TcpState> {
+        self.transitions.iter().map(|t| t.from).collect()
+    }
 }
 
 /// One event that went as the script said.
@@ -95,6 +116,9 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for e in &self.events {
             writeln!(f, "line {} at {}: {}", e.line, Seconds(e.time_us), e.outcome)?;
+        }
+        for t in &self.transitions {
+            writeln!(f, "state at {}: port {}: {t}", Seconds(t.time_us), t.port)?;
         }
         Ok(())
     }
@@ -137,6 +161,7 @@ pub fn run_script(script: &Script, options: &RunOptions) -> Result<Report, Failu
         runner.event(event, script.events.get(i + 1))?;
     }
     runner.finish(script.events.last())?;
+    runner.report.transitions = std::mem::take(&mut runner.states.transitions);
     Ok(runner.report)
 }
 
@@ -154,6 +179,7 @@ struct Runner {
     /// they came out.
     pending: VecDeque<(Micros, Vec<u8>)>,
     report: Report,
+    states: StateLog,
 }
 
 impl Runner {
@@ -186,6 +212,7 @@ impl Runner {
             last_us: 0,
             pending: VecDeque::new(),
             report: Report::default(),
+            states: StateLog::default(),
         })
     }
 
@@ -261,7 +288,9 @@ impl Runner {
     /// Runs the router at the current time and keeps what came out.
     fn collect(&mut self) -> Result<(), String> {
         let now = self.net.now();
-        for bytes in self.net.settle()? {
+        // What a system call changed, before the router acts on it.
+        self.states.observe(&self.net.stack.borrow(), now);
+        for bytes in self.net.settle(&mut |info| self.states.observe(info, now))? {
             self.pending.push_back((now, bytes));
         }
         Ok(())

@@ -4,6 +4,7 @@
 //! PlugSink (the IP packets the stack sends), in simulated time.
 
 use crate::plug::Plug;
+use crate::tcp::info::TcpInfo;
 use crate::tcp::socket::Stack;
 
 /// How many rounds a step may take before the runner calls the stack
@@ -53,11 +54,16 @@ impl Net {
     }
 
     /// Runs rounds at the current time until nothing happens, and returns
-    /// what came out. Err if the stack is still busy after `MAX_ROUNDS`.
-    pub(super) fn settle(&mut self) -> Result<Vec<Vec<u8>>, String> {
-        match self.plug.settle(MAX_ROUNDS) {
-            (true, out) => Ok(out),
-            (false, _) => Err(format!("the stack was still busy after {MAX_ROUNDS} rounds")),
+    /// what came out; `after_round` sees the TCP state after each round.
+    /// Err if the stack is still busy after `MAX_ROUNDS`.
+    pub(super) fn settle(&mut self, after_round: &mut dyn FnMut(&TcpInfo)) -> Result<Vec<Vec<u8>>, String> {
+        for _ in 0..MAX_ROUNDS {
+            let busy = self.plug.router.run_once();
+            after_round(&self.stack.borrow());
+            if !busy {
+                return Ok(self.plug.output.borrow_mut().drain(..).collect());
+            }
         }
+        Err(format!("the stack was still busy after {MAX_ROUNDS} rounds"))
     }
 }

@@ -6,26 +6,34 @@
 //! |---|---|
 //! | `socket(..., SOCK_STREAM, IPPROTO_TCP)` | the next descriptor |
 //! | `setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, ...)` | accepted, no effect (oxnet has no port reuse rule to relax) |
-//! | `setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, [v], ...)` | `set_nodelay` (on a listener: for the connections it accepts) |
+//! | `setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, [v], ...)` | `set_nodelay` |
+//! | `setsockopt(fd, SOL_SOCKET, SO_RCVBUF, [bytes], ...)` | before `listen` or `connect`: the receive buffer (the window offered) of the connections made from then on, in bytes as given (Linux doubles the value and offers a part of it) |
+//! | `setsockopt(fd, SOL_SOCKET, SO_LINGER, {onoff=1, linger=0}, ...)` | close aborts with a RST (`TcpStream::abort`); `onoff=0` undoes it; another time is refused |
+//! | `setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, [v], ...)` | `set_keepalive`: on with the three below, or off |
+//! | `setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE / TCP_KEEPINTVL / TCP_KEEPCNT, [v], ...)` | seconds idle, seconds between probes, probes (Linux's ranges, else `EINVAL`; defaults 7200, 75, 9) |
+//! | `setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, [ms], ...)` | `set_user_timeout` (0: off) |
+//! | `setsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, [n], ...)` | `set_syn_retries` (1 to 255) |
+//! | `getsockopt(fd, level, option, [v], ...)` | TCP_NODELAY, SO_KEEPALIVE, the TCP_KEEP* three, TCP_USER_TIMEOUT, TCP_SYNCNT (unset: the stack's limit, 15; Linux's default is 6): the value, compared with `v` |
 //! | `bind(fd, ..., ...)` | port 8080, packetdrill's default |
-//! | `listen(fd, backlog)` | `TcpListener::bind` on the wildcard address of the script's family |
+//! | `listen(fd, backlog)` | `TcpListener::bind` on the wildcard address of the script's family (backlog 0: every SYN gets a cookie, as Linux's) |
 //! | `accept(fd, ..., ...)` | `try_accept` |
 //! | `read`, `recv` | `try_read` of up to that many bytes |
 //! | `write`, `send` | `try_write` of that many zero bytes |
 //! | `shutdown(fd, SHUT_WR or SHUT_RDWR)` | `shutdown_write` |
-//! | `close(fd)` | drops the socket (a connection closes, a listener stops) |
+//! | `close(fd)` | drops the socket (a connection closes, or aborts with SO_LINGER 0; a listener stops) |
 //! | `fcntl(fd, F_SETFL, flags)`, `fcntl(fd, F_GETFL)` | `O_NONBLOCK` on or off, or read back |
-//! | `getsockopt(fd, SOL_SOCKET, SO_ERROR, [v], ...)` | the connection's pending error |
-//!
+//! | `getsockopt(fd, SOL_SOCKET, SO_ERROR, [v], ...)` | the connection's pending error (`v` a number or an errno's name) |
 //! | `connect(fd, ..., ...)` on a non-blocking socket | `TcpStream::connect` from port 8080 to the script's port; `-1 EINPROGRESS` |
 //! | `poll([{fd, events, revents}], n, timeout)` | readiness from the connection's state; each given `revents` compared |
 //!
-//! Anything else (a blocking `connect`, other options) is refused by name.
-//! Constants have Linux's values, as the scripts are Linux's.
+//! Options set on a socket before it connects, or on a listener, apply
+//! to its connection (an accepted one inherits the listener's, as on
+//! Linux). Anything else (a blocking `connect`, other options) is refused
+//! by name. Constants have Linux's values, as the scripts are Linux's.
 
 use super::ast::{Expr, IpVersion};
 use crate::tcp::socket::{Stack, TcpListener, TcpStream};
-use crate::tcp::tcb::TcpState;
+use crate::tcp::tcb::{Keepalive, TcpState};
 use crate::wire::{IpAddress, IpEndpoint};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -44,7 +52,15 @@ const CONSTANTS: &[(&str, i64)] = &[
     ("SOL_SOCKET", 1),
     ("SO_REUSEADDR", 2),
     ("SO_ERROR", 4),
-    ("TCP_NODELAY", 1),
+    ("SO_RCVBUF", SO_RCVBUF),
+    ("SO_LINGER", SO_LINGER),
+    ("SO_KEEPALIVE", SO_KEEPALIVE),
+    ("TCP_NODELAY", TCP_NODELAY),
+    ("TCP_KEEPIDLE", TCP_KEEPIDLE),
+    ("TCP_KEEPINTVL", TCP_KEEPINTVL),
+    ("TCP_KEEPCNT", TCP_KEEPCNT),
+    ("TCP_SYNCNT", TCP_SYNCNT),
+    ("TCP_USER_TIMEOUT", TCP_USER_TIMEOUT),
     ("F_GETFL", 3),
     ("F_SETFL", 4),
     ("O_RDONLY", 0),
@@ -60,6 +76,18 @@ const CONSTANTS: &[(&str, i64)] = &[
     ("POLLERR", POLLERR),
     ("POLLHUP", POLLHUP),
 ];
+
+/// Option names (Linux's `socket.h` and `tcp.h`), at levels SOL_SOCKET (1)
+/// and IPPROTO_TCP (6).
+const SO_RCVBUF: i64 = 8;
+const SO_LINGER: i64 = 13;
+const SO_KEEPALIVE: i64 = 9;
+const TCP_NODELAY: i64 = 1;
+const TCP_KEEPIDLE: i64 = 4;
+const TCP_KEEPINTVL: i64 = 5;
+const TCP_KEEPCNT: i64 = 6;
+const TCP_SYNCNT: i64 = 7;
+const TCP_USER_TIMEOUT: i64 = 18;
 
 /// poll's event bits (Linux's `poll.h`).
 const POLLIN: i64 = 0x1;
@@ -100,8 +128,9 @@ pub fn errno_matches(name: &str, errno: i32) -> bool {
     errno_name(errno) == name || (name == "EWOULDBLOCK" && errno == libc::EAGAIN)
 }
 
-/// An expression's integer value: a number, a constant's name, an `a|b`,
-/// or a one-element list (an `int` passed by pointer, `[1]`).
+/// An expression's integer value: a number, a constant's or an errno's
+/// name, an `a|b`, or a one-element list (an `int` passed by pointer,
+/// `[1]`).
 pub fn int_value(e: &Expr) -> Result<i64, String> {
     match e {
         Expr::Int(n) => Ok(*n),
@@ -109,6 +138,7 @@ pub fn int_value(e: &Expr) -> Result<i64, String> {
             .iter()
             .find(|(n, _)| n == s)
             .map(|(_, v)| *v)
+            .or_else(|| ERRNO_NAMES.iter().find(|(_, n)| n == s).map(|(v, _)| i64::from(*v)))
             .ok_or_else(|| format!("unknown name `{s}`")),
         Expr::BitOr(parts) => parts.iter().try_fold(0, |acc, p| Ok(acc | int_value(p)?)),
         Expr::List(items) if items.len() == 1 => int_value(&items[0]),
@@ -131,18 +161,146 @@ enum Socket {
     /// Made by `socket`, perhaps bound, not listening yet.
     Fresh {
         bound: bool,
-        nodelay: bool,
     },
-    Listener {
-        listener: TcpListener,
-        nodelay: bool,
-    },
+    Listener(TcpListener),
     Stream(TcpStream),
+}
+
+/// The socket options a descriptor was given (Linux's defaults until
+/// set), kept so that a socket not connected yet passes them on and an
+/// option set alone (TCP_KEEPIDLE) joins the others.
+#[derive(Debug, Clone, Copy)]
+struct Options {
+    nodelay: bool,
+    keepalive: bool,
+    /// TCP_KEEPIDLE, TCP_KEEPINTVL in seconds; TCP_KEEPCNT.
+    keep_idle_s: i64,
+    keep_intvl_s: i64,
+    keep_cnt: i64,
+    /// TCP_USER_TIMEOUT in milliseconds (0: off).
+    user_timeout_ms: i64,
+    /// TCP_SYNCNT (None: not set).
+    syn_retries: Option<i64>,
+    /// SO_LINGER on with a time of 0: close aborts with a RST.
+    linger_abort: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        let ka = Keepalive::default();
+        Options {
+            nodelay: false,
+            keepalive: false,
+            keep_idle_s: (ka.idle_us / 1_000_000) as i64,
+            keep_intvl_s: (ka.interval_us / 1_000_000) as i64,
+            keep_cnt: i64::from(ka.count),
+            user_timeout_ms: 0,
+            syn_retries: None,
+            linger_abort: false,
+        }
+    }
+}
+
+impl Options {
+    /// Sets `option` at `level` to `v`: Ok(false) for a value Linux
+    /// refuses (EINVAL), Err for an option the runner does not know.
+    fn set(&mut self, level: i64, option: i64, v: i64) -> Result<bool, String> {
+        let in_range = |lo: i64, hi: i64| (lo..=hi).contains(&v);
+        // Linux's bounds (tcp.h: MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL,
+        // MAX_TCP_KEEPCNT, MAX_TCP_SYNCNT).
+        let ok = match (level, option) {
+            (1, SO_KEEPALIVE) => {
+                self.keepalive = v != 0;
+                true
+            }
+            (6, TCP_NODELAY) => {
+                self.nodelay = v != 0;
+                true
+            }
+            (6, TCP_KEEPIDLE) => {
+                in_range(1, 32767) && {
+                    self.keep_idle_s = v;
+                    true
+                }
+            }
+            (6, TCP_KEEPINTVL) => {
+                in_range(1, 32767) && {
+                    self.keep_intvl_s = v;
+                    true
+                }
+            }
+            (6, TCP_KEEPCNT) => {
+                in_range(1, 127) && {
+                    self.keep_cnt = v;
+                    true
+                }
+            }
+            (6, TCP_USER_TIMEOUT) => {
+                in_range(0, i64::from(i32::MAX)) && {
+                    self.user_timeout_ms = v;
+                    true
+                }
+            }
+            (6, TCP_SYNCNT) => {
+                in_range(1, 255) && {
+                    self.syn_retries = Some(v);
+                    true
+                }
+            }
+            _ => return Err(format!("setsockopt level {level} option {option}: unsupported")),
+        };
+        Ok(ok)
+    }
+
+    /// The value of `option` at `level`, as getsockopt gives it.
+    fn get(&self, level: i64, option: i64) -> Option<i64> {
+        Some(match (level, option) {
+            (1, SO_KEEPALIVE) => i64::from(self.keepalive),
+            (6, TCP_NODELAY) => i64::from(self.nodelay),
+            (6, TCP_KEEPIDLE) => self.keep_idle_s,
+            (6, TCP_KEEPINTVL) => self.keep_intvl_s,
+            (6, TCP_KEEPCNT) => self.keep_cnt,
+            (6, TCP_USER_TIMEOUT) => self.user_timeout_ms,
+            // Unset: the stack's limit for every segment.
+            (6, TCP_SYNCNT) => self
+                .syn_retries
+                .unwrap_or(i64::from(crate::tcp::elements::send::MAX_RETRANSMITS)),
+            _ => return None,
+        })
+    }
+
+    /// Gives a connection these options.
+    fn apply(&self, s: &TcpStream) {
+        for option in [TCP_NODELAY, SO_KEEPALIVE, TCP_USER_TIMEOUT, TCP_SYNCNT] {
+            self.apply_one(option, s);
+        }
+    }
+
+    /// Gives a connection the option just set (the keepalive settings
+    /// all at once, as the socket takes them).
+    fn apply_one(&self, option: i64, s: &TcpStream) {
+        match option {
+            TCP_NODELAY => s.set_nodelay(self.nodelay),
+            SO_KEEPALIVE | TCP_KEEPIDLE | TCP_KEEPINTVL | TCP_KEEPCNT => {
+                s.set_keepalive(self.keepalive.then_some(Keepalive {
+                    idle_us: self.keep_idle_s as u64 * 1_000_000,
+                    interval_us: self.keep_intvl_s as u64 * 1_000_000,
+                    count: self.keep_cnt as u32,
+                }))
+            }
+            TCP_USER_TIMEOUT => {
+                s.set_user_timeout((self.user_timeout_ms > 0).then_some(self.user_timeout_ms as u64 * 1000))
+            }
+            TCP_SYNCNT => s.set_syn_retries(self.syn_retries.map(|n| n as u32)),
+            _ => {}
+        }
+    }
 }
 
 struct Fd {
     socket: Socket,
     nonblocking: bool,
+    options: Options,
 }
 
 /// A struct's field by name, or by position when unnamed (`{fd=3,
@@ -177,9 +335,16 @@ impl Sockets {
         (3..).find(|fd| !self.fds.contains_key(fd)).unwrap_or(3)
     }
 
-    fn add(&mut self, socket: Socket, nonblocking: bool) -> i64 {
+    fn add(&mut self, socket: Socket, options: Options) -> i64 {
         let fd = self.next_fd();
-        self.fds.insert(fd, Fd { socket, nonblocking });
+        self.fds.insert(
+            fd,
+            Fd {
+                socket,
+                nonblocking: false,
+                options,
+            },
+        );
         fd
     }
 
@@ -194,13 +359,7 @@ impl Sockets {
         let done = |r: Result<i64, i32>| Ok(Attempt::Done(r));
         match name {
             "socket" => {
-                let fd = self.add(
-                    Socket::Fresh {
-                        bound: false,
-                        nodelay: false,
-                    },
-                    false,
-                );
+                let fd = self.add(Socket::Fresh { bound: false }, Options::default());
                 done(Ok(fd))
             }
             "setsockopt" => {
@@ -208,27 +367,60 @@ impl Sockets {
                 let Some(entry) = self.fds.get_mut(&fd) else {
                     return done(Err(libc::EBADF));
                 };
-                match (level, option) {
-                    (1, 2) => done(Ok(0)),
-                    (6, 1) => {
-                        let on = arg(3)? != 0;
-                        match &mut entry.socket {
-                            Socket::Fresh { nodelay, .. } | Socket::Listener { nodelay, .. } => *nodelay = on,
-                            Socket::Stream(s) => s.set_nodelay(on),
-                        }
-                        done(Ok(0))
-                    }
-                    _ => Err(format!("setsockopt level {level} option {option}: unsupported")),
+                if (level, option) == (1, 2) {
+                    return done(Ok(0));
                 }
+                if (level, option) == (1, SO_LINGER) {
+                    let Some(Expr::Struct(fields)) = args.get(3) else {
+                        return Err("SO_LINGER takes {onoff=N, linger=S}".to_string());
+                    };
+                    let on = int_value(field(fields, "onoff", 0).ok_or("SO_LINGER without onoff")?)? != 0;
+                    let secs = int_value(field(fields, "linger", 1).ok_or("SO_LINGER without linger")?)?;
+                    if on && secs != 0 {
+                        // close would block until the data is acknowledged.
+                        return Err("SO_LINGER with a time other than 0: unsupported".to_string());
+                    }
+                    entry.options.linger_abort = on;
+                    return done(Ok(0));
+                }
+                if (level, option) == (1, SO_RCVBUF) {
+                    let bytes = arg(3)?;
+                    if matches!(entry.socket, Socket::Stream(_)) {
+                        return Err("SO_RCVBUF on a connection: unsupported (set it before)".to_string());
+                    }
+                    let Ok(bytes) = u32::try_from(bytes) else {
+                        return done(Err(libc::EINVAL));
+                    };
+                    // The runner's stack serves the script's connections
+                    // only: its buffer is this socket's.
+                    self.stack.borrow_mut().settings.tcb.recv_buffer = bytes.max(1);
+                    return done(Ok(0));
+                }
+                if !entry.options.set(level, option, arg(3)?)? {
+                    return done(Err(libc::EINVAL));
+                }
+                if let Socket::Stream(s) = &entry.socket {
+                    entry.options.apply_one(option, s);
+                }
+                done(Ok(0))
             }
             "getsockopt" => {
                 let (fd, level, option) = (arg(0)?, arg(1)?, arg(2)?);
-                if (level, option) != (1, 4) {
-                    return Err(format!("getsockopt level {level} option {option}: unsupported"));
-                }
                 let Some(entry) = self.fds.get(&fd) else {
                     return done(Err(libc::EBADF));
                 };
+                if (level, option) != (1, 4) {
+                    let Some(value) = entry.options.get(level, option) else {
+                        return Err(format!("getsockopt level {level} option {option}: unsupported"));
+                    };
+                    let want = arg(3)?;
+                    if want != value {
+                        return Err(format!(
+                            "getsockopt level {level} option {option} gives {value} instead of {want}"
+                        ));
+                    }
+                    return done(Ok(0));
+                }
                 let error = match &entry.socket {
                     Socket::Stream(s) => self.pending_error(s),
                     _ => 0,
@@ -258,7 +450,7 @@ impl Sockets {
                 let Some(entry) = self.fds.get_mut(&fd) else {
                     return done(Err(libc::EBADF));
                 };
-                let Socket::Fresh { nodelay, .. } = entry.socket else {
+                let Socket::Fresh { .. } = entry.socket else {
                     return done(Err(libc::EINVAL));
                 };
                 let any: IpAddress = match self.ip {
@@ -268,7 +460,7 @@ impl Sockets {
                 let local = IpEndpoint::new(any, super::run_segment::LOCAL_PORT);
                 match TcpListener::bind(&self.stack, local, usize::try_from(backlog).unwrap_or(0)) {
                     Ok(listener) => {
-                        entry.socket = Socket::Listener { listener, nodelay };
+                        entry.socket = Socket::Listener(listener);
                         done(Ok(0))
                     }
                     Err(e) => done(Err(e)),
@@ -279,13 +471,14 @@ impl Sockets {
                 let Some(entry) = self.fds.get(&fd) else {
                     return done(Err(libc::EBADF));
                 };
-                let Socket::Listener { listener, nodelay } = &entry.socket else {
+                let Socket::Listener(listener) = &entry.socket else {
                     return done(Err(libc::EINVAL));
                 };
                 match listener.try_accept() {
                     Ok(stream) => {
-                        stream.set_nodelay(*nodelay);
-                        let fd = self.add(Socket::Stream(stream), false);
+                        let options = entry.options;
+                        options.apply(&stream);
+                        let fd = self.add(Socket::Stream(stream), options);
                         done(Ok(fd))
                     }
                     Err(libc::EAGAIN) if !entry.nonblocking => Ok(Attempt::WouldBlock),
@@ -337,7 +530,13 @@ impl Sockets {
             }
             "close" => {
                 let fd = arg(0)?;
-                done(self.fds.remove(&fd).map(|_| 0).ok_or(libc::EBADF))
+                let Some(entry) = self.fds.remove(&fd) else {
+                    return done(Err(libc::EBADF));
+                };
+                if let (Socket::Stream(s), true) = (&entry.socket, entry.options.linger_abort) {
+                    s.abort();
+                }
+                done(Ok(0))
             }
             "fcntl" => {
                 let (fd, command) = (arg(0)?, arg(1)?);
@@ -358,7 +557,7 @@ impl Sockets {
                 let Some(entry) = self.fds.get_mut(&fd) else {
                     return done(Err(libc::EBADF));
                 };
-                let Socket::Fresh { nodelay, .. } = entry.socket else {
+                let Socket::Fresh { .. } = entry.socket else {
                     return done(Err(libc::EISCONN));
                 };
                 if !entry.nonblocking {
@@ -376,7 +575,7 @@ impl Sockets {
                 let remote = IpEndpoint::new(remote, super::run_segment::REMOTE_PORT);
                 match TcpStream::connect(&self.stack, local, remote) {
                     Ok(stream) => {
-                        stream.set_nodelay(nodelay);
+                        entry.options.apply(&stream);
                         entry.socket = Socket::Stream(stream);
                         done(Err(libc::EINPROGRESS))
                     }
@@ -427,7 +626,7 @@ impl Sockets {
         match self.fds.get(&fd).map(|e| &e.socket) {
             None => 0x20, // POLLNVAL
             Some(Socket::Fresh { .. }) => POLLOUT | POLLHUP,
-            Some(Socket::Listener { listener, .. }) => {
+            Some(Socket::Listener(listener)) => {
                 let queued = info
                     .listeners
                     .get(&listener.local())
@@ -439,7 +638,9 @@ impl Sockets {
                 }
             }
             Some(Socket::Stream(s)) => {
-                let Some(tcb) = s.key().and_then(|k| info.lookup(&k)).and_then(|r| info.tcbs.get(r)) else {
+                // By its TCB, not by the flow table: a connection that
+                // ended is kept, CLOSED, for its socket, without a flow.
+                let Some(tcb) = info.tcbs.get(s.tcb_ref()) else {
                     return POLLIN | POLLHUP;
                 };
                 let mut bits = 0;
@@ -469,6 +670,7 @@ impl Sockets {
             Some(Fd {
                 socket: Socket::Stream(s),
                 nonblocking,
+                ..
             }) => Ok((s, *nonblocking)),
             Some(_) => Err(libc::ENOTCONN),
             None => Err(libc::EBADF),
@@ -478,10 +680,6 @@ impl Sockets {
     /// SO_ERROR: the error the connection ended with, 0 if none.
     fn pending_error(&self, s: &TcpStream) -> i32 {
         let info = self.stack.borrow();
-        s.key()
-            .and_then(|k| info.lookup(&k))
-            .and_then(|r| info.tcbs.get(r))
-            .and_then(|t| t.error)
-            .unwrap_or(0)
+        info.tcbs.get(s.tcb_ref()).and_then(|t| t.error).unwrap_or(0)
     }
 }

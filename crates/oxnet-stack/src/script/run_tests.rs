@@ -5,6 +5,7 @@
 use super::ast::{EventTime, IpVersion, SackBlock, TcpFlags as Flags, TcpOptionSpec};
 use super::run::{run_script, Failure, Report, RunOptions};
 use super::run_segment::*;
+use crate::tcp::tcb::TcpState;
 use crate::wire::{Checksum, IpAddress, Ipv4Packet, TcpFlags, TcpOptions, TcpPacket, TcpRepr, TcpSeqNumber};
 use proptest::prelude::*;
 
@@ -511,4 +512,118 @@ proptest! {
             let _ = run_script(&script, &RunOptions::default());
         }
     }
+}
+
+// ---- Socket options ----
+
+#[test]
+fn socket_options_are_kept_read_back_and_refused_out_of_linux_ranges() {
+    let text = "
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 getsockopt(3, IPPROTO_TCP, TCP_KEEPIDLE, [7200], [4]) = 0
+   +0 getsockopt(3, IPPROTO_TCP, TCP_KEEPINTVL, [75], [4]) = 0
+   +0 getsockopt(3, IPPROTO_TCP, TCP_KEEPCNT, [9], [4]) = 0
+   +0 getsockopt(3, IPPROTO_TCP, TCP_SYNCNT, [15], [4]) = 0
+   +0 getsockopt(3, SOL_SOCKET, SO_KEEPALIVE, [0], [4]) = 0
+   +0 setsockopt(3, SOL_SOCKET, SO_KEEPALIVE, [1], 4) = 0
+   +0 setsockopt(3, IPPROTO_TCP, TCP_KEEPIDLE, [5], 4) = 0
+   +0 setsockopt(3, IPPROTO_TCP, TCP_KEEPIDLE, [0], 4) = -1 EINVAL (Invalid argument)
+   +0 setsockopt(3, IPPROTO_TCP, TCP_KEEPIDLE, [32768], 4) = -1 EINVAL (Invalid argument)
+   +0 setsockopt(3, IPPROTO_TCP, TCP_KEEPCNT, [128], 4) = -1 EINVAL (Invalid argument)
+   +0 setsockopt(3, IPPROTO_TCP, TCP_SYNCNT, [256], 4) = -1 EINVAL (Invalid argument)
+   +0 setsockopt(3, IPPROTO_TCP, TCP_USER_TIMEOUT, [-1], 4) = -1 EINVAL (Invalid argument)
+   +0 setsockopt(3, IPPROTO_TCP, TCP_USER_TIMEOUT, [1500], 4) = 0
+   +0 getsockopt(3, IPPROTO_TCP, TCP_KEEPIDLE, [5], [4]) = 0
+   +0 getsockopt(3, SOL_SOCKET, SO_KEEPALIVE, [1], [4]) = 0
+   +0 getsockopt(3, IPPROTO_TCP, TCP_USER_TIMEOUT, [1500], [4]) = 0
+   +0 getsockopt(9, IPPROTO_TCP, TCP_USER_TIMEOUT, [1500], [4]) = -1 EBADF (Bad file descriptor)
+";
+    run(text).unwrap();
+    let f = failure(
+        "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 getsockopt(3, IPPROTO_TCP, TCP_KEEPCNT, [3], [4]) = 0\n",
+    );
+    assert_eq!(f.message, "getsockopt level 6 option 6 gives 9 instead of 3");
+    let f = failure("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 getsockopt(3, IPPROTO_TCP, 99, [3], [4]) = 0\n");
+    assert_eq!(f.message, "getsockopt level 6 option 99: unsupported");
+    let f = failure(&format!(
+        "{}   +0 setsockopt(4, SOL_SOCKET, SO_RCVBUF, [1000], 4) = 0\n",
+        established()
+    ));
+    assert_eq!(f.message, "SO_RCVBUF on a connection: unsupported (set it before)");
+}
+
+#[test]
+fn a_listeners_options_pass_to_the_connections_it_accepts() {
+    // Keepalive set on the listener: the accepted connection probes after
+    // 1 s of silence (RFC 1122 §4.2.3.6), at SND.NXT - 1.
+    let text = format!(
+        "{LISTEN}   +0 setsockopt(3, SOL_SOCKET, SO_KEEPALIVE, [1], 4) = 0
+   +0 setsockopt(3, IPPROTO_TCP, TCP_KEEPIDLE, [1], 4) = 0
+   +0 < S 0:0(0) win 65535 <mss 1460>
+   +0 > S. 0:0(0) ack 1 <...>
+ +0.1 < . 1:1(0) ack 1 win 514
+   +0 accept(3, ..., ...) = 4
+   +0 getsockopt(4, IPPROTO_TCP, TCP_KEEPIDLE, [1], [4]) = 0
+   +1 > . 0:0(0) ack 1
+"
+    );
+    assert_eq!(run(&text).unwrap().events.last().unwrap().time_us, 1_100_000);
+}
+
+// ---- The states the connections went through ----
+
+/// The report's transitions as `port: FROM -> TO` lines.
+fn transitions(report: &Report) -> Vec<String> {
+    report.transitions.iter().map(|t| format!("{}: {t}", t.port)).collect()
+}
+
+#[test]
+fn the_report_lists_every_state_a_connection_and_its_listener_went_through() {
+    let text = format!(
+        "{}   +0 close(4) = 0\n   +0 > F. 1:1(0) ack 1\n +0.1 < F. 1:1(0) ack 2 win 514\n   +0 > . 2:2(0) ack 2\n   +0 close(3) = 0\n",
+        established()
+    );
+    let report = run(&text).unwrap();
+    assert_eq!(
+        transitions(&report),
+        [
+            "8080: CLOSED -> LISTEN",
+            "40000: LISTEN -> SYN-RECEIVED",
+            "40000: SYN-RECEIVED -> ESTABLISHED",
+            "40000: ESTABLISHED -> FIN-WAIT-1",
+            // The FIN also acknowledged ours: FIN-WAIT-2 is passed through
+            // within the one segment and not seen.
+            "40000: FIN-WAIT-1 -> TIME-WAIT",
+            "8080: LISTEN -> CLOSED",
+        ]
+    );
+    assert_eq!(report.transitions[4].time_us, 200_000);
+    assert!(report.entered().contains(&TcpState::TimeWait));
+    assert!(!report.left().contains(&TcpState::TimeWait));
+}
+
+#[test]
+fn a_passive_open_reset_in_syn_received_goes_back_to_listen_an_active_one_to_closed() {
+    let text = format!(
+        "{LISTEN}   +0 < S 0:0(0) win 65535 <mss 1460>\n   +0 > S. 0:0(0) ack 1 <...>\n +0.1 < R 1:1(0) win 0\n"
+    );
+    assert_eq!(
+        transitions(&run(&text).unwrap()),
+        [
+            "8080: CLOSED -> LISTEN",
+            "40000: LISTEN -> SYN-RECEIVED",
+            "40000: SYN-RECEIVED -> LISTEN"
+        ]
+    );
+    let text = "
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 fcntl(3, F_SETFL, O_RDWR|O_NONBLOCK) = 0
+   +0 connect(3, ..., ...) = -1 EINPROGRESS (Operation now in progress)
+   +0 > S 0:0(0) <...>
+ +0.1 < R. 0:0(0) ack 1 win 0
+";
+    assert_eq!(
+        transitions(&run(text).unwrap()),
+        ["40000: CLOSED -> SYN-SENT", "40000: SYN-SENT -> CLOSED"]
+    );
 }

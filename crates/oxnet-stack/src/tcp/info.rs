@@ -30,7 +30,9 @@ pub struct TcpSettings {
     /// Maximum segment lifetime; TIME-WAIT lasts two (RFC 9293 §3.4.2).
     pub msl_us: u64,
     /// Connections half-open (SYN-RECEIVED) or waiting for accept, per
-    /// listener, beyond its backlog: refused (SYN cookies come later).
+    /// listener, beyond its backlog: refused, or answered with SYN
+    /// cookies (`syn_cookies`) once this many, or the listener's own
+    /// backlog if smaller, are half-open.
     pub syn_backlog: usize,
     /// How long an ACK for data may wait for a second segment or data to
     /// ride on (RFC 1122 §4.2.3.2: under 0.5 s; Linux's least is 40 ms);
@@ -72,6 +74,11 @@ pub struct Listener {
     /// Established connections beyond this wait no more: new SYNs are
     /// dropped and counted (the peer retransmits).
     pub backlog: usize,
+    /// The backlog as `listen` was given it (0 kept): with SYN cookies on,
+    /// a SYN finding this many connections half-open (or the stack's
+    /// `syn_backlog`, if smaller) gets a cookie, as Linux compares its
+    /// SYN queue with the listen backlog (a backlog of 0: every SYN).
+    pub listen_backlog: usize,
     /// Connections in SYN-RECEIVED.
     pub half_open: usize,
     /// Established connections not yet accepted.
@@ -184,6 +191,7 @@ impl TcpInfo {
             local,
             Listener {
                 backlog: backlog.max(1),
+                listen_backlog: backlog,
                 half_open: 0,
                 accept_queue: VecDeque::new(),
                 accept_event: Event::new(),

@@ -222,6 +222,41 @@ impl TcpStream {
         }
     }
 
+    /// TCP_SYNCNT: how many times an active open sends its SYN again
+    /// before it gives up with ETIMEDOUT (RFC 1122 §4.2.3.5's R2 for a
+    /// SYN; None: the stack's limit for every segment). Set it before the
+    /// first retransmission to count from the start.
+    pub fn set_syn_retries(&self, retries: Option<u32>) {
+        if let Some(t) = self.stack.borrow_mut().tcbs.get_mut(self.tcb) {
+            t.syn_retries = retries;
+        }
+    }
+
+    /// Ends the connection at once (RFC 9293 §3.10.5 ABORT; what close
+    /// does with SO_LINGER on and a time of 0): in SYN-RECEIVED,
+    /// ESTABLISHED, FIN-WAIT-1, FIN-WAIT-2 and CLOSE-WAIT a reset
+    /// <SEQ=SND.NXT><CTL=RST> goes out; in every state the TCB is deleted
+    /// and data queued is dropped. The socket lets go of the connection.
+    pub fn abort(&self) {
+        let mut info = self.stack.borrow_mut();
+        let Some(tcb) = info.tcbs.get_mut(self.tcb) else { return };
+        let reset = matches!(
+            tcb.state,
+            TcpState::SynReceived
+                | TcpState::Established
+                | TcpState::FinWait1
+                | TcpState::FinWait2
+                | TcpState::CloseWait
+        );
+        tcb.has_socket = false;
+        if reset {
+            tcb.send_rst = true;
+            info.want_output(self.tcb);
+        } else {
+            abort(&mut info, self.tcb, None);
+        }
+    }
+
     /// The connection's error (SO_ERROR), if it ended with one.
     pub fn error(&self) -> Option<i32> {
         self.stack.borrow().tcbs.get(self.tcb).and_then(|t| t.error)
@@ -341,34 +376,6 @@ impl TcpStream {
             Ok(())
         })
     }
-    /// ABORT (RFC 9293 §3.10.5; close(2) with SO_LINGER 0, as Linux's
-    /// `tcp_disconnect`): in SYN-RECEIVED, ESTABLISHED, FIN-WAIT-1,
-    /// FIN-WAIT-2 and CLOSE-WAIT a RST goes out in the router's next
-    /// round and the connection ends at once (no FIN, no TIME-WAIT);
-    /// in the other states the TCB is deleted without a segment. Queued
-    /// data, sent or not, is dropped.
-    pub fn abort(self) {
-        let mut info = self.stack.borrow_mut();
-        let info = &mut *info;
-        let Some(tcb) = info.tcbs.get_mut(self.tcb) else { return };
-        // The socket lets go here: Drop finds `has_socket` false and
-        // leaves the TCB to the stack.
-        tcb.has_socket = false;
-        let resets = matches!(
-            tcb.state,
-            TcpState::SynReceived
-                | TcpState::Established
-                | TcpState::FinWait1
-                | TcpState::FinWait2
-                | TcpState::CloseWait
-        );
-        if resets {
-            tcb.send_rst = true;
-            info.want_output(self.tcb);
-        } else {
-            abort(info, self.tcb, None);
-        }
-    }
 }
 
 /// The application took `n` bytes of the receive queue's packets (they
@@ -395,8 +402,10 @@ impl Drop for TcpStream {
         {
             let mut info = self.stack.borrow_mut();
             if let Some(tcb) = info.tcbs.get_mut(self.tcb) {
-                if !tcb.has_socket {
-                    // Aborted (`abort`): the stack finishes it.
+                if !tcb.has_socket || tcb.send_rst {
+                    // Aborted (`abort`), or resetting already: the stack
+                    // (the RST) finishes it.
+                    tcb.has_socket = false;
                     return;
                 }
                 if tcb.recv_queued > 0 && tcb.state.synchronized() && tcb.state != TcpState::TimeWait {

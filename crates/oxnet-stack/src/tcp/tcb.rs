@@ -192,6 +192,9 @@ pub struct Tcb {
     /// before the connection is given up; and since when it has been.
     pub user_timeout_us: Option<u64>,
     pub unacked_since: Option<u64>,
+    /// TCP_SYNCNT: SYN retransmissions before an active open gives up
+    /// with ETIMEDOUT (None: the stack's limit for every segment).
+    pub syn_retries: Option<u32>,
 }
 
 impl Tcb {
@@ -260,6 +263,7 @@ impl Tcb {
             last_heard_us: 0,
             user_timeout_us: None,
             unacked_since: None,
+            syn_retries: None,
         }
     }
 
@@ -282,7 +286,12 @@ impl Tcb {
     /// at most half the buffer, and the window would at least double).
     pub fn window_update_due(&self) -> bool {
         let remaining = (self.advertised_edge - self.rcv_nxt).max(0) as u32;
-        2 * remaining <= self.rcv_wnd && self.rcv_window() >= 2 * remaining.max(1)
+        // RFC 9293 §3.8.6.2.2: the right edge moves only by at least
+        // min(RCV.BUFF / 2, the MSS) (receiver-side silly window avoidance).
+        let least = (self.rcv_wnd / 2).min(self.snd_mss as u32);
+        2 * remaining <= self.rcv_wnd
+            && self.rcv_window() >= 2 * remaining.max(1)
+            && self.rcv_window() - remaining >= least
     }
 
     /// The highest sequence number sent, plus one.

@@ -313,6 +313,7 @@ fn feed_acks(
         let acked = anno::acked_bytes(p);
         let flight = tcb.flight_size();
         let srtt = tcb.rtt.srtt_us().unwrap_or(0);
+        let mut inflated = false;
         let action = if acked > 0 {
             tcb.cc.on_new_ack(tcb.snd_una.0, acked, flight, now, srtt)
         } else if anno::tcp_flags(p).has(Anno::DUP_ACK) {
@@ -320,6 +321,9 @@ fn feed_acks(
             let high = (tcb.snd_nxt - 1usize).0;
             let action = tcb.cc.on_dup_ack(tcb.snd_una.0, flight, high, now, srtt);
             counts.recoveries += (!was && tcb.cc.in_recovery()) as u64;
+            // RFC 5681 §3.2 steps 4-5: a further duplicate inflated cwnd,
+            // which may let new data go.
+            inflated = was && tcb.unsent() > 0;
             action
         } else {
             AckAction::None
@@ -330,6 +334,8 @@ fn feed_acks(
             if restart_timer {
                 info.arm_rto(r, now);
             }
+            info.want_output(r);
+        } else if inflated {
             info.want_output(r);
         }
     }

@@ -158,6 +158,25 @@ impl Element for CheckSeqNo {
                 {
                     return write_segment(&mut p, &tcb.key, &syn_ack(tcb, now, our_mss), &[]).then_some((1, p));
                 }
+                // A simultaneous open (RFC 9293 §3.5, Figure 7 line 6): in
+                // SYN-RECEIVED after our own SYN, the peer's SYN-ACK, at IRS and
+                // acknowledging our SYN, completes the handshake. The table below
+                // would find its SYN before RCV.NXT; without the SYN it is the
+                // handshake's ACK (Linux accepts it the same way).
+                if tcb.state == TcpState::SynReceived
+                    && tcb.listener.is_none()
+                    && seg.has(TcpFlags::SYN)
+                    && seg.ack == Some(tcb.snd_nxt)
+                    && seg.seq == tcb.irs
+                {
+                    self.trimmed += 1;
+                    if trim(&mut p, &seg, 1, 0).is_none() {
+                        self.drops += 1;
+                        return None;
+                    }
+                    tcb.last_heard_us = now;
+                    return Some((0, p));
+                }
                 let reject = |mut p: Packet, tcb: &Tcb| -> Option<(usize, Packet)> {
                     // "If an incoming segment is not acceptable, an
                     // acknowledgment should be sent in reply (unless the RST

@@ -6,7 +6,8 @@
 //!   the SYN-ACK; an ACK gets a RST; anything else is dropped.
 //! - To no listener: a RST is dropped, anything else gets a RST.
 //!
-//! - When the listener has `syn_backlog` connections half-open, a SYN is
+//! - When the listener has `syn_backlog` connections half-open (or its
+//!   listen backlog, if smaller: 0 means every SYN), a SYN is
 //!   answered with a SYN cookie instead (RFC 4987 §3.6, `tcp::cookie`):
 //!   no TCB until the ACK returns a good cookie, which makes the
 //!   connection ESTABLISHED at once (without window scaling, SACK or
@@ -139,7 +140,7 @@ impl Element for Listen {
                     return None;
                 }
                 let theirs = seg.options(&p);
-                if cookies && listener.half_open >= backlog {
+                if cookies && listener.half_open >= backlog.min(listener.listen_backlog) {
                     // Too many half-open: answer statelessly (RFC 4987 §3.6).
                     self.cookies_sent += 1;
                     let our_mss = info.our_mss(&seg.key);

@@ -98,11 +98,18 @@ impl Element for ProcessRst {
                     return turn_into_ack(&mut p, tcb, now).then_some((1, p));
                 }
                 // RFC 9293 §3.10.7.4 second: SYN-RECEIVED from a passive open
-                // returns to LISTEN (the listener stays, the TCB goes); the
-                // synchronized states end with "connection reset"; CLOSING,
-                // LAST-ACK and TIME-WAIT just close.
-                let errno = tcb.state.synchronized().then_some(libc::ECONNRESET);
-                if errno.is_some() {
+                // returns to LISTEN (the listener stays, the TCB goes), from an
+                // active one "the connection was refused"; ESTABLISHED,
+                // FIN-WAIT-1, FIN-WAIT-2 and CLOSE-WAIT end with "connection
+                // reset"; CLOSING, LAST-ACK and TIME-WAIT just close.
+                let errno = match tcb.state {
+                    TcpState::SynReceived if tcb.listener.is_none() => Some(libc::ECONNREFUSED),
+                    TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2 | TcpState::CloseWait => {
+                        Some(libc::ECONNRESET)
+                    }
+                    _ => None,
+                };
+                if tcb.state.synchronized() {
                     info.counters.resets_received += 1;
                 }
                 self.resets += 1;

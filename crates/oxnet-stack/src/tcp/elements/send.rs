@@ -130,6 +130,7 @@ pub fn nagle_allows(tcb: &Tcb) -> bool {
         || tcb.flight_size() == 0
         || tcb.nodelay
         || tcb.fin_queued
+        || tcb.send_rst
 }
 
 impl Element for Nagle {
@@ -205,7 +206,8 @@ impl Element for RateControl {
                     anno::set_send_allowance(&mut p, 1);
                     return Some((0, p));
                 }
-                if usable == 0 && !tcb.retransmit_first && !fin_only && !tcb.send_ack && !syn_due(tcb) {
+                if usable == 0 && !tcb.retransmit_first && !fin_only && !tcb.send_ack && !tcb.send_rst && !syn_due(tcb)
+                {
                     self.window_full += 1;
                     // A zero window with data waiting and nothing in flight
                     // (which the RTO would cover): the persist timer.
@@ -384,8 +386,24 @@ impl Element for Segmentation {
                     }
                 }
                 let mut budget = allowance;
-                if std::mem::take(&mut tcb.window_probe) {
-                    budget = 1;
+                if std::mem::take(&mut tcb.window_probe) && tcb.unsent() > 0 {
+                    // RFC 9293 §3.8.6.1: one octet past the zero window, sent
+                    // again by the persist timer, not the RTO: SND.NXT stays
+                    // (the octet is not in flight: no RTO backing the probes
+                    // off twice, no duplicate ACKs from the answers) and
+                    // SND.MAX covers it, in case the peer takes it.
+                    budget = 0;
+                    let (nxt, key, unsent) = (tcb.snd_nxt, tcb.key, tcb.unsent());
+                    let flags = if unsent == 1 { TcpFlags::PSH } else { TcpFlags::empty() };
+                    let (seg, bytes) = data_segment(tcb, nxt, tcb.send_buffer.len() - unsent, 1, flags, now);
+                    if let Some(mut p) = packet(&mut spare, &mut self.no_buffers) {
+                        if write_segment(&mut p, &key, &seg, bytes) {
+                            out.push(p);
+                            tcb.snd_high = tcb.snd_high.max(nxt + 1);
+                            tcb.ack_sent();
+                            self.segments += 1;
+                        }
+                    }
                 }
                 if tcb.flight_size() == 0 && tcb.unacked_since.is_none() && (tcb.unsent() > 0 || syn_due(tcb)) {
                     tcb.unacked_since = Some(now);
@@ -645,7 +663,12 @@ impl Timers {
             }
         }
         tcb.rtt.back_off();
-        if tcb.rtt.backoffs() > MAX_RETRANSMITS {
+        // RFC 1122 §4.2.3.5: R2 for a SYN may differ (TCP_SYNCNT).
+        let limit = match tcb.state {
+            TcpState::SynSent => tcb.syn_retries.unwrap_or(MAX_RETRANSMITS),
+            _ => MAX_RETRANSMITS,
+        };
+        if tcb.rtt.backoffs() > limit {
             self.gave_up += 1;
             let errno = tcb.soft_error.unwrap_or(libc::ETIMEDOUT);
             super::rst_syn::abort(info, r, Some(errno));
