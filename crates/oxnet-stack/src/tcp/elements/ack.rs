@@ -313,7 +313,14 @@ fn feed_acks(
         let acked = anno::acked_bytes(p);
         let flight = tcb.flight_size();
         let srtt = tcb.rtt.srtt_us().unwrap_or(0);
-        let action = if acked > 0 {
+        let action = if tcb.sack.active {
+            // TCPSackRecovery runs RFC 6675's loss recovery for this
+            // connection: here the window only grows.
+            if acked > 0 {
+                tcb.cc.on_sack_ack(acked, now, srtt);
+            }
+            AckAction::None
+        } else if acked > 0 {
             tcb.cc.on_new_ack(tcb.snd_una.0, acked, flight, now, srtt)
         } else if anno::tcp_flags(p).has(Anno::DUP_ACK) {
             let was = tcb.cc.in_recovery();

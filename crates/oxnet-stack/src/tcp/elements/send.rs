@@ -191,9 +191,10 @@ impl Element for RateControl {
             super::split_packets(batch, n, |mut p| {
                 let r = anno::tcb(&p)?;
                 let tcb = info.tcbs.get(r)?;
-                // RFC 5681 §3.1: at most min(cwnd, rwnd) in flight.
-                let window = tcb.cc.cwnd().min(tcb.snd_wnd);
-                let usable = window.saturating_sub(tcb.flight_size());
+                // RFC 5681 §3.1: at most min(cwnd, rwnd) in flight (RFC
+                // 6675's pipe in place of FlightSize for cwnd, when
+                // TCPSackRecovery runs the connection's loss recovery).
+                let usable = crate::tcp::sack::usable_window(tcb);
                 let fin_only = tcb.unsent() == 0 && tcb.fin_queued && !tcb.fin_sent;
                 if tcb.window_probe {
                     // RFC 9293 §3.8.6.1: one octet past a zero window.
@@ -265,7 +266,7 @@ fn syn_segment(tcb: &Tcb, settings: &crate::tcp::info::TcpSettings, our_mss: u16
 
 /// A segment of `tcb` at `seq` with `len` bytes of its send buffer from
 /// `offset`, and `flags` besides ACK.
-fn data_segment(
+pub(super) fn data_segment(
     tcb: &mut Tcb,
     seq: TcpSeqNumber,
     offset: usize,
@@ -661,6 +662,7 @@ impl Timers {
         let high = tcb.snd_nxt - 1usize;
         let flight = tcb.flight_size();
         tcb.cc.on_timeout(flight, high.0);
+        crate::tcp::sack::on_timeout(tcb);
         tcb.snd_high = tcb.snd_max();
         tcb.snd_nxt = tcb.snd_una;
         tcb.fin_sent = false;
