@@ -369,4 +369,6 @@ mod cc_tests;
 #[cfg(test)]
 pub(crate) mod harness;
 #[cfg(test)]
+mod sack_tests;
+#[cfg(test)]
 mod tests;
