@@ -297,7 +297,9 @@ impl Scoreboard {
     /// RFC 6675 §4's NextSeg(): what loss recovery sends next, by the
     /// first of its four rules that applies; None when none does.
     pub fn next_seg(&self, at: &NextSegInput) -> Option<NextSeg> {
-        let highest = self.highest_sacked()?;
+        // Nothing SACKed: rules 1 and 3 find nothing (1.b); rules 2 and 4
+        // still apply.
+        let highest = self.highest_sacked().unwrap_or(at.una);
         let smss = at.smss.max(1);
         // Rules 1 and 3 look at unSACKed octets above HighRxt (1.a) and
         // HighACK, below the highest SACKed octet (1.b).
@@ -513,11 +515,17 @@ mod tests {
             None,
             "HighACK is not above RescueRxt"
         );
+        // Nothing SACKed: new data, else the rescue of the tail.
+        let empty = Scoreboard::default();
+        assert_eq!(empty.next_seg(&at(1001, true, Some(1))), Some(NextSeg::NewData));
         assert_eq!(
-            Scoreboard::default().next_seg(&at(1, true, None)),
-            None,
-            "nothing SACKed"
+            empty.next_seg(&at(1001, false, None)),
+            Some(NextSeg::Rescue {
+                seq: s(9001),
+                len: 1000
+            })
         );
+        assert_eq!(empty.next_seg(&at(1001, false, Some(1))), None);
     }
 
     #[test]
