@@ -14,6 +14,13 @@
 //! ([`WindowRule`]): how far the window falls on a congestion event and
 //! how it grows in congestion avoidance. NewReno's own is [`Reno`];
 //! CUBIC's is in [`super::cubic`]. The `_with` methods take the rule.
+//!
+//! For a connection with SACK permitted and TCPSackRecovery in its path,
+//! RFC 6675 ([`super::sack`]) runs the loss recovery instead: it enters
+//! and leaves recovery here ([`NewReno::enter_sack_recovery_with`],
+//! [`NewReno::leave_sack_recovery`]) and the ACKs only grow the window
+//! ([`NewReno::on_sack_ack_with`]); the window rule and the timeout stay
+//! shared.
 
 /// What the sender must do after an ACK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

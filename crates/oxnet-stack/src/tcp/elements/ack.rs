@@ -254,8 +254,10 @@ impl Element for EstimateRtt {
 /// rule of its variant (NewReno's unless the settings or another element
 /// chose CUBIC or DCTCP). A retransmission the loss recovery asks for
 /// (fast retransmit, a partial ACK) is made by the outgoing path: the
-/// first unacknowledged segment again. Handlers: `retransmits`,
-/// `recoveries`.
+/// first unacknowledged segment again. For a connection whose loss
+/// recovery TCPSackRecovery runs (RFC 6675, `Tcb::sack.active`), only
+/// the window grows here. Handlers: `retransmits`, `recoveries`
+/// (NewReno's).
 #[derive(Default)]
 pub struct NewRenoAck {
     info: Option<Info>,

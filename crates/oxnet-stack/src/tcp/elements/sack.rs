@@ -213,7 +213,7 @@ impl SackRetransmit {
                     Some(NextSeg::NewData) => {
                         let take = new_data.min(smss);
                         new_data -= take;
-                        pipe += take;
+                        pipe = pipe.saturating_add(take);
                         continue;
                     }
                     Some(NextSeg::Lost { seq, len }) | Some(NextSeg::Unsacked { seq, len }) => (seq, len, false),
@@ -223,7 +223,7 @@ impl SackRetransmit {
                     Sent::Yes => sent_any = true,
                     Sent::Nothing | Sent::NoBuffer => break,
                 }
-                pipe += len;
+                pipe = pipe.saturating_add(len);
                 if rescue {
                     // Rule 4: RescueRxt = RecoveryPoint; HighRxt stays.
                     self.rescues += 1;
@@ -285,6 +285,9 @@ impl SackRetransmit {
         now: u64,
     ) -> Sent {
         let offset = (seq - tcb.snd_una).max(0) as usize;
+        if offset > tcb.send_buffer.len() {
+            return Sent::Nothing;
+        }
         let data = (len as usize).min(tcb.send_buffer.len().saturating_sub(offset));
         let fin = tcb.fin_sent && offset + (len as usize) > tcb.send_buffer.len();
         if data == 0 && !fin {
