@@ -181,3 +181,47 @@ fn an_ack_into_a_sacked_range_means_reneging_and_clears_the_scoreboard() {
     assert_eq!(rig.handler("sack.reneged"), "1");
     assert!(with_tcb(&rig, |t| t.sack.board.is_empty()));
 }
+
+#[test]
+fn random_acks_and_blocks_through_the_stack_keep_the_scoreboard_sound() {
+    let mut rig = rig(None);
+    let iss = ten_segments(&mut rig);
+    // A fixed linear congruential sequence: blocks around and beyond
+    // what was sent, the ACK creeping forward.
+    let mut x: u64 = 0x5eed;
+    let mut next = |m: u32| {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((x >> 33) as u32) % m
+    };
+    let mut acked = 1;
+    for _ in 0..300 {
+        if next(8) == 0 {
+            acked = (acked + next(1500)).min(10_001);
+        }
+        let blocks: Vec<(u32, u32)> = (0..next(5))
+            .map(|_| {
+                let l = next(14_000).wrapping_sub(2000);
+                (l, l.wrapping_add(next(3000)).wrapping_sub(200))
+            })
+            .collect();
+        rig.exchange(vec![ack(iss, acked, &blocks)]);
+        let (una, snd_max, ranges, flight, in_flight) = with_tcb(&rig, |t| {
+            (
+                t.snd_una,
+                t.snd_max(),
+                t.sack.board.ranges().to_vec(),
+                t.flight_size(),
+                crate::tcp::sack::in_flight(t),
+            )
+        });
+        assert!(ranges.len() <= crate::tcp::scoreboard::MAX_RANGES);
+        for w in ranges.windows(2) {
+            assert!(w[0].1 < w[1].0, "sorted and disjoint: {ranges:?}");
+        }
+        for &(l, r) in &ranges {
+            assert!(una < l && l < r && r <= snd_max, "{ranges:?} within ({una}, {snd_max}]");
+        }
+        assert!(in_flight <= 2 * flight.max(1), "{in_flight} in flight of {flight}");
+    }
+    assert_ne!(rig.handler("sack.bad_blocks"), "0");
+}
