@@ -37,6 +37,8 @@ use oxnet_graph::args::Args;
 use oxnet_graph::element::{Element, PORTS_1_1, PUSH};
 use oxnet_graph::Ctx;
 
+/// TCPSackRecovery: RFC 6675 §5 for each ACK of a connection with SACK
+/// permitted (no arguments; ports 1/1; handlers in the module doc).
 #[derive(Default)]
 pub struct SackRecovery {
     info: Option<Info>,
@@ -69,14 +71,13 @@ impl Element for SackRecovery {
             let now = ctx.now_us();
             let mut info = info.borrow_mut();
             for p in batch.iter() {
-                let (Some(r), Some(seg)) = (anno::tcb(p), Seg::read(p)) else {
-                    continue;
-                };
-                let Some(ack) = seg.ack else { continue };
+                let Some(r) = anno::tcb(p) else { continue };
                 let Some(tcb) = info.tcbs.get_mut(r) else { continue };
                 if !tcb.sack_permitted || !tcb.state.synchronized() {
                     continue;
                 }
+                let Some(seg) = Seg::read(p) else { continue };
+                let Some(ack) = seg.ack else { continue };
                 tcb.sack.active = true;
                 let options = seg.options(p);
                 let mut blocks: [SackBlock; MAX_SACK_BLOCKS] = Default::default();
@@ -115,6 +116,9 @@ impl Element for SackRecovery {
     );
 }
 
+/// TCPSackRetransmit: RFC 6675's retransmissions on the outgoing path
+/// (no arguments; input send requests, output 0 the same requests, output
+/// 1 the segments; handlers in the module doc).
 #[derive(Default)]
 pub struct SackRetransmit {
     info: Option<Info>,
