@@ -35,6 +35,7 @@ const PASSING: &[&str] = &[
     "rst_at_rcv_nxt.pkt",
     "rst_in_window.pkt",
     "rto_backoff.pkt",
+    "sack_limited_transmit.pkt",
     "sack_recovery.pkt",
     "sack_rto.pkt",
     "sack_two_holes.pkt",

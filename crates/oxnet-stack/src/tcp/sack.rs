@@ -49,6 +49,10 @@ pub struct SackState {
     /// Step 4.3's retransmission of the first segment waits for the
     /// outgoing path.
     pub fast_retransmit: bool,
+    /// SND.NXT at the first duplicate ACK of the current run: what was
+    /// sent after it is Limited Transmit's, left out of FlightSize when
+    /// recovery begins (RFC 5681 §3.2 step 2, RFC 6675 step 4.2).
+    pub limited_from: Option<TcpSeqNumber>,
 }
 
 /// What an ACK did, for the element's counters.
@@ -104,6 +108,7 @@ pub fn on_ack(
     // reset DupAcks to zero."
     if acked > 0 {
         tcb.sack.dup_acks = 0;
+        tcb.sack.limited_from = None;
     }
     // §2: an ACK that SACKs new octets is a duplicate. A peer that
     // negotiated SACK but sends no blocks still gets RFC 5681's count,
@@ -128,6 +133,9 @@ pub fn on_ack(
         return out;
     }
     tcb.sack.dup_acks += 1;
+    if tcb.sack.limited_from.is_none() {
+        tcb.sack.limited_from = Some(tcb.snd_nxt);
+    }
     // Step c: Limited Transmit, governed by cwnd - pipe
     // (TCPRateControl through `usable_window`).
     out.want_output = true;
@@ -140,8 +148,10 @@ pub fn on_ack(
     // Steps a and b.
     let smss = segment_size(tcb);
     if tcb.sack.dup_acks >= DUP_THRESH || tcb.sack.board.is_lost(una, smss) {
-        // Step 4.1: RecoveryPoint = HighData; 4.2: the rule's reduction.
-        let flight = tcb.flight_size();
+        // Step 4.1: RecoveryPoint = HighData; 4.2: the rule's reduction,
+        // of FlightSize without the Limited Transmit segments.
+        let sent_before = tcb.sack.limited_from.take().unwrap_or(tcb.snd_nxt);
+        let flight = (sent_before - una).max(0) as u32;
         tcb.cc
             .enter_sack_recovery(flight, (snd_max - 1usize).0, now_us, srtt_us);
         // 4.3 (the segment goes on the outgoing path, which sets HighRxt
@@ -208,6 +218,7 @@ pub fn on_timeout(tcb: &mut Tcb) {
     tcb.sack.high_rxt = tcb.snd_una;
     tcb.sack.rescue_rxt = None;
     tcb.sack.fast_retransmit = false;
+    tcb.sack.limited_from = None;
     let high_data = tcb.snd_max() - 1usize;
     tcb.cc.set_recover(high_data.0);
 }
@@ -269,6 +280,24 @@ mod tests {
         // pipe: 1:1001 lost (3000 SACKed above), 4001:10001 not.
         assert_eq!(in_flight(&t), 6000);
         assert_eq!(usable_window(&t), 0);
+    }
+
+    #[test]
+    fn limited_transmit_segments_are_left_out_of_flight_size_at_the_reduction() {
+        let mut t = sender();
+        t.send_buffer.extend(std::iter::repeat_n(0u8, 2000));
+        ack(&mut t, &[(1001, 2001)]);
+        // Limited Transmit: one new segment on each of the first two.
+        t.snd_nxt = s(11_001);
+        ack(&mut t, &[(1001, 3001)]);
+        t.snd_nxt = s(12_001);
+        assert!(ack(&mut t, &[(1001, 4001)]).entered);
+        assert_eq!(t.cc.ssthresh(), 5000, "10000 / 2, not 12000 / 2");
+        assert_eq!(
+            t.cc.recover(),
+            ISS.wrapping_add(12_000),
+            "RecoveryPoint is HighData all the same"
+        );
     }
 
     #[test]
