@@ -81,6 +81,21 @@ pub struct NextSegInput {
     pub new_data: bool,
     /// SMSS: the most one segment carries.
     pub smss: u32,
+    /// Our FIN was sent: it is the last sequence number before SND.MAX.
+    pub fin: bool,
+}
+
+/// The sequence space one segment from `start` covers in the stretch up
+/// to `end`: at most `smss` octets of data, and the FIN too when it is
+/// the last of the stretch and fits behind them (it takes a sequence
+/// number, not room in the segment).
+pub fn segment_len(start: TcpSeqNumber, end: TcpSeqNumber, snd_max: TcpSeqNumber, fin: bool, smss: u32) -> u32 {
+    let span = span(start, end);
+    if fin && end == snd_max && span <= smss.saturating_add(1) {
+        span
+    } else {
+        span.min(smss)
+    }
 }
 
 /// The SACKed ranges above SND.UNA.
@@ -313,7 +328,7 @@ impl Scoreboard {
         if let Some((s, b)) = candidates().find(|&(s, _)| self.is_lost(s, at.smss)) {
             return Some(NextSeg::Lost {
                 seq: s,
-                len: span(s, b).min(smss),
+                len: segment_len(s, b, at.snd_max, at.fin, smss),
             });
         }
         // Rule 2: new data, if there is some and the window allows.
@@ -324,7 +339,7 @@ impl Scoreboard {
         if let Some((s, b)) = candidates().next() {
             return Some(NextSeg::Unsacked {
                 seq: s,
-                len: span(s, b).min(smss),
+                len: segment_len(s, b, at.snd_max, at.fin, smss),
             });
         }
         // Rule 4: one rescue retransmission per recovery, HighACK >
@@ -332,7 +347,7 @@ impl Scoreboard {
         let rescue_allowed = at.rescue_rxt.is_none_or(|r| at.una > r);
         let (a, b) = self.holes(at.una, at.snd_max).last()?;
         if rescue_allowed {
-            let len = span(a, b).min(smss);
+            let len = segment_len(a, b, at.snd_max, at.fin, smss);
             return Some(NextSeg::Rescue {
                 seq: b - len as usize,
                 len,
@@ -477,6 +492,7 @@ mod tests {
             rescue_rxt: rescue.map(s),
             new_data,
             smss: MSS,
+            fin: false,
         }
     }
 
@@ -529,6 +545,44 @@ mod tests {
     }
 
     #[test]
+    fn a_fin_rides_behind_a_full_segment_of_data() {
+        // Sent: 1..10001 and the FIN (10001); SACKed 2001:9001.
+        let (mut sb, _) = board(&[]);
+        sb.update(&[b(2001, 9001)], s(1), s(1), s(10_002));
+        let mut input = NextSegInput {
+            snd_max: s(10_002),
+            fin: true,
+            ..at(2001, false, None)
+        };
+        assert_eq!(
+            sb.next_seg(&input),
+            Some(NextSeg::Rescue {
+                seq: s(9001),
+                len: 1001
+            })
+        );
+        input.fin = false;
+        assert_eq!(
+            sb.next_seg(&input),
+            Some(NextSeg::Rescue {
+                seq: s(9002),
+                len: 1000
+            })
+        );
+        assert_eq!(
+            segment_len(s(1), s(3002), s(3002), true, MSS),
+            1000,
+            "the FIN is not within reach"
+        );
+        assert_eq!(segment_len(s(2001), s(3002), s(3002), true, MSS), 1001);
+        assert_eq!(
+            segment_len(s(2001), s(3002), s(4002), true, MSS),
+            1000,
+            "not the last stretch"
+        );
+    }
+
+    #[test]
     fn a_lost_segment_ends_where_its_hole_does() {
         let (sb, _) = board(&[b(1501, 5001)]);
         assert_eq!(
@@ -573,7 +627,7 @@ mod tests {
                 let rxt = (s(high_rxt)).min(snd_max).max(una);
                 prop_assert!(sb.pipe(una, snd_max, una, MSS) <= flight);
                 prop_assert!(sb.pipe(una, snd_max, rxt, MSS) <= 2 * flight);
-                let _ = sb.next_seg(&NextSegInput { una, snd_max, high_rxt: rxt, rescue_rxt: None, new_data: false, smss: MSS });
+                let _ = sb.next_seg(&NextSegInput { una, snd_max, high_rxt: rxt, rescue_rxt: None, new_data: false, smss: MSS, fin: true });
             }
         }
     }

@@ -30,7 +30,7 @@ use crate::anno::{self, TcpFlags as Anno};
 use crate::tcp::info::TcpInfo;
 use crate::tcp::output::write_segment;
 use crate::tcp::sack::{self, segment_size};
-use crate::tcp::scoreboard::{NextSeg, NextSegInput};
+use crate::tcp::scoreboard::{segment_len, NextSeg, NextSegInput};
 use crate::wire::{SackBlock, TcpFlags, TcpSeqNumber, MAX_SACK_BLOCKS};
 use oxnet_driver::{Mempool, PacketBatch};
 use oxnet_graph::args::Args;
@@ -184,7 +184,7 @@ impl SackRetransmit {
             // Step 4.3: the segment at HighACK + 1, whatever the window;
             // HighRxt and RescueRxt to its end.
             let hole_end = tcb.sack.board.next_range_after(una).map_or(tcb.snd_nxt, |(l, _)| l);
-            let len = smss.min((hole_end - una).max(0) as u32);
+            let len = segment_len(una, hole_end, tcb.snd_nxt, tcb.fin_sent, smss);
             match self.send(pool, out, tcb, una, len, now) {
                 Sent::Yes => {
                     self.retransmits += 1;
@@ -209,6 +209,7 @@ impl SackRetransmit {
                     rescue_rxt: tcb.sack.rescue_rxt,
                     new_data: new_data > 0,
                     smss,
+                    fin: tcb.fin_sent,
                 };
                 let (seq, len, rescue) = match tcb.sack.board.next_seg(&at) {
                     None => break,

@@ -36,6 +36,12 @@ fn ack(iss: TcpSeqNumber, ack: u32, blocks: &[(u32, u32)]) -> Vec<u8> {
 /// then 10000 bytes from the server: ten segments, 1..10001. Returns the
 /// server's ISN.
 fn ten_segments(rig: &mut Rig) -> TcpSeqNumber {
+    ten_segments_and(rig, false)
+}
+
+/// [`ten_segments`], and the server's FIN after them if `fin` (as a
+/// close would: FIN-WAIT-1).
+fn ten_segments_and(rig: &mut Rig, fin: bool) -> TcpSeqNumber {
     let syn = TcpRepr {
         options: TcpOptions {
             mss: Some(1000),
@@ -52,6 +58,10 @@ fn ten_segments(rig: &mut Rig) -> TcpSeqNumber {
         let tcb = info.tcbs.get_mut(r).unwrap();
         assert!(tcb.sack_permitted);
         tcb.send_buffer.extend(std::iter::repeat_n(b'x', 10_000));
+        if fin {
+            tcb.fin_queued = true;
+            tcb.state = crate::tcp::tcb::TcpState::FinWait1;
+        }
         info.want_output(r);
     }
     let out = rig.exchange(vec![]);
@@ -224,4 +234,38 @@ fn random_acks_and_blocks_through_the_stack_keep_the_scoreboard_sound() {
         assert!(in_flight <= 2 * flight.max(1), "{in_flight} in flight of {flight}");
     }
     assert_ne!(rig.handler("sack.bad_blocks"), "0");
+}
+
+#[test]
+fn the_rescue_retransmission_carries_the_fin_behind_a_full_segment() {
+    let mut rig = rig(None);
+    let iss = ten_segments_and(&mut rig, true);
+    assert_eq!(with_tcb(&rig, |t| t.snd_nxt - iss), 10_002, "the FIN went");
+    // 1001:2001 and the last segment with the FIN are lost.
+    let out = lose_the_second(&mut rig, iss);
+    assert_eq!(data_seqs(iss, &out), vec![1001]);
+    for right in [6001, 7001, 8001, 9001] {
+        let out = rig.exchange(vec![ack(iss, 1001, &[(2001, right)])]);
+        assert_eq!(
+            data_seqs(iss, &out),
+            Vec::<i32>::new(),
+            "nothing below the highest SACKed octet"
+        );
+    }
+    // The partial ACK: HighACK passes RescueRxt; rule 4 sends the last
+    // segment, 1000 octets of data and the FIN.
+    let out = rig.exchange(vec![ack(iss, 9001, &[])]);
+    let resent: Vec<_> = out
+        .iter()
+        .map(|b| to_client(b))
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    assert_eq!(resent.len(), 1);
+    assert_eq!(resent[0].0.seq - iss, 9001);
+    assert_eq!(resent[0].1.len(), 1000);
+    assert!(resent[0].0.flags.contains(TcpFlags::FIN));
+    assert_eq!(rig.handler("sackrtx.rescues"), "1");
+    // Acknowledged with the FIN: recovery over.
+    rig.exchange(vec![ack(iss, 10_002, &[])]);
+    assert!(!with_tcb(&rig, |t| t.cc.in_recovery()));
 }
