@@ -12,9 +12,11 @@
 //!   scoreboard, counts duplicate ACKs, and enters and leaves recovery.
 //!   It sits before the window rule so that the rule already knows, on
 //!   the same ACK, whether recovery runs; it marks the connection
-//!   (`SackState::active`) and the congestion control element then leaves
-//!   loss recovery to it and only grows the window. Without it in the
-//!   path, a SACK connection keeps NewReno's recovery.
+//!   (`SackState::active`, from the first SACK block the peer sends, and
+//!   not in the middle of a NewReno recovery) and the congestion control
+//!   element then leaves loss recovery to it and only grows the window.
+//!   Without it in the path, or with a peer that sends no SACK blocks, a
+//!   SACK connection keeps NewReno's recovery.
 //! - TCPSackRetransmit, at the head of the outgoing path (before
 //!   TCPNagle): the fast retransmit, NextSeg's retransmissions while
 //!   cwnd - pipe allows (§5 step C), and after a timeout the resending
@@ -36,8 +38,8 @@ use crate::wire::{SackBlock, TcpSeqNumber};
 pub struct SackState {
     /// The SACKed ranges above SND.UNA.
     pub board: Scoreboard,
-    /// TCPSackRecovery is in this connection's path: loss recovery is
-    /// RFC 6675's, not NewReno's.
+    /// TCPSackRecovery is in this connection's path and its peer sends
+    /// SACK blocks: loss recovery is RFC 6675's, not NewReno's.
     pub active: bool,
     /// RFC 6675's DupAcks.
     pub dup_acks: u32,
@@ -110,9 +112,9 @@ pub fn on_ack(
         tcb.sack.dup_acks = 0;
         tcb.sack.limited_from = None;
     }
-    // §2: an ACK that SACKs new octets is a duplicate. A peer that
-    // negotiated SACK but sends no blocks still gets RFC 5681's count,
-    // so that its losses are found as NewReno would find them.
+    // §2: an ACK that SACKs new octets is a duplicate. An ACK without
+    // blocks (from a peer that sent some before) still counts as RFC
+    // 5681 counts it.
     out.dup = out.update.new_bytes > 0 || (rfc5681_dup && blocks.is_empty());
     if tcb.cc.in_recovery() {
         if tcb.sack.high_rxt < una {

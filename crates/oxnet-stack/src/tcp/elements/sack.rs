@@ -6,11 +6,13 @@
 //! TCPSackRecovery: on the incoming path between TCPEstimateRTT and the
 //! congestion control element. Input: segments TCPProcessAck passed on
 //! (acked bytes and the duplicate-ACK flag annotated); output 0: the same
-//! segments. For each connection with SACK permitted: its SACK blocks
-//! into the scoreboard, RFC 6675's duplicate ACKs, entering recovery
-//! (the window reduced by the connection's rule) and leaving it, and a
-//! request to the outgoing path when something may go. Handlers:
-//! `recoveries`, `dup_acks`, `new_sacked` (octets SACKed for the first
+//! segments. For each connection with SACK permitted, from the first
+//! SACK block its peer sends (before that, and for a peer that never
+//! sends one, NewReno's recovery stays): its SACK blocks into the
+//! scoreboard, RFC 6675's duplicate ACKs, entering recovery (the window
+//! reduced by the connection's rule) and leaving it, and a request to the
+//! outgoing path when something may go. Handlers: `connections` (taken
+//! over from NewReno), `recoveries`, `dup_acks`, `new_sacked` (octets SACKed for the first
 //! time), `dsacks`, `bad_blocks`, `stale_blocks`, `overflows` (ranges
 //! dropped to keep the scoreboard bounded), `reneged`.
 //!
@@ -42,6 +44,7 @@ use oxnet_graph::Ctx;
 #[derive(Default)]
 pub struct SackRecovery {
     info: Option<Info>,
+    connections: u64,
     recoveries: u64,
     dup_acks: u64,
     new_sacked: u64,
@@ -78,13 +81,23 @@ impl Element for SackRecovery {
                 }
                 let Some(seg) = Seg::read(p) else { continue };
                 let Some(ack) = seg.ack else { continue };
-                tcb.sack.active = true;
                 let options = seg.options(p);
                 let mut blocks: [SackBlock; MAX_SACK_BLOCKS] = Default::default();
                 let mut n = 0;
                 for block in options.sack_blocks.iter().flatten() {
                     blocks[n] = *block;
                     n += 1;
+                }
+                if !tcb.sack.active {
+                    // RFC 6675 works from SACK information: until the peer
+                    // sends a block, NewReno's recovery (which needs none)
+                    // stays in charge; the switch waits for a moment
+                    // outside recovery.
+                    if n == 0 || tcb.cc.in_recovery() {
+                        continue;
+                    }
+                    tcb.sack.active = true;
+                    self.connections += 1;
                 }
                 let dup = anno::tcp_flags(p).has(Anno::DUP_ACK);
                 let srtt = tcb.rtt.srtt_us().unwrap_or(0);
@@ -105,6 +118,7 @@ impl Element for SackRecovery {
         ctx.forward(0, batch);
     }
     counter_handlers!(
+        connections,
         recoveries,
         dup_acks,
         new_sacked,

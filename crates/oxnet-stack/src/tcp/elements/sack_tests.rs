@@ -269,3 +269,35 @@ fn the_rescue_retransmission_carries_the_fin_behind_a_full_segment() {
     rig.exchange(vec![ack(iss, 10_002, &[])]);
     assert!(!with_tcb(&rig, |t| t.cc.in_recovery()));
 }
+
+#[test]
+fn a_peer_that_sends_no_sack_blocks_keeps_newreno_until_it_does() {
+    let mut rig = rig(None);
+    let iss = ten_segments(&mut rig);
+    rig.exchange(vec![ack(iss, 1001, &[])]);
+    let mut out = Vec::new();
+    for _ in 0..3 {
+        out.extend(rig.exchange(vec![ack(iss, 1001, &[])]));
+    }
+    assert_eq!(data_seqs(iss, &out), vec![1001]);
+    // NewReno's fast recovery: ssthresh + 3 SMSS, inflated.
+    assert_eq!(with_tcb(&rig, |t| (t.cc.cwnd(), t.cc.ssthresh())), (7500, 4500));
+    assert_eq!(rig.handler("cc.recoveries"), "1");
+    // A block in NewReno's recovery: not taken over in its middle.
+    rig.exchange(vec![ack(iss, 1001, &[(2001, 3001)])]);
+    assert_eq!(rig.handler("sack.connections"), "0");
+    // Recovery over; the next block hands the connection to RFC 6675.
+    rig.exchange(vec![ack(iss, 10_001, &[])]);
+    assert!(!with_tcb(&rig, |t| t.sack.active));
+    {
+        let mut info = rig.info.borrow_mut();
+        let r = info.lookup(&server_key(CPORT, 80)).unwrap();
+        info.tcbs.get_mut(r).unwrap().send_buffer.extend([b'y'; 2000]);
+        info.want_output(r);
+    }
+    // (RFC 6582 §3.2 step 6 left cwnd at max(FlightSize, SMSS) + SMSS.)
+    assert_eq!(data_seqs(iss, &rig.exchange(vec![])), vec![10_001, 11_001]);
+    rig.exchange(vec![ack(iss, 10_001, &[(11_001, 12_001)])]);
+    assert_eq!(rig.handler("sack.connections"), "1");
+    assert!(with_tcb(&rig, |t| t.sack.active));
+}
