@@ -13,7 +13,7 @@
 //! |---|---|---|
 //! | TCPOutput | 0/1 | task: a send request for each connection the socket calls, ACKs or timers asked about |
 //! | TCPNagle | 1/1 | holds back a small segment while data is unacknowledged (RFC 1122 §4.2.3.4), unless NODELAY |
-//! | TCPRateControl | 1/1 | what min(cwnd, the peer's window) lets out now, into the allowance annotation (RFC 5681 §3.1; cwnd less RFC 6675's pipe for a connection in SACK recovery) |
+//! | TCPRateControl | 1/1 | what min(cwnd, the peer's window) lets out now, into the allowance annotation (RFC 5681 §3.1; for a connection under TCPSackRecovery, cwnd less RFC 6675's pipe) |
 //! | TCPSegmentation | 1/1 | the segments: at most one MSS each (RFC 9293 §3.7.1), ACK set, PSH on the last, the FIN after the data; arms the RTO (RFC 6298 §5.1) |
 //! | TCPTimers | 0/1 | task: the retransmission timeout (RFC 6298 §5.4-5.7) and the end of TIME-WAIT |
 
