@@ -108,6 +108,35 @@ impl CongestionControl {
         })
     }
 
+    /// SACK-based recovery begins, the window reduced by the variant's
+    /// rule ([`NewReno::enter_sack_recovery_with`]).
+    pub fn enter_sack_recovery(&mut self, flight_size: u32, high_data: u32, now_us: u64, srtt_us: u64) {
+        self.with_rule(now_us, srtt_us, |r, rule| {
+            r.enter_sack_recovery_with(rule, flight_size, high_data)
+        })
+    }
+
+    /// SACK-based recovery ends ([`NewReno::leave_sack_recovery`]).
+    pub fn leave_sack_recovery(&mut self) {
+        self.reno_mut().leave_sack_recovery()
+    }
+
+    /// An ACK of new data when RFC 6675 runs the loss recovery
+    /// ([`NewReno::on_sack_ack_with`]).
+    pub fn on_sack_ack(&mut self, acked: u32, now_us: u64, srtt_us: u64) {
+        self.with_rule(now_us, srtt_us, |r, rule| r.on_sack_ack_with(rule, acked))
+    }
+
+    /// The recovery point ([`NewReno::recover`]).
+    pub fn recover(&self) -> u32 {
+        self.reno().recover()
+    }
+
+    /// Sets the recovery point ([`NewReno::set_recover`]).
+    pub fn set_recover(&mut self, high_data: u32) {
+        self.reno_mut().set_recover(high_data)
+    }
+
     /// The retransmission timer expired ([`NewReno::on_timeout`]).
     pub fn on_timeout(&mut self, flight_size: u32, high_data: u32) {
         self.with_rule(0, 0, |r, rule| r.on_timeout_with(rule, flight_size, high_data))

@@ -12,6 +12,8 @@
 //! | [`elements`] | 9293 §3.10.7 | the incoming path's elements (ClickNF Figure 2) |
 //! | [`info`] | | TCPInfo: the per-core TCB, flow and listener tables and the settings the elements share |
 //! | [`isn`] | 9293 §3.4.1, 6528, 6056 | initial sequence numbers and ephemeral ports from a keyed hash |
+//! | [`scoreboard`] | 6675 §4, 2018, 2883 | the sender's SACK scoreboard: ranges SACKed above SND.UNA, IsLost, SetPipe (pipe), NextSeg |
+//! | [`sack`] | 6675 §5 | SACK-based loss recovery: DupAcks, entering and leaving recovery, what may be sent, the timeout (§5.1) |
 //! | [`newreno`] | 5681, 6582 | slow start, congestion avoidance, fast retransmit and NewReno's fast recovery (shared by every algorithm) |
 //! | [`cc`] | | a connection's congestion control: NewReno, CUBIC or DCTCP over NewReno's loss recovery |
 //! | [`cubic`] | 9438 | CUBIC's window rule |
@@ -34,6 +36,8 @@ pub mod isn;
 pub mod newreno;
 pub mod output;
 pub mod rtt;
+pub mod sack;
+pub mod scoreboard;
 pub mod socket;
 pub mod tcb;
 pub mod zerocopy;

@@ -14,6 +14,13 @@
 //! ([`WindowRule`]): how far the window falls on a congestion event and
 //! how it grows in congestion avoidance. NewReno's own is [`Reno`];
 //! CUBIC's is in [`super::cubic`]. The `_with` methods take the rule.
+//!
+//! For a connection with SACK permitted and TCPSackRecovery in its path,
+//! RFC 6675 ([`super::sack`]) runs the loss recovery instead: it enters
+//! and leaves recovery here ([`NewReno::enter_sack_recovery_with`],
+//! [`NewReno::leave_sack_recovery`]) and the ACKs only grow the window
+//! ([`NewReno::on_sack_ack_with`]); the window rule and the timeout stay
+//! shared.
 
 /// What the sender must do after an ACK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,8 +190,15 @@ impl NewReno {
             self.partial_ack_seen = true;
             return AckAction::Retransmit { restart_timer: first };
         }
+        self.grow_with(rule, acked);
+        AckAction::None
+    }
+
+    /// The window's growth on an ACK of `acked` new bytes outside
+    /// recovery.
+    fn grow_with(&mut self, rule: &mut (impl WindowRule + ?Sized), acked: u32) {
         if std::mem::take(&mut self.hold_growth) {
-            return AckAction::None;
+            return;
         }
         if self.cwnd < self.ssthresh {
             // RFC 5681 §3.1 equation 2: slow start, at most one segment
@@ -195,7 +209,58 @@ impl NewReno {
             // NewReno).
             self.cwnd = rule.avoid(self.cwnd, acked, self.smss);
         }
-        AckAction::None
+    }
+
+    /// The recovery point: the highest sequence number sent when the last
+    /// recovery or timeout began (RFC 6582's `recover`, RFC 6675's
+    /// RecoveryPoint).
+    pub fn recover(&self) -> u32 {
+        self.recover
+    }
+
+    /// RFC 6675 §5.1: after a timeout RecoveryPoint is HighData, the
+    /// highest sequence number sent (which SND.NXT may no longer say after
+    /// an earlier timeout).
+    pub fn set_recover(&mut self, high_data: u32) {
+        self.recover = high_data;
+    }
+
+    /// SACK-based loss recovery begins (RFC 6675 §5 steps 4.1 and 4.2):
+    /// RecoveryPoint is `high_data`, and cwnd = ssthresh = the rule's
+    /// reduction (RFC 5681 equation 4 for NewReno: half of FlightSize).
+    /// There is no window inflation: RFC 6675 counts the data in flight
+    /// (pipe) instead.
+    pub fn enter_sack_recovery_with(
+        &mut self,
+        rule: &mut (impl WindowRule + ?Sized),
+        flight_size: u32,
+        high_data: u32,
+    ) {
+        self.recover = high_data;
+        self.ssthresh = rule.on_congestion(self.cwnd, flight_size, self.smss).max(2 * self.smss);
+        self.cwnd = self.ssthresh;
+        self.in_recovery = true;
+        self.partial_ack_seen = false;
+        self.dup_acks = 0;
+        // The ACK that ends recovery does not grow the window (as
+        // NewReno's full acknowledgment, RFC 6582 §3.2 step 6).
+        self.hold_growth = true;
+    }
+
+    /// SACK-based recovery ends (RFC 6675 §5 step A: the cumulative ACK
+    /// passed RecoveryPoint); the window stays at ssthresh.
+    pub fn leave_sack_recovery(&mut self) {
+        self.in_recovery = false;
+    }
+
+    /// An ACK of `acked` new bytes on a connection whose loss recovery is
+    /// RFC 6675's: the window grows outside recovery and stays as it is
+    /// during it (no partial-ACK deflation: pipe accounts for it).
+    pub fn on_sack_ack_with(&mut self, rule: &mut (impl WindowRule + ?Sized), acked: u32) {
+        self.dup_acks = 0;
+        if !self.in_recovery {
+            self.grow_with(rule, acked);
+        }
     }
 
     /// A duplicate ACK (RFC 5681 §2's definition, which the caller

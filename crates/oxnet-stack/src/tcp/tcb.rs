@@ -108,6 +108,8 @@ pub struct Tcb {
     pub ts_recent: u32,
     /// RFC 2018 §2: both sides sent SACK-permitted.
     pub sack_permitted: bool,
+    /// The sender's SACK scoreboard and RFC 6675 recovery state.
+    pub sack: super::sack::SackState,
 
     pub rtt: RttEstimator,
     /// Congestion control (its variant says which algorithm).
@@ -221,6 +223,7 @@ impl Tcb {
             timestamps: false,
             ts_recent: 0,
             sack_permitted: false,
+            sack: Default::default(),
             rtt: RttEstimator::new(settings.rto),
             cc: CongestionControl::new(
                 super::cc::Algorithm::NewReno,

@@ -63,7 +63,7 @@ pub use ip::{pseudo_header_sum, FlowKey, IpAddress, IpEndpoint, IpProtocol};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr};
 pub use ndisc::{NdiscOptions, NdiscPrefixInfo, NdiscRepr};
-pub use tcp::{TcpFlags, TcpOptions, TcpPacket, TcpRepr, TcpSeqNumber};
+pub use tcp::{SackBlock, TcpFlags, TcpOptions, TcpPacket, TcpRepr, TcpSeqNumber, MAX_SACK_BLOCKS};
 pub use udp::{UdpPacket, UdpRepr};
 
 use std::fmt;

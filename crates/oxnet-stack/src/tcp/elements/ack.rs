@@ -254,8 +254,10 @@ impl Element for EstimateRtt {
 /// rule of its variant (NewReno's unless the settings or another element
 /// chose CUBIC or DCTCP). A retransmission the loss recovery asks for
 /// (fast retransmit, a partial ACK) is made by the outgoing path: the
-/// first unacknowledged segment again. Handlers: `retransmits`,
-/// `recoveries`.
+/// first unacknowledged segment again. For a connection whose loss
+/// recovery TCPSackRecovery runs (RFC 6675, `Tcb::sack.active`), only
+/// the window grows here. Handlers: `retransmits`, `recoveries`
+/// (NewReno's).
 #[derive(Default)]
 pub struct NewRenoAck {
     info: Option<Info>,
@@ -314,7 +316,14 @@ fn feed_acks(
         let flight = tcb.flight_size();
         let srtt = tcb.rtt.srtt_us().unwrap_or(0);
         let mut inflated = false;
-        let action = if acked > 0 {
+        let action = if tcb.sack.active {
+            // TCPSackRecovery runs RFC 6675's loss recovery for this
+            // connection: here the window only grows.
+            if acked > 0 {
+                tcb.cc.on_sack_ack(acked, now, srtt);
+            }
+            AckAction::None
+        } else if acked > 0 {
             tcb.cc.on_new_ack(tcb.snd_una.0, acked, flight, now, srtt)
         } else if anno::tcp_flags(p).has(Anno::DUP_ACK) {
             let was = tcb.cc.in_recovery();

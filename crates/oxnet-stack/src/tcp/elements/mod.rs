@@ -16,13 +16,16 @@
 //! | DCTCPProcessECN | 1/1-2 | TCPProcessECN that makes each ECN connection DCTCP (ClickNF §3.5's swap) |
 //! | TCPNewRenoAck | 1/1 | acked bytes and duplicate ACKs into the congestion control: NewReno's loss recovery (RFC 5681, 6582) with the connection's window rule |
 //! | TCPCubicAck | 1/1 | TCPNewRenoAck that makes each connection CUBIC (RFC 9438) |
+//! | TCPSackRecovery | 1/1 | before the congestion control: SACK blocks into the scoreboard, RFC 6675's duplicate ACKs, entering and leaving recovery (the congestion control then leaves loss recovery to it) |
 //! | TCPReordering | 1/1 | data ahead of RCV.NXT kept (bounded) and released in order; a duplicate ACK with SACK blocks at once |
 //! | TCPProcessData | 1/1 | "seventh, process the segment text": in-sequence data to the receive queue |
 //! | TCPProcessFin | 1/1 | "eighth, check the FIN bit" |
 //! | TCPAckRequired | 1/1 | the ACK the segment asked for, or nothing |
 //! | TCPIcmpError | 1/0 | ICMP/ICMPv6 errors about our segments: path MTU, hard errors in the handshake, soft errors (RFC 1122 §4.2.3.9, RFC 5927) |
 //!
-//! The outgoing path and the timers are in [`send`]; TCPSettings (the
+//! The outgoing path and the timers are in [`send`], TCPSackRetransmit
+//! (RFC 6675's retransmissions, at the head of the outgoing path) in
+//! [`sack`] beside TCPSackRecovery; TCPSettings (the
 //! router's TCP settings from the configuration) in [`settings`].
 //!
 //! Every element's output carries packets with the TCB annotation set.
@@ -58,6 +61,7 @@ pub mod listen;
 pub mod lookup;
 pub mod reorder;
 pub mod rst_syn;
+pub mod sack;
 pub mod send;
 pub mod settings;
 pub mod syn_sent;
@@ -87,12 +91,13 @@ elementclass TCPStack {
   fl[0] -> sd :: TCPStateDemux;
   sd[0] -> ss :: TCPSynSent -> output;
   sd[1] -> cs :: TCPCheckSeqNo -> rst :: TCPProcessRst -> syn :: TCPProcessSyn -> ack :: TCPProcessAck
-    -> ecn :: TCPProcessECN -> rtt :: TCPEstimateRTT -> cc :: TCPNewRenoAck -> ro :: TCPReordering -> data :: TCPProcessData -> fin :: TCPProcessFin
+    -> ecn :: TCPProcessECN -> rtt :: TCPEstimateRTT -> sack :: TCPSackRecovery -> cc :: TCPNewRenoAck -> ro :: TCPReordering -> data :: TCPProcessData -> fin :: TCPProcessFin
     -> ar :: TCPAckRequired -> output;
   fl[1] -> listen :: TCPListen -> output;
   listen[1] -> cs;
   cs[1] -> output; rst[1] -> output; syn[1] -> output; ack[1] -> output; ecn[1] -> output;
-  TCPOutput -> nagle :: TCPNagle -> rate :: TCPRateControl -> seg :: TCPSegmentation -> output;
+  TCPOutput -> sackrtx :: TCPSackRetransmit -> nagle :: TCPNagle -> rate :: TCPRateControl -> seg :: TCPSegmentation -> output;
+  sackrtx[1] -> output;
   timers :: TCPTimers -> output;
 }
 ";
@@ -119,6 +124,8 @@ pub const MODULE: Module = Module {
         "TCPProcessSyn",
         "TCPRateControl",
         "TCPReordering",
+        "TCPSackRecovery",
+        "TCPSackRetransmit",
         "TCPSegmentation",
         "TCPSettings",
         "TCPStateDemux",
@@ -150,6 +157,8 @@ pub const MODULE: Module = Module {
             "TCPTimers" => Box::new(send::Timers::default()),
             "TCPStateDemux" => Box::new(syn_sent::StateDemux::default()),
             "TCPReordering" => Box::new(reorder::Reordering::default()),
+            "TCPSackRecovery" => Box::new(sack::SackRecovery::default()),
+            "TCPSackRetransmit" => Box::new(sack::SackRetransmit::default()),
             "TCPSynSent" => Box::new(syn_sent::SynSent::default()),
             _ => return None,
         })
@@ -359,5 +368,7 @@ pub fn counter_handler(name: &str, counters: &[(&str, u64)]) -> Option<String> {
 mod cc_tests;
 #[cfg(test)]
 pub(crate) mod harness;
+#[cfg(test)]
+mod sack_tests;
 #[cfg(test)]
 mod tests;

@@ -13,7 +13,7 @@
 //! |---|---|---|
 //! | TCPOutput | 0/1 | task: a send request for each connection the socket calls, ACKs or timers asked about |
 //! | TCPNagle | 1/1 | holds back a small segment while data is unacknowledged (RFC 1122 §4.2.3.4), unless NODELAY |
-//! | TCPRateControl | 1/1 | what min(cwnd, the peer's window) lets out now, into the allowance annotation (RFC 5681 §3.1) |
+//! | TCPRateControl | 1/1 | what min(cwnd, the peer's window) lets out now, into the allowance annotation (RFC 5681 §3.1; for a connection under TCPSackRecovery, cwnd less RFC 6675's pipe) |
 //! | TCPSegmentation | 1/1 | the segments: at most one MSS each (RFC 9293 §3.7.1), ACK set, PSH on the last, the FIN after the data; arms the RTO (RFC 6298 §5.1) |
 //! | TCPTimers | 0/1 | task: the retransmission timeout (RFC 6298 §5.4-5.7) and the end of TIME-WAIT |
 
@@ -197,9 +197,10 @@ impl Element for RateControl {
             super::split_packets(batch, n, |mut p| {
                 let r = anno::tcb(&p)?;
                 let tcb = info.tcbs.get(r)?;
-                // RFC 5681 §3.1: at most min(cwnd, rwnd) in flight.
-                let window = tcb.cc.cwnd().min(tcb.snd_wnd);
-                let usable = window.saturating_sub(tcb.flight_size());
+                // RFC 5681 §3.1: at most min(cwnd, rwnd) in flight (RFC
+                // 6675's pipe in place of FlightSize for cwnd, when
+                // TCPSackRecovery runs the connection's loss recovery).
+                let usable = crate::tcp::sack::usable_window(tcb);
                 let fin_only = tcb.unsent() == 0 && tcb.fin_queued && !tcb.fin_sent;
                 if tcb.window_probe {
                     // RFC 9293 §3.8.6.1: one octet past a zero window.
@@ -272,7 +273,7 @@ fn syn_segment(tcb: &Tcb, settings: &crate::tcp::info::TcpSettings, our_mss: u16
 
 /// A segment of `tcb` at `seq` with `len` bytes of its send buffer from
 /// `offset`, and `flags` besides ACK.
-fn data_segment(
+pub(super) fn data_segment(
     tcb: &mut Tcb,
     seq: TcpSeqNumber,
     offset: usize,
@@ -694,6 +695,7 @@ impl Timers {
         let high = tcb.snd_nxt - 1usize;
         let flight = tcb.flight_size();
         tcb.cc.on_timeout(flight, high.0);
+        crate::tcp::sack::on_timeout(tcb);
         tcb.snd_high = tcb.snd_max();
         tcb.snd_nxt = tcb.snd_una;
         tcb.fin_sent = false;
