@@ -1227,8 +1227,9 @@ impl Router {
 
     /// Sleeps up to `wait_us` in `ppoll(2)` on the descriptors the tasks
     /// named ([`Element::idle_wake`]); false (without sleeping) if some
-    /// task could not say how it gets work.
-    fn sleep_on_descriptors(&mut self, wait_us: u64) -> bool {
+    /// task could not say how it gets work. For a caller that runs the
+    /// router round by round ([`Router::run_once`]) and knows it is idle.
+    pub fn sleep_on_descriptors(&mut self, wait_us: u64) -> bool {
         if self.idle.fds.is_none() {
             let mut fds = Vec::new();
             let mut known = true;

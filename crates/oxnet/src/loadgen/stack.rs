@@ -27,7 +27,11 @@ use std::time::{Duration, Instant};
 
 /// How long an idle wait spins before it sleeps (real time).
 const SPIN: Duration = Duration::from_micros(50);
-/// The longest sleep of an idle wait (real time), `Router::run`'s.
+/// The longest sleep on the device's poll descriptors (a stop or a
+/// schedule change is seen within it).
+const MAX_IDLE_SLEEP_US: u64 = 5_000;
+/// The longest nap of an idle wait on a device without poll descriptors
+/// (real time), as `Router::run`'s.
 const MAX_SLEEP_US: u64 = 50;
 
 fn errno(e: i32) -> io::Error {
@@ -255,7 +259,12 @@ impl Net for StackNet {
             if self.simulated {
                 self.router.advance_simulated_time(next.max(now + 1));
             } else if next > now && idle_since.elapsed() > SPIN {
-                std::thread::sleep(Duration::from_micros((next - now).min(MAX_SLEEP_US)));
+                // On a device with poll descriptors (TAP, AF_PACKET,
+                // AF_XDP) until a frame comes; otherwise a short nap.
+                let wait = (next - now).min(MAX_IDLE_SLEEP_US);
+                if !self.router.sleep_on_descriptors(wait) {
+                    std::thread::sleep(Duration::from_micros(wait.min(MAX_SLEEP_US)));
+                }
             }
         }
     }
