@@ -48,6 +48,11 @@ pub struct TimerWheel {
     entries: Vec<Entry>,
     free: Vec<u32>,
     heads: Vec<u32>,
+    /// One bit per slot of each level: set while the slot's list is not
+    /// empty, so that finding the next non-empty slot takes a few
+    /// `trailing_zeros` instead of a walk over 256 heads per level (a
+    /// router with timers pending asks at every round).
+    occupied: [[u64; SLOTS / 64]; LEVELS],
     /// Every tick before this one has been expired.
     now: u64,
     pending: usize,
@@ -66,6 +71,7 @@ impl TimerWheel {
             entries: Vec::new(),
             free: Vec::new(),
             heads: vec![NIL; LEVELS * SLOTS + 2],
+            occupied: [[0; SLOTS / 64]; LEVELS],
             now,
             pending: 0,
         }
@@ -119,6 +125,48 @@ impl TimerWheel {
             self.entries[head as usize].prev = index;
         }
         self.heads[list as usize] = index;
+        if list < OVERFLOW {
+            self.occupied[list as usize / SLOTS][(list as usize % SLOTS) / 64] |= 1 << (list % 64);
+        }
+    }
+
+    /// Clears the slot's bit once its list is empty.
+    fn mark_if_empty(&mut self, list: u32) {
+        if list < OVERFLOW && self.heads[list as usize] == NIL {
+            self.occupied[list as usize / SLOTS][(list as usize % SLOTS) / 64] &= !(1 << (list % 64));
+        }
+    }
+
+    /// The first non-empty slot of `level` at index `from` or after
+    /// (no wrap), if any.
+    fn occupied_from(&self, level: usize, from: u64) -> Option<u64> {
+        let mut word = (from / 64) as usize;
+        if word >= SLOTS / 64 {
+            return None;
+        }
+        let mut bits = self.occupied[level][word] & (u64::MAX << (from % 64));
+        loop {
+            if bits != 0 {
+                return Some(word as u64 * 64 + bits.trailing_zeros() as u64);
+            }
+            word += 1;
+            if word == SLOTS / 64 {
+                return None;
+            }
+            bits = self.occupied[level][word];
+        }
+    }
+
+    /// The first non-empty slot of `level` in cursor order starting at
+    /// `from` and wrapping around: (slot, how many steps after `from`).
+    fn occupied_wrapping(&self, level: usize, from: u64) -> Option<u64> {
+        match self.occupied_from(level, from) {
+            Some(k) => Some(k - from),
+            None => self
+                .occupied_from(level, 0)
+                .filter(|&k| k < from)
+                .map(|k| k + SLOTS as u64 - from),
+        }
     }
 
     fn unlink(&mut self, index: u32) {
@@ -135,6 +183,7 @@ impl TimerWheel {
             self.entries[next as usize].prev = prev;
         }
         self.entries[index as usize].list = FREE;
+        self.mark_if_empty(list);
     }
 
     /// Schedules a timer for `owner` at tick `expires` (a time already
@@ -192,6 +241,7 @@ impl TimerWheel {
     fn cascade(&mut self, list: u32) {
         let mut at = self.heads[list as usize];
         self.heads[list as usize] = NIL;
+        self.mark_if_empty(list);
         while at != NIL {
             let next = self.entries[at as usize].next;
             let target = self.list_for(self.entries[at as usize].expires);
@@ -274,11 +324,9 @@ impl TimerWheel {
         let now = self.now;
         let mut best = u64::MAX;
         let idx0 = now & MASK;
-        if let Some(k) = (idx0..SLOTS as u64).find(|&k| self.heads[k as usize] != NIL) {
-            best = (now & !MASK) + k;
-        } else if let Some(k) = (0..idx0).find(|&k| self.heads[k as usize] != NIL) {
-            // Level-0 slots behind the cursor hold the next round's ticks.
-            best = (now & !MASK) + SLOTS as u64 + k;
+        // Level-0 slots behind the cursor hold the next round's ticks.
+        if let Some(step) = self.occupied_wrapping(0, idx0) {
+            best = now + step;
         }
         // A cascade due at this very tick comes first (below).
         for level in 1..LEVELS {
@@ -289,13 +337,13 @@ impl TimerWheel {
             // been cascaded yet; otherwise it is next visited a whole
             // wrap later (step 256: timers a wrap ahead land there).
             let first = if now & ((1u64 << shift) - 1) == 0 { 0 } else { 1 };
-            for step in first..=SLOTS as u64 {
-                let k = (idx + step) & MASK;
-                if self.heads[level * SLOTS + k as usize] != NIL {
-                    best = best.min(base + (step << shift));
-                    break;
-                }
-            }
+            let step = match self.occupied_wrapping(level, (idx + first) & MASK) {
+                Some(s) => s + first,
+                None => continue,
+            };
+            // Wrapping from idx + 1 reaches the cursor's own slot last, a
+            // whole wrap (256 steps) after it.
+            best = best.min(base + (step << shift));
         }
         if self.heads[OVERFLOW as usize] != NIL {
             let top = SLOT_BITS * LEVELS as u32;
@@ -310,9 +358,13 @@ impl TimerWheel {
     }
 
     /// The earliest pending expiry tick, if any (for a simulated clock
-    /// that jumps to the next event when nothing else runs). O(timers):
-    /// a timer on a higher level may expire before one on a lower level
-    /// that was scheduled later, so every list is looked at.
+    /// that jumps to the next event, and for how long an idle router may
+    /// sleep). A timer on a higher level may expire before one on a lower
+    /// level that was scheduled later, so every level is looked at; but
+    /// within a level, the slots after the cursor cover successive time
+    /// ranges, so only two lists per level can hold its earliest timer:
+    /// the cursor's own slot (not yet cascaded, or a whole wrap ahead)
+    /// and the first non-empty slot after it. Plus the overflow list.
     pub fn next_expiry(&self) -> Option<u64> {
         if self.pending == 0 {
             return None;
@@ -321,14 +373,22 @@ impl TimerWheel {
             return Some(self.now);
         }
         let mut best: Option<u64> = None;
-        for &head in &self.heads[..=OVERFLOW as usize] {
+        let mut scan = |head: u32| {
             let mut at = head;
             while at != NIL {
                 let e = &self.entries[at as usize];
                 best = Some(best.map_or(e.expires, |b| b.min(e.expires)));
                 at = e.next;
             }
+        };
+        for level in 0..LEVELS {
+            let idx = (self.now >> (SLOT_BITS * level as u32)) & MASK;
+            scan(self.heads[level * SLOTS + idx as usize]);
+            if let Some(step) = self.occupied_wrapping(level, (idx + 1) & MASK) {
+                scan(self.heads[level * SLOTS + ((idx + 1 + step) & MASK) as usize]);
+            }
         }
+        scan(self.heads[OVERFLOW as usize]);
         best.map(|b| b.max(self.now))
     }
 }
