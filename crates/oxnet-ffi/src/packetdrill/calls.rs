@@ -165,7 +165,15 @@ pub(super) unsafe extern "C" fn pd_netdev_send(ud: Ud, buf: *const c_void, n: us
         }
     };
     let mut g = sh.lock();
-    crate::abi::oxnet_stack_input(&mut g.0, buf.cast(), n)
+    let r = crate::abi::oxnet_stack_input(&mut g.0, buf.cast(), n);
+    if r != 0 {
+        // packetdrill reports a failed injection without a reason.
+        let e = std::io::Error::last_os_error();
+        let limit = g.0.net.max_input();
+        eprintln!("oxnet packetdrill shim: the stack refused a packet of {n} bytes ({e}; it takes {limit} at most)");
+        set_errno(e.raw_os_error().unwrap_or(libc::EIO));
+    }
+    r
 }
 
 pub(super) unsafe extern "C" fn pd_netdev_receive(
