@@ -107,7 +107,8 @@ ssize_t oxnet_write(oxnet_stack *h, int fd, const void *buf, size_t count);
 int oxnet_close(oxnet_stack *h, int fd);
 
 /* shutdown(2): SHUT_WR and SHUT_RDWR send a FIN after the queued data;
- * SHUT_RD changes nothing. */
+ * after SHUT_RD or SHUT_RDWR a read gives what is queued, then 0 (end of
+ * file) where it would have waited. */
 int oxnet_shutdown(oxnet_stack *h, int fd, int how);
 
 /* setsockopt(2) with an int value: SOL_SOCKET SO_REUSEADDR (kept, no

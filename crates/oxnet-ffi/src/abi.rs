@@ -328,7 +328,8 @@ pub unsafe extern "C" fn oxnet_close(h: *mut OxnetStack, fd: c_int) -> c_int {
     entry_int(|| stack(h)?.close(fd))
 }
 
-/// shutdown(2): SHUT_WR / SHUT_RDWR send a FIN; SHUT_RD changes nothing.
+/// shutdown(2): SHUT_WR / SHUT_RDWR send a FIN; after SHUT_RD / SHUT_RDWR
+/// a read that would wait returns 0.
 ///
 /// # Safety
 /// `h` a live handle.

@@ -466,3 +466,30 @@ fn input_takes_a_packet_that_fills_a_buffer_and_refuses_a_larger_one() {
         oxnet_stack_free(h);
     }
 }
+
+/// shutdown(SHUT_RD) (packetdrill's shutdown-rd-close.pkt): what was
+/// queued is still read, then read returns 0 where it would have said
+/// EAGAIN; SHUT_WR alone leaves reads as they were.
+#[test]
+fn a_read_after_shut_rd_gives_what_is_queued_then_end_of_file() {
+    let h = new_stack();
+    unsafe {
+        let l = listener(h, libc::SOCK_NONBLOCK);
+        let iss = handshake(h);
+        let c = oxnet_accept(h, l, null_mut(), null_mut());
+        assert_eq!(c, 4);
+        let mut buf = [0u8; 64];
+        assert_eq!(oxnet_shutdown(h, c, libc::SHUT_WR), 0);
+        assert_eq!(
+            check(oxnet_read(h, c, buf.as_mut_ptr().cast(), 64) as i64),
+            Err(libc::EAGAIN),
+            "SHUT_WR does not end reading"
+        );
+        input(h, &segment(ACK | PSH, PEER_ISN + 1, iss + 2, b"queued"));
+        assert_eq!(oxnet_shutdown(h, c, libc::SHUT_RD), 0);
+        assert_eq!(oxnet_read(h, c, buf.as_mut_ptr().cast(), 64), 6);
+        assert_eq!(&buf[..6], b"queued");
+        assert_eq!(oxnet_read(h, c, buf.as_mut_ptr().cast(), 64), 0);
+        oxnet_stack_free(h);
+    }
+}
