@@ -341,7 +341,9 @@ fn a_blocking_read_ends_at_the_time_of_the_packet_that_woke_it() {
                 (n, tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64)
             })
         };
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        // Time for the read to start waiting (packetdrill waits for the
+        // syscall thread to sleep).
+        std::thread::sleep(std::time::Duration::from_millis(50));
         assert!(!reader.is_finished(), "read waits for data");
         usleep(&ifc, 100_000);
         let sent_at = now(&ifc);
