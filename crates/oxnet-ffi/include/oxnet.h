@@ -45,7 +45,9 @@ void oxnet_stack_free(oxnet_stack *h);
 
 /* Gives the stack one IP packet (IPv4 or IPv6 header first, len bytes)
  * and lets it process it. 0, or -1: EINVAL for an empty packet, one over
- * 65535 bytes, or one that is neither IPv4 nor IPv6. */
+ * 65535 bytes, or one that is neither IPv4 nor IPv6; EMSGSIZE for one
+ * larger than the stack's packet buffers (2048 bytes: a segment coalesced
+ * past that, as GRO would make, does not fit). */
 int oxnet_stack_input(oxnet_stack *h, const uint8_t *ip_packet, size_t len);
 
 /* Copies the next IP packet the stack sent into buf and returns its
@@ -105,7 +107,8 @@ ssize_t oxnet_write(oxnet_stack *h, int fd, const void *buf, size_t count);
 int oxnet_close(oxnet_stack *h, int fd);
 
 /* shutdown(2): SHUT_WR and SHUT_RDWR send a FIN after the queued data;
- * SHUT_RD changes nothing. */
+ * after SHUT_RD or SHUT_RDWR a read gives what is queued, then 0 (end of
+ * file) where it would have waited. */
 int oxnet_shutdown(oxnet_stack *h, int fd, int how);
 
 /* setsockopt(2) with an int value: SOL_SOCKET SO_REUSEADDR (kept, no

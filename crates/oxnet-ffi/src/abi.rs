@@ -122,7 +122,8 @@ pub unsafe extern "C" fn oxnet_stack_free(h: *mut OxnetStack) {
 }
 
 /// Gives the stack an IP packet (IPv4 or IPv6 header first). 0, or -1:
-/// EINVAL for an empty packet, one over 65535 bytes or not IPv4/IPv6.
+/// EINVAL for an empty packet, one over 65535 bytes or not IPv4/IPv6;
+/// EMSGSIZE for one larger than the stack's packet buffers (2048 bytes).
 ///
 /// # Safety
 /// `h` a live handle; `packet` points to `len` bytes.
@@ -327,7 +328,8 @@ pub unsafe extern "C" fn oxnet_close(h: *mut OxnetStack, fd: c_int) -> c_int {
     entry_int(|| stack(h)?.close(fd))
 }
 
-/// shutdown(2): SHUT_WR / SHUT_RDWR send a FIN; SHUT_RD changes nothing.
+/// shutdown(2): SHUT_WR / SHUT_RDWR send a FIN; after SHUT_RD / SHUT_RDWR
+/// a read that would wait returns 0.
 ///
 /// # Safety
 /// `h` a live handle.

@@ -27,6 +27,8 @@
 //! --local_ip=fd3d:fa7b:d17d::1`. `--so_flags=local4=A.B.C.D,local6=X`
 //! changes the stack's addresses. The scripts of
 //! `crates/oxnet-stack/tests/scripts/` are in packetdrill's syntax.
+//! docs/packetdrill.md has the whole cross-check (building packetdrill,
+//! `scripts/packetdrill-check.sh`, which scripts pass and why others fail).
 //!
 //! # Tests
 //! `tests/abi.rs` (the ABI from Rust), `tests/c_echo.rs` (compiles and

@@ -47,8 +47,20 @@ impl Net {
         self.plug.next_deadline()
     }
 
-    /// Queues an IP packet and lets the stack take it.
+    /// The largest packet the stack takes: the data room of the router's
+    /// pool (made with the default layout; a packet is one buffer, so a
+    /// segment coalesced past it, as packetdrill's scripts inject to
+    /// mimic GRO, does not fit).
+    pub fn max_input(&self) -> usize {
+        oxnet_driver::mempool::DEFAULT_DATA_ROOM
+    }
+
+    /// Queues an IP packet and lets the stack take it. EMSGSIZE for one
+    /// over [`Net::max_input`], which the router could only drop.
     pub fn input(&mut self, bytes: Vec<u8>) -> Result<(), i32> {
+        if bytes.len() > self.max_input() {
+            return Err(libc::EMSGSIZE);
+        }
         self.plug.input.borrow_mut().push_back(bytes);
         self.settle()
     }

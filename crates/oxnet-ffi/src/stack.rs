@@ -76,6 +76,9 @@ struct Fd {
     object: Object,
     options: Options,
     nonblocking: bool,
+    /// shutdown(SHUT_RD or SHUT_RDWR) was called: a read that would
+    /// wait returns 0, end of file, instead.
+    read_shut: bool,
 }
 
 /// A stack and its descriptors.
@@ -113,6 +116,7 @@ impl FfiStack {
                 object,
                 options,
                 nonblocking,
+                read_shut: false,
             },
         );
         Ok(i64::from(fd))
@@ -261,8 +265,15 @@ impl FfiStack {
     }
 
     /// read(2): what has arrived, 0 at the end, EAGAIN if nothing yet.
+    /// After shutdown(SHUT_RD) what is queued is still read, then 0
+    /// (POSIX shutdown(): "further receives shall be disallowed"; Linux
+    /// returns 0 rather than EAGAIN).
     pub fn read(&mut self, fd: i32, buf: &mut [u8]) -> CallResult {
-        let r = self.stream(fd)?.try_read(buf).map(|n| n as i64);
+        let read_shut = self.fd(fd)?.read_shut;
+        let r = match self.stream(fd)?.try_read(buf) {
+            Err(libc::EAGAIN) if read_shut => Ok(0),
+            r => r.map(|n| n as i64),
+        };
         self.settled(r)
     }
 
@@ -273,8 +284,8 @@ impl FfiStack {
     }
 
     /// shutdown(2): SHUT_WR and SHUT_RDWR send a FIN after the data
-    /// queued; SHUT_RD is accepted and changes nothing (oxnet keeps
-    /// delivering what arrives).
+    /// queued; SHUT_RD and SHUT_RDWR make a read that would wait return
+    /// 0 (the stack keeps taking what arrives; nothing goes on the wire).
     pub fn shutdown(&mut self, fd: i32, how: i32) -> CallResult {
         let s = self.stream(fd)?;
         let r = match how {
@@ -282,6 +293,9 @@ impl FfiStack {
             libc::SHUT_WR | libc::SHUT_RDWR => s.shutdown_write().map(|()| 0),
             _ => Err(libc::EINVAL),
         };
+        if r.is_ok() && how != libc::SHUT_WR {
+            self.fd(fd)?.read_shut = true;
+        }
         self.settled(r)
     }
 

@@ -432,3 +432,64 @@ fn an_ipv6_connect_sends_a_syn_from_the_stacks_ipv6_address() {
         oxnet_stack_free(h);
     }
 }
+
+/// packetdrill's scripts inject segments coalesced past one packet buffer
+/// (as GRO would make them); the router could only drop those, so input
+/// refuses them with EMSGSIZE instead of taking them and losing them.
+#[test]
+fn input_takes_a_packet_that_fills_a_buffer_and_refuses_a_larger_one() {
+    let h = new_stack();
+    unsafe {
+        let l = listener(h, libc::SOCK_NONBLOCK);
+        let iss = handshake(h);
+        let c = oxnet_accept(h, l, null_mut(), null_mut());
+        assert_eq!(c, 4);
+        // 20 + 20 + 2008 = 2048 bytes: one whole buffer.
+        let fits = vec![b'a'; 2008];
+        input(h, &segment(ACK | PSH, PEER_ISN + 1, iss + 1, &fits));
+        let mut buf = vec![0u8; 4096];
+        assert_eq!(oxnet_read(h, c, buf.as_mut_ptr().cast(), 4096), 2008);
+        let ack = next(h).expect("an ACK once read");
+        assert_eq!(ack.ack, PEER_ISN + 1 + 2008);
+        // One byte more: refused, and nothing of it reaches the socket.
+        let big = segment(ACK | PSH, PEER_ISN + 1 + 2008, iss + 1, &[b'b'; 2009]);
+        assert_eq!(big.len(), 2049);
+        assert_eq!(
+            check(oxnet_stack_input(h, big.as_ptr(), big.len()).into()),
+            Err(libc::EMSGSIZE)
+        );
+        assert_eq!(
+            check(oxnet_read(h, c, buf.as_mut_ptr().cast(), 4096) as i64),
+            Err(libc::EAGAIN)
+        );
+        assert_eq!(next(h), None);
+        oxnet_stack_free(h);
+    }
+}
+
+/// shutdown(SHUT_RD) (packetdrill's shutdown-rd-close.pkt): what was
+/// queued is still read, then read returns 0 where it would have said
+/// EAGAIN; SHUT_WR alone leaves reads as they were.
+#[test]
+fn a_read_after_shut_rd_gives_what_is_queued_then_end_of_file() {
+    let h = new_stack();
+    unsafe {
+        let l = listener(h, libc::SOCK_NONBLOCK);
+        let iss = handshake(h);
+        let c = oxnet_accept(h, l, null_mut(), null_mut());
+        assert_eq!(c, 4);
+        let mut buf = [0u8; 64];
+        assert_eq!(oxnet_shutdown(h, c, libc::SHUT_WR), 0);
+        assert_eq!(
+            check(oxnet_read(h, c, buf.as_mut_ptr().cast(), 64) as i64),
+            Err(libc::EAGAIN),
+            "SHUT_WR does not end reading"
+        );
+        input(h, &segment(ACK | PSH, PEER_ISN + 1, iss + 2, b"queued"));
+        assert_eq!(oxnet_shutdown(h, c, libc::SHUT_RD), 0);
+        assert_eq!(oxnet_read(h, c, buf.as_mut_ptr().cast(), 64), 6);
+        assert_eq!(&buf[..6], b"queued");
+        assert_eq!(oxnet_read(h, c, buf.as_mut_ptr().cast(), 64), 0);
+        oxnet_stack_free(h);
+    }
+}

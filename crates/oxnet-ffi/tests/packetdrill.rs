@@ -289,3 +289,75 @@ fn a_blocking_connect_waits_for_the_handshake() {
         ifc.free.unwrap()(ud);
     }
 }
+
+/// A listener on LOCAL_PORT and a connection accepted through it: the
+/// connection's descriptor and oxnet's ISN.
+unsafe fn passive_open(ifc: &PacketdrillInterface) -> (c_int, u32) {
+    let ud = ifc.userdata;
+    let fd = ifc.socket.unwrap()(ud, libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_TCP);
+    let a = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: LOCAL_PORT.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(LOCAL).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    assert_eq!(
+        ifc.bind.unwrap()(ud, fd, (&a as *const libc::sockaddr_in).cast(), len),
+        0
+    );
+    assert_eq!(ifc.listen.unwrap()(ud, fd, 1), 0);
+    send(ifc, &segment(SYN, PEER_ISN, 0, &[]));
+    let (synack, _) = receive(ifc);
+    let iss = synack.seq;
+    send(ifc, &segment(ACK, PEER_ISN + 1, iss + 1, &[]));
+    let c = ifc.accept.unwrap()(ud, fd, null_mut(), null_mut());
+    assert!(c > fd, "accepted: {c}");
+    (c, iss)
+}
+
+/// packetdrill's blocking-read.pkt: `+.1...0.200 read(4, ..., 2000)`,
+/// then `+.1 < P. ...` and the script goes on with a usleep or a sniff
+/// at once. The read is woken at the packet's time: the clock does not
+/// move on before the waiting read has seen the packet, nor before its
+/// thread has read the clock for the call's end (as packetdrill's
+/// end_syscall does).
+#[test]
+fn a_blocking_read_ends_at_the_time_of_the_packet_that_woke_it() {
+    let ifc = init(c"local4=192.168.0.1");
+    let ud = ifc.userdata;
+    unsafe {
+        let (c, iss) = passive_open(&ifc);
+        let reader = {
+            let (ud, read, gettimeofday) = (Ud(ud), ifc.read.unwrap(), ifc.gettimeofday.unwrap());
+            std::thread::spawn(move || {
+                let ud = ud;
+                let mut buf = [0u8; 100];
+                let n = read(ud.0, c, buf.as_mut_ptr().cast(), 100);
+                let mut tv = libc::timeval { tv_sec: 0, tv_usec: 0 };
+                gettimeofday(ud.0, &mut tv, null_mut());
+                (n, tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64)
+            })
+        };
+        // Time for the read to start waiting (packetdrill waits for the
+        // syscall thread to sleep).
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!reader.is_finished(), "read waits for data");
+        usleep(&ifc, 100_000);
+        let sent_at = now(&ifc);
+        send(&ifc, &segment(ACK | PSH, PEER_ISN + 1, iss + 1, b"0123456789"));
+        // The script's next line moves the clock at once.
+        usleep(&ifc, 100_000);
+        let (n, ended_at) = reader.join().expect("the read thread");
+        assert_eq!(n, 10);
+        assert!(
+            ended_at >= sent_at && ended_at < sent_at + 100,
+            "the read ended {} µs after the packet",
+            ended_at as i64 - sent_at as i64
+        );
+        assert!(now(&ifc) >= sent_at + 100_000);
+        ifc.free.unwrap()(ud);
+    }
+}

@@ -165,7 +165,16 @@ pub(super) unsafe extern "C" fn pd_netdev_send(ud: Ud, buf: *const c_void, n: us
         }
     };
     let mut g = sh.lock();
-    crate::abi::oxnet_stack_input(&mut g.0, buf.cast(), n)
+    let r = crate::abi::oxnet_stack_input(&mut g.0, buf.cast(), n);
+    sh.changed(&mut g);
+    if r != 0 {
+        // packetdrill reports a failed injection without a reason.
+        let e = std::io::Error::last_os_error();
+        let limit = g.0.net.max_input();
+        eprintln!("oxnet packetdrill shim: the stack refused a packet of {n} bytes ({e}; it takes {limit} at most)");
+        set_errno(e.raw_os_error().unwrap_or(libc::EIO));
+    }
+    r
 }
 
 pub(super) unsafe extern "C" fn pd_netdev_receive(
@@ -180,11 +189,12 @@ pub(super) unsafe extern "C" fn pd_netdev_receive(
             count.as_mut().ok_or(libc::EFAULT)?,
             time_us.as_mut().ok_or(libc::EFAULT)?,
         );
-        let s = &mut sh.lock().0;
-        let until = s.net.now().saturating_add(MAX_SNIFF_WAIT_US);
-        // Time runs from timer to timer until the stack sends something.
-        while s.net.peek_sent().is_none() {
-            let now = s.net.now();
+        let mut g = sh.lock_for_clock();
+        let until = g.0.net.now().saturating_add(MAX_SNIFF_WAIT_US);
+        // Time runs from timer to timer until the stack sends something,
+        // the blocking calls catching up at each step.
+        while g.0.net.peek_sent().is_none() {
+            let now = g.0.net.now();
             if now >= until {
                 // "Set @count to 0 if received nothing" (packetdrill.h):
                 // packetdrill then fails the script ("IP header overflows
@@ -194,9 +204,12 @@ pub(super) unsafe extern "C" fn pd_netdev_receive(
                 *time_us = i64::try_from(EPOCH_US + now).unwrap_or(i64::MAX);
                 return Ok(0);
             }
-            let to = s.net.next_deadline().map_or(until, |d| d.min(until));
-            s.net.advance_to(to)?;
+            let to = g.0.net.next_deadline().map_or(until, |d| d.min(until));
+            g.0.net.advance_to(to)?;
+            sh.changed(&mut g);
+            g = sh.catch_up(g);
         }
+        let s = &mut g.0;
         let (at, p) = s.net.peek_sent().ok_or(libc::EIO)?;
         if p.len() > *count {
             return Err(libc::EMSGSIZE);
@@ -215,9 +228,11 @@ pub(super) unsafe extern "C" fn pd_netdev_receive(
 
 pub(super) unsafe extern "C" fn pd_usleep(ud: Ud, us: c_uint) -> c_int {
     guard(|| {
-        let s = &mut shim(ud)?.lock().0;
-        let to = s.net.now().saturating_add(u64::from(us));
-        s.net.advance_to(to)?;
+        let sh = shim(ud)?;
+        let mut g = sh.lock_for_clock();
+        let to = g.0.net.now().saturating_add(u64::from(us));
+        g.0.net.advance_to(to)?;
+        sh.changed(&mut g);
         Ok(0)
     }) as c_int
 }
@@ -225,7 +240,9 @@ pub(super) unsafe extern "C" fn pd_usleep(ud: Ud, us: c_uint) -> c_int {
 pub(super) unsafe extern "C" fn pd_gettimeofday(ud: Ud, tv: *mut libc::timeval, _tz: *mut c_void) -> c_int {
     guard(|| {
         let tv = tv.as_mut().ok_or(libc::EFAULT)?;
-        let s = &mut shim(ud)?.lock().0;
+        let sh = shim(ud)?;
+        let mut g = sh.lock_for_clock();
+        let s = &mut g.0;
         let sim = s.net.now();
         let now = EPOCH_US + sim;
         tv.tv_sec = (now / 1_000_000) as libc::time_t;
@@ -233,6 +250,7 @@ pub(super) unsafe extern "C" fn pd_gettimeofday(ud: Ud, tv: *mut libc::timeval, 
         // Each reading moves the clock on a tick: packetdrill spins on
         // gettimeofday until an event's time (run.c, wait_for_event).
         s.net.advance_to(sim + GETTIMEOFDAY_TICK_US)?;
+        sh.changed(&mut g);
         Ok(0)
     }) as c_int
 }

@@ -21,8 +21,11 @@
 //! packetdrill makes a blocking call on a thread of its own and goes on
 //! with the script on its main thread (its usleep and netdev_send move
 //! the clock and bring what the call waits for). So a blocking call here
-//! retries every millisecond of real time, the stack's lock released in
-//! between; if the simulated clock has not moved for [`IDLE_REAL_MS`]
+//! tries again on every change (a packet in, the clock moved, another
+//! call) and every millisecond of real time, the stack's lock released in
+//! between; an entry that moves the clock first lets every waiting call
+//! try (`waiters.rs`), so a call ends at the simulated time of what woke
+//! it. If the simulated clock has not moved for [`IDLE_REAL_MS`]
 //! (nobody else drives time) the waiting call moves it itself, to the
 //! next TCP timer or its own timeout. It gives up after
 //! [`MAX_BLOCK_REAL_MS`] of real time with EAGAIN, so a script that
@@ -57,6 +60,7 @@
 mod calls;
 mod interface;
 mod io;
+mod waiters;
 
 pub use interface::PacketdrillInterface;
 
@@ -67,8 +71,9 @@ use io::*;
 use std::ffi::{c_char, c_int, CStr};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use waiters::Waiters;
 
 /// What gettimeofday gives for simulated time 0: 2020-09-13T12:26:40Z,
 /// an arbitrary fixed date (packetdrill only uses differences).
@@ -101,8 +106,9 @@ pub const MAX_BLOCK_REAL_MS: u64 = 10_000;
 const DEFAULT_LOCAL_V4: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 1);
 const DEFAULT_LOCAL_V6: Ipv6Addr = Ipv6Addr::new(0xfd3d, 0xfa7b, 0xd17d, 0, 0, 0, 0, 1);
 
-/// The stack, movable between packetdrill's threads.
-struct Locked(FfiStack);
+/// The stack, movable between packetdrill's threads, and the blocking
+/// calls under way on it.
+struct Locked(FfiStack, Waiters);
 
 // SAFETY: the stack is only touched with the shim's mutex held (one
 // thread at a time); its `Rc`s never leave it.
@@ -111,11 +117,43 @@ unsafe impl Send for Locked {}
 /// What `userdata` points to.
 pub struct Shim {
     stack: Mutex<Locked>,
+    /// Signalled on every change and every try of a waiting call.
+    changes: Condvar,
 }
 
 impl Shim {
     fn lock(&self) -> MutexGuard<'_, Locked> {
-        self.stack.lock().unwrap_or_else(|e| e.into_inner())
+        let mut g = self.stack.lock().unwrap_or_else(|e| e.into_inner());
+        g.1.entered();
+        g
+    }
+
+    /// Notes a change a waiting call may answer to, and wakes it.
+    fn changed(&self, g: &mut Locked) {
+        g.1.changed();
+        self.changes.notify_all();
+    }
+
+    /// Waits (real time, [`waiters::CATCH_UP_BOUND`] at most) until
+    /// every blocking call has tried since the last change: to be called
+    /// before the clock moves (`waiters.rs` says why).
+    fn catch_up<'a>(&'a self, mut g: MutexGuard<'a, Locked>) -> MutexGuard<'a, Locked> {
+        let start = Instant::now();
+        while !g.1.caught_up() {
+            let Some(left) = waiters::CATCH_UP_BOUND.checked_sub(start.elapsed()) else {
+                break;
+            };
+            let step = left.min(Duration::from_millis(1));
+            g = self.changes.wait_timeout(g, step).unwrap_or_else(|e| e.into_inner()).0;
+            g.1.entered();
+        }
+        g
+    }
+
+    /// The lock, once every blocking call has caught up: for the entries
+    /// that move the clock.
+    fn lock_for_clock(&self) -> MutexGuard<'_, Locked> {
+        self.catch_up(self.lock())
     }
 
     /// Makes `attempt` until it is done (Ok(Some)), fails, or, for a
@@ -129,42 +167,61 @@ impl Shim {
         mut attempt: impl FnMut(&mut FfiStack) -> Result<Option<T>, i32>,
     ) -> Result<Option<T>, i32> {
         let started = Instant::now();
-        let (deadline, mut last_clock) = {
-            let s = &mut self.lock().0;
-            (timeout_us.map(|t| s.net.now().saturating_add(t)), s.net.now())
-        };
+        let mut g = self.lock();
+        let deadline = timeout_us.map(|t| g.0.net.now().saturating_add(t));
+        let first = attempt(&mut g.0);
+        self.changed(&mut g);
+        match first {
+            Ok(None) if blocking && deadline.is_none_or(|d| g.0.net.now() < d) => {}
+            other => return other,
+        }
+        g.1.start();
+        let mut last_clock = g.0.net.now();
         let mut idle_since = Instant::now();
-        loop {
-            {
-                let s = &mut self.lock().0;
-                if let Some(done) = attempt(s)? {
-                    return Ok(Some(done));
-                }
-                let now = s.net.now();
-                if !blocking || deadline.is_some_and(|d| now >= d) {
-                    return Ok(None);
-                }
-                if now != last_clock {
-                    last_clock = now;
-                    idle_since = Instant::now();
-                } else if idle_since.elapsed() >= Duration::from_millis(IDLE_REAL_MS) {
-                    // Nobody drives time: move it to what could change
-                    // the answer, a TCP timer or the timeout.
-                    let next = match (s.net.next_deadline(), deadline) {
-                        (Some(t), Some(d)) => Some(t.min(d)),
-                        (t, d) => t.or(d),
-                    };
-                    if let Some(to) = next {
-                        s.net.advance_to(to)?;
+        let result = loop {
+            // Woken by a change, or after a millisecond.
+            g = self
+                .changes
+                .wait_timeout(g, Duration::from_millis(1))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+            g.1.entered();
+            let r = attempt(&mut g.0);
+            g.1.tried();
+            self.changes.notify_all();
+            match r {
+                Ok(None) => {}
+                done => break done,
+            }
+            let now = g.0.net.now();
+            if deadline.is_some_and(|d| now >= d) {
+                break Ok(None);
+            }
+            if now != last_clock {
+                last_clock = now;
+                idle_since = Instant::now();
+            } else if idle_since.elapsed() >= Duration::from_millis(IDLE_REAL_MS) {
+                // Nobody drives time: move it to what could change the
+                // answer, a TCP timer or the timeout.
+                let next = match (g.0.net.next_deadline(), deadline) {
+                    (Some(t), Some(d)) => Some(t.min(d)),
+                    (t, d) => t.or(d),
+                };
+                if let Some(to) = next {
+                    if let Err(e) = g.0.net.advance_to(to) {
+                        break Err(e);
                     }
-                    idle_since = Instant::now();
+                    self.changed(&mut g);
                 }
+                idle_since = Instant::now();
             }
             if started.elapsed() >= Duration::from_millis(MAX_BLOCK_REAL_MS) {
-                return Err(libc::EAGAIN);
+                break Err(libc::EAGAIN);
             }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        };
+        g.1.returned();
+        self.changed(&mut g);
+        result
     }
 
     /// A call on `fd` that returns EAGAIN when it would block, made as
@@ -257,7 +314,8 @@ pub unsafe extern "C" fn packetdrill_interface_init(flags: *const c_char, ifc: *
         match FfiStack::new(Some(v4), Some(v6)) {
             Ok(s) => {
                 let shim = Shim {
-                    stack: Mutex::new(Locked(s)),
+                    stack: Mutex::new(Locked(s, Waiters::default())),
+                    changes: Condvar::new(),
                 };
                 ifc.userdata = Box::into_raw(Box::new(shim)).cast();
             }
