@@ -31,7 +31,6 @@
 //!   Linux uses 30 s, the default of IPv4Input). No ICMP time exceeded is
 //!   sent (RFC 1122 §3.3.2's SHOULD: there is no ICMP error sender yet).
 
-use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 /// Largest IPv4 datagram: the total length is 16 bits (RFC 791 §3.1).
@@ -134,7 +133,7 @@ impl Datagram {
 #[derive(Debug, Default)]
 pub struct Reassembly {
     limits: Limits,
-    datagrams: HashMap<FragmentKey, Datagram>,
+    datagrams: crate::FlowMap<FragmentKey, Datagram>,
     bytes: usize,
 }
 
@@ -142,7 +141,7 @@ impl Reassembly {
     pub fn new(limits: Limits) -> Reassembly {
         Reassembly {
             limits,
-            datagrams: HashMap::new(),
+            datagrams: crate::FlowMap::default(),
             bytes: 0,
         }
     }

@@ -60,7 +60,7 @@ use super::tcb::TcpState;
 use crate::anno::TcbRef;
 use crate::exec::{Event, Wait};
 use crate::wire::IpEndpoint;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -289,7 +289,7 @@ impl Entry {
 pub struct Epoll {
     entries: Vec<Option<Entry>>,
     free: Vec<usize>,
-    by_source: HashMap<Source, usize>,
+    by_source: crate::FlowMap<Source, usize>,
     /// Linux's ready list: sockets to look at in the next wait.
     ready: VecDeque<usize>,
     hub: Arc<Hub>,

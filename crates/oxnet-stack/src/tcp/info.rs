@@ -105,10 +105,10 @@ pub struct TcpCounters {
 #[derive(Default)]
 pub struct TcpInfo {
     pub tcbs: TcbTable,
-    pub flows: HashMap<FlowKey, TcbRef>,
+    pub flows: crate::FlowMap<FlowKey, TcbRef>,
     /// Listeners by local endpoint; an unspecified address listens on
     /// every address of its family.
-    pub listeners: HashMap<IpEndpoint, Listener>,
+    pub listeners: crate::FlowMap<IpEndpoint, Listener>,
     pub settings: TcpSettings,
     pub secret: Secret,
     pub counters: TcpCounters,

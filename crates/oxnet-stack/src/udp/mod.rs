@@ -30,7 +30,7 @@ use oxnet_graph::element::{Element, PORTS_0_1, PORTS_1_1, PUSH};
 use oxnet_graph::elements::Module;
 use oxnet_graph::Ctx;
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 pub const MODULE: Module = Module {
@@ -61,7 +61,7 @@ pub struct Bound {
 /// The per-core UDP state the elements and sockets share.
 #[derive(Default)]
 pub struct UdpInfo {
-    pub sockets: HashMap<IpEndpoint, Bound>,
+    pub sockets: crate::FlowMap<IpEndpoint, Bound>,
     /// Datagrams sent and not yet on their way: (from, to, payload).
     pub outgoing: VecDeque<(IpEndpoint, IpEndpoint, Vec<u8>)>,
     /// Datagrams UDPOutput could not send (no buffer, mixed families).
