@@ -93,8 +93,8 @@ pub mod route;
 #[cfg(test)]
 mod tests;
 
-use oxnet_driver::{Packet, PacketBatch};
-use oxnet_graph::element::{recycle_batch, take_batch, Element};
+use oxnet_driver::Packet;
+use oxnet_graph::element::Element;
 use oxnet_graph::router::Ctx;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -133,33 +133,29 @@ pub const PACKET_MULTICAST: u8 = 2;
 /// Length of the Ethernet header in front of the IP header on input.
 pub const ETHER_LEN: usize = crate::wire::ethernet::HEADER_LEN;
 
-/// One batch per output, filled in order, pushed at the end.
+/// One batch per output, filled in order, pushed at the end (the TCP
+/// elements' [`SplitOuts`](crate::tcp::elements::SplitOuts): no
+/// allocation per batch).
 pub(crate) struct Outputs {
-    batches: Vec<PacketBatch>,
+    outs: crate::tcp::elements::SplitOuts,
+    capacity: usize,
 }
 
 impl Outputs {
-    /// Batches from the graph's bin of empty ones (no allocation once the
-    /// graph runs: the elements that end a batch's trip give it back).
     pub(crate) fn new(n: usize, capacity: usize) -> Outputs {
         Outputs {
-            batches: (0..n).map(|_| take_batch(capacity)).collect(),
+            outs: crate::tcp::elements::SplitOuts::new(n),
+            capacity,
         }
     }
 
-    /// Queues `p` for output `port` (which must be below `n`).
+    /// Queues `p` for output `port` (freed if there is no such output).
     pub(crate) fn put(&mut self, port: usize, p: Packet) {
-        self.batches[port].push(p);
+        self.outs.put(port, p, self.capacity);
     }
 
     pub(crate) fn push_all(self, ctx: &mut Ctx<'_>) {
-        for (port, batch) in self.batches.into_iter().enumerate() {
-            if batch.is_empty() {
-                recycle_batch(batch);
-            } else {
-                ctx.push(port, batch);
-            }
-        }
+        crate::tcp::elements::push_all(ctx, self.outs);
     }
 }
 

@@ -145,10 +145,9 @@ impl Element for ProcessEcn {
                 Some((0, p))
             })
         };
-        if let Some(out) = outs.get_mut(1) {
-            for a in immediate {
-                out.push(a);
-            }
+        // Output 1, if connected (a packet for a missing output is freed).
+        for a in immediate {
+            outs.push_to(1, a);
         }
         super::push_all(ctx, outs);
     }

@@ -336,26 +336,82 @@ pub fn split_packets(
     batch: &mut PacketBatch,
     outputs: usize,
     mut f: impl FnMut(Packet) -> Option<(usize, Packet)>,
-) -> Vec<PacketBatch> {
+) -> SplitOuts {
     let mut batch = std::mem::take(batch);
-    let mut outs: Vec<PacketBatch> = (0..outputs.max(1)).map(|_| take_batch(batch.len())).collect();
+    let mut outs = SplitOuts::new(outputs.max(1));
     let len = batch.len();
     batch.consume_front(len, |p| {
         if let Some((port, p)) = f(p) {
-            if let Some(out) = outs.get_mut(port) {
-                out.push(p);
-            }
+            outs.put(port, p, len);
         }
     });
     recycle_batch(batch);
     outs
 }
 
+/// The batches [`split_packets`] sorted packets into: the first
+/// [`INLINE_OUTPUTS`] in place, each taken from the graph's bin of empty
+/// batches only when a packet goes to it, so that a split costs no
+/// allocation (most batches on a connection's path are of one packet,
+/// and go to one output).
+pub struct SplitOuts {
+    inline: [PacketBatch; INLINE_OUTPUTS],
+    more: Vec<PacketBatch>,
+    /// Bit i: output i holds a batch from the bin.
+    taken: u64,
+    outputs: usize,
+}
+
+/// Outputs kept in place by [`SplitOuts`] (the TCP elements have at most
+/// three).
+pub const INLINE_OUTPUTS: usize = 4;
+
+impl SplitOuts {
+    pub(crate) fn new(outputs: usize) -> SplitOuts {
+        SplitOuts {
+            inline: Default::default(),
+            more: Vec::new(),
+            taken: 0,
+            outputs: outputs.min(64),
+        }
+    }
+
+    /// Adds `p` to output `port`'s batch (freed if the element has no
+    /// such output).
+    pub fn push_to(&mut self, port: usize, p: Packet) {
+        self.put(port, p, 1);
+    }
+
+    pub(crate) fn put(&mut self, port: usize, p: Packet, capacity: usize) {
+        if port >= self.outputs {
+            return;
+        }
+        let out = if port < INLINE_OUTPUTS {
+            &mut self.inline[port]
+        } else {
+            if self.more.len() <= port - INLINE_OUTPUTS {
+                self.more.resize_with(port - INLINE_OUTPUTS + 1, PacketBatch::default);
+            }
+            &mut self.more[port - INLINE_OUTPUTS]
+        };
+        if self.taken & (1 << port) == 0 {
+            self.taken |= 1 << port;
+            *out = take_batch(capacity);
+        }
+        out.push(p);
+    }
+}
+
 /// Pushes each batch out of its output.
-pub fn push_all(ctx: &mut Ctx<'_>, outs: Vec<PacketBatch>) {
-    for (port, mut out) in outs.into_iter().enumerate() {
-        ctx.forward(port, &mut out);
-        recycle_batch(out);
+pub fn push_all(ctx: &mut Ctx<'_>, outs: SplitOuts) {
+    let SplitOuts {
+        inline, more, taken, ..
+    } = outs;
+    for (port, mut out) in inline.into_iter().chain(more).enumerate() {
+        if taken & (1 << port) != 0 {
+            ctx.forward(port, &mut out);
+            recycle_batch(out);
+        }
     }
 }
 
