@@ -101,14 +101,40 @@ pub(crate) fn sort_out(
     mut f: impl FnMut(&mut Packet) -> Verdict,
 ) -> PacketBatch {
     let n = batch.len();
-    let mut pass = PacketBatch::with_capacity(n);
-    let mut reject = PacketBatch::with_capacity(0);
+    // In place while every packet passes (the common case): the batch
+    // goes on as it came, no new one.
+    let mut stop = None;
+    for (i, p) in batch.iter_mut().enumerate() {
+        match f(p) {
+            Verdict::Pass => {}
+            other => {
+                stop = Some((i, other));
+                break;
+            }
+        }
+    }
+    let Some((at, verdict)) = stop else { return batch };
+    let mut pass = crate::element::take_batch(n);
+    let mut reject = PacketBatch::default();
     let second = ctx.noutputs() > 1;
-    batch.consume_front(n, |mut p| match f(&mut p) {
-        Verdict::Pass => pass.push(p),
-        Verdict::Reject if second => reject.push(p),
-        _ => *drops += 1,
+    let mut i = 0;
+    let mut verdict = Some(verdict);
+    batch.consume_front(n, |mut p| {
+        // Packets before `at` passed already, `at` has its verdict; f
+        // runs once per packet.
+        let v = match i.cmp(&at) {
+            std::cmp::Ordering::Less => Verdict::Pass,
+            std::cmp::Ordering::Equal => verdict.take().unwrap_or(Verdict::Drop),
+            std::cmp::Ordering::Greater => f(&mut p),
+        };
+        i += 1;
+        match v {
+            Verdict::Pass => pass.push(p),
+            Verdict::Reject if second => reject.push(p),
+            _ => *drops += 1,
+        }
     });
+    crate::element::recycle_batch(batch);
     ctx.push(1, reject);
     pass
 }
