@@ -5,6 +5,7 @@
 //! | module | RFC | what |
 //! |---|---|---|
 //! | [`output`] | 9293 §3.1 | building a segment: TCP header and options, IPv4 or IPv6 header, next hop |
+//! | [`offload`] | | data segments the device finishes: checksum offload and TSO (one large IPv4 segment it cuts into MSS-sized ones) |
 //! | [`rtt`] | 6298 | smoothed RTT, its variation, the retransmission timeout and its back-off |
 //! | [`socket`] | 9293 §3.10 | listener and stream sockets: async calls for tasks, `try_` calls for non-blocking use, errno errors |
 //! | [`tcb`] | 9293 §3.3 | the TCB (states, sequence variables, options in force, queues) and the per-core table of them |
@@ -32,6 +33,7 @@ pub mod info;
 pub mod io_traits;
 pub mod isn;
 pub mod newreno;
+pub mod offload;
 pub mod output;
 pub mod rtt;
 pub mod socket;
