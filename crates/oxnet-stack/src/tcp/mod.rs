@@ -9,6 +9,7 @@
 //! | [`rtt`] | 6298 | smoothed RTT, its variation, the retransmission timeout and its back-off |
 //! | [`socket`] | 9293 §3.10 | listener and stream sockets: async calls for tasks, `try_` calls for non-blocking use, errno errors |
 //! | [`tcb`] | 9293 §3.3 | the TCB (states, sequence variables, options in force, queues) and the per-core table of them |
+//! | [`chain`] | | received segments in several buffers (RSC, TCPGRO): trimming them, queueing their buffers |
 //! | [`cookie`] | 4987 §3.6 | SYN cookies: the SYN-ACK's ISS carries a period, the MSS and a keyed hash |
 //! | [`elements`] | 9293 §3.10.7 | the incoming path's elements (ClickNF Figure 2) |
 //! | [`info`] | | TCPInfo: the per-core TCB, flow and listener tables and the settings the elements share |
@@ -23,6 +24,7 @@
 //! | [`io_traits`] | | poll-style reads and writes; `futures-io` and tokio `AsyncRead`/`AsyncWrite` (features `futures-io`, `tokio`) |
 
 pub mod cc;
+pub mod chain;
 pub mod cookie;
 pub mod cubic;
 pub mod dctcp;

@@ -222,7 +222,13 @@ impl Seg {
             window: tcp.window_len(),
             tcp_at,
             header_len: tcp.header_len(),
-            payload_len: tcp.payload().len(),
+            // A chained segment (the NIC's RSC, or TCPGRO) carries its
+            // payload on in the buffers after the first.
+            payload_len: if p.is_chained() {
+                p.total_len().checked_sub(tcp_at + tcp.header_len())?
+            } else {
+                tcp.payload().len()
+            },
         })
     }
 
