@@ -3,6 +3,7 @@
 //!
 //! | element | ports | what |
 //! |---|---|---|
+//! | TCPGRO | 1/1 | software GRO before TCPFlowLookup: consecutive in-order data segments of a flow in one batch merged into one (Linux's rules; [`gro`]) |
 //! | TCPFlowLookup | 1/2 | checksum, then the flow's TCB into the annotation: output 0 a known flow, 1 none |
 //! | TCPStateDemux | 1/2 | output 0 segments of connections in SYN-SENT, 1 the others |
 //! | TCPSynSent | 1/1 | §3.10.7.3: the answer to our SYN (ESTABLISHED, or SYN-RECEIVED for a simultaneous open, or refused by a RST) |
@@ -52,6 +53,7 @@ macro_rules! counter_handlers {
 pub mod ack;
 pub mod check;
 pub mod data;
+pub mod gro;
 pub mod ecn;
 pub mod icmp_error;
 pub mod listen;
@@ -106,6 +108,7 @@ pub const MODULE: Module = Module {
         "TCPCubicAck",
         "TCPEstimateRTT",
         "TCPFlowLookup",
+        "TCPGRO",
         "TCPIcmpError",
         "TCPListen",
         "TCPNagle",
@@ -134,6 +137,7 @@ pub const MODULE: Module = Module {
             "TCPProcessECN" => Box::new(ecn::ProcessEcn::default()),
             "TCPEstimateRTT" => Box::new(ack::EstimateRtt::default()),
             "TCPFlowLookup" => Box::new(lookup::FlowLookup::default()),
+            "TCPGRO" => Box::new(gro::Gro::default()),
             "TCPIcmpError" => Box::new(icmp_error::IcmpError::default()),
             "TCPListen" => Box::new(listen::Listen::default()),
             "TCPNewRenoAck" => Box::new(ack::NewRenoAck::default()),
