@@ -368,6 +368,8 @@ pub fn counter_handler(name: &str, counters: &[(&str, u64)]) -> Option<String> {
 #[cfg(test)]
 mod cc_tests;
 #[cfg(test)]
+mod gro_tests;
+#[cfg(test)]
 pub(crate) mod harness;
 #[cfg(test)]
 mod tests;
