@@ -70,7 +70,7 @@ pub fn trim_payload(p: &mut Packet, payload_at: usize, cut: usize, tail: usize) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxnet_driver::{Mempool, MemoryKind};
+    use oxnet_driver::{MemoryKind, Mempool};
 
     /// A chain: `header` bytes of 0xEE, then buffers holding the
     /// payload 0, 1, 2, ... in pieces of the given sizes (the first
@@ -117,7 +117,11 @@ mod tests {
         want.extend(13u8..18);
         assert_eq!(bytes_of(&p), want);
         assert_eq!(p.total_len(), 9);
-        assert_eq!(p.segment_count(), 2, "the header's buffer and what is left of the second");
+        assert_eq!(
+            p.segment_count(),
+            2,
+            "the header's buffer and what is left of the second"
+        );
         // Too much asked: None.
         let mut q = chain(&pool, 4, &[10, 10]);
         assert!(trim_payload(&mut q, 4, 15, 6).is_none());

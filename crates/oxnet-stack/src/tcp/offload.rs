@@ -76,12 +76,20 @@ pub fn write_offloaded(
     let first = payload
         .len()
         .min(packet.capacity().saturating_sub(IPV4_LEN + header_len));
-    let written = write_ip_packet(packet, src, dst, IpProtocol::Tcp, header_len + first, ecn.bits(), |tcp| {
-        tcp[header_len..].copy_from_slice(&payload[..first]);
-        // The header alone: the checksum field is the device's to fill
-        // (the driver seeds it with the pseudo-header sum, §7.2.5.1).
-        seg.emit(&mut TcpPacket::new_unchecked(&mut tcp[..header_len]), &src, &dst);
-    });
+    let written = write_ip_packet(
+        packet,
+        src,
+        dst,
+        IpProtocol::Tcp,
+        header_len + first,
+        ecn.bits(),
+        |tcp| {
+            tcp[header_len..].copy_from_slice(&payload[..first]);
+            // The header alone: the checksum field is the device's to fill
+            // (the driver seeds it with the pseudo-header sum, §7.2.5.1).
+            seg.emit(&mut TcpPacket::new_unchecked(&mut tcp[..header_len]), &src, &dst);
+        },
+    );
     if !written {
         return false;
     }
@@ -206,7 +214,11 @@ mod tests {
         assert_eq!(lens, [1448, 1448, 1448, 1448, 1448, 1448, 1312]);
         let mut joined = Vec::new();
         for (k, s) in out.iter().enumerate() {
-            assert_eq!(checksum_verdict(s), FLAG_IP_CSUM_GOOD | FLAG_L4_CSUM_GOOD, "segment {k}");
+            assert_eq!(
+                checksum_verdict(s),
+                FLAG_IP_CSUM_GOOD | FLAG_L4_CSUM_GOOD,
+                "segment {k}"
+            );
             assert_eq!(
                 u32::from_be_bytes(s[38..42].try_into().unwrap()),
                 1000 + 1448 * k as u32
@@ -264,6 +276,14 @@ mod tests {
             remote: IpEndpoint::new(std::net::Ipv6Addr::LOCALHOST, 81),
         };
         let mut p = pool.alloc().unwrap();
-        assert!(!write_offloaded(&mut p, &pool, &v6, &data(1, 1), &[1], Codepoint::NotEct, None));
+        assert!(!write_offloaded(
+            &mut p,
+            &pool,
+            &v6,
+            &data(1, 1),
+            &[1],
+            Codepoint::NotEct,
+            None
+        ));
     }
 }

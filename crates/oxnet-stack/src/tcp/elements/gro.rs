@@ -122,7 +122,8 @@ impl Segment {
         if ip[0] & 0x0F != 5 || tcp_at != ip_at + 20 {
             return Err(NotMergeable::Header);
         }
-        let tcp = TcpPacket::new_checked(p.get(tcp_at..).ok_or(NotMergeable::Other)?).map_err(|_| NotMergeable::Other)?;
+        let tcp =
+            TcpPacket::new_checked(p.get(tcp_at..).ok_or(NotMergeable::Other)?).map_err(|_| NotMergeable::Other)?;
         let t = p.get(tcp_at..).ok_or(NotMergeable::Other)?;
         let mut flow = [0; 12];
         flow[..8].copy_from_slice(&ip[12..20]);
@@ -244,8 +245,7 @@ impl Gro {
         if seg.seq != open.next_seq {
             return Err(NotMergeable::OutOfOrder);
         }
-        let ident_ok =
-            seg.ident == open.last_ident.wrapping_add(1) || (seg.ident == open.last_ident && seg.dont_frag);
+        let ident_ok = seg.ident == open.last_ident.wrapping_add(1) || (seg.ident == open.last_ident && seg.dont_frag);
         if seg.ack != first.ack
             || seg.window != first.window
             || seg.header_len != first.header_len

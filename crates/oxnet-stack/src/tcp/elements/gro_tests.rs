@@ -68,13 +68,13 @@ fn segments_that_may_not_merge_pass_through_counted_by_reason() {
     let last = bad.len() - 1;
     bad[last] ^= 0xFF;
     let frames = vec![
-        data(5000, 100, 500, A),                             // starts a merge
-        data(5000, 1100, 500, A),                            // a gap: out of order, starts another
-        from_client(&other_ack, &[1; 500]),                  // ACK 8: header, starts another
-        data(5000, 2100, 500, TcpFlags::FIN),                // FIN: flags
-        data(5000, 2600, 500, A),                            // starts another
-        data(5000, 3100, 600, A),                            // larger than 500: size
-        bad,                                                 // bad checksum
+        data(5000, 100, 500, A),              // starts a merge
+        data(5000, 1100, 500, A),             // a gap: out of order, starts another
+        from_client(&other_ack, &[1; 500]),   // ACK 8: header, starts another
+        data(5000, 2100, 500, TcpFlags::FIN), // FIN: flags
+        data(5000, 2600, 500, A),             // starts another
+        data(5000, 3100, 600, A),             // larger than 500: size
+        bad,                                  // bad checksum
     ];
     let sent = frames.clone();
     let out = rig.exchange(frames);
@@ -92,7 +92,7 @@ fn merges_are_bounded_and_flows_merge_apart() {
         data(5000, 0, 100, A),
         data(6000, 0, 100, A),
         data(5000, 100, 100, A),
-        data(6000, 100, 50, A), // shorter: joins and ends flow 6000's merge
+        data(6000, 100, 50, A),  // shorter: joins and ends flow 6000's merge
         data(5000, 200, 100, A), // flow 5000 is full: starts another
         data(6000, 150, 100, A), // starts another
     ]);

@@ -53,8 +53,8 @@ macro_rules! counter_handlers {
 pub mod ack;
 pub mod check;
 pub mod data;
-pub mod gro;
 pub mod ecn;
+pub mod gro;
 pub mod icmp_error;
 pub mod listen;
 pub mod lookup;
@@ -373,3 +373,5 @@ mod gro_tests;
 pub(crate) mod harness;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tso_tests;
