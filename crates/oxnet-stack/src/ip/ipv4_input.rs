@@ -9,8 +9,9 @@
 //!    chained frame (a TCP segment coalesced by the NIC's RSC, 82599
 //!    §7.11) is taken when it carries TCP, is no fragment, has its
 //!    headers in the first buffer and an IP total length equal to the
-//!    chain's (the NIC updates it; a chain is never padded); other
-//!    chains are counted in `chained` and dropped;
+//!    chain's (the NIC updates it; a chain is never padded), and
+//!    counted in `coalesced`; other chains are counted in `chained` and
+//!    dropped;
 //! 2. version 4, IHL of 5 or more, total length covering the header and
 //!    within the frame (`bad_header`, RFC 791 §3.1; RFC 1122 §3.2.1.1,
 //!    §3.2.1.8 (options are skipped: the transport mark follows them));
@@ -100,6 +101,8 @@ pub struct IPv4Input {
     reassembled: u64,
     fragments_overlapping: u64,
     fragments_timed_out: u64,
+    /// Chained (RSC) segments taken.
+    coalesced: u64,
 }
 
 /// Where a packet goes.
@@ -177,6 +180,7 @@ impl IPv4Input {
             return Verdict::Gone;
         }
         p.anno_mut().packet_type = packet_type;
+        self.coalesced += 1;
         Verdict::Out(0, p)
     }
 
@@ -320,7 +324,7 @@ impl IPv4Input {
     }
 
     /// The drop counters and the others, by handler name.
-    fn counters(&self) -> (Counters<12>, Counters<5>) {
+    fn counters(&self) -> (Counters<12>, Counters<6>) {
         let d = &self.drops;
         (
             [
@@ -343,6 +347,7 @@ impl IPv4Input {
                 ("fragments_overlapping", self.fragments_overlapping),
                 ("fragments_timed_out", self.fragments_timed_out),
                 ("in_progress", self.reassembly.len() as u64),
+                ("coalesced", self.coalesced),
             ],
         )
     }
@@ -450,6 +455,7 @@ impl Element for IPv4Input {
             ("no_buffers", true, false),
             ("other_protocol", true, false),
             ("in_progress", true, false),
+            ("coalesced", true, false),
         ]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
