@@ -120,7 +120,11 @@ fn echo(name: &str, dev: &str, tcp: &str, gro: bool, extra: &[&str]) -> (String,
     handlers.extend_from_slice(extra);
     let out = run(&config(name, dev, tcp, gro, BYTES, &dump), &handlers);
     assert_eq!(
-        (value(&out, "cli.done"), value(&out, "cli.failed"), value(&out, "cli.bytes")),
+        (
+            value(&out, "cli.done"),
+            value(&out, "cli.failed"),
+            value(&out, "cli.bytes")
+        ),
         (1, 0, BYTES as u64),
         "every byte echoed and checked:\n{out}"
     );
@@ -211,7 +215,13 @@ fn rsc_coalesced_segments_are_read_whole() {
 /// TCPGRO in place of RSC: segments merged in software, the bytes whole.
 #[test]
 fn gro_merged_segments_are_read_whole() {
-    let (out, _) = echo("gro", "", "", true, &["ga.merged", "gb.merged", "ga.flushed", "gb.flushed"]);
+    let (out, _) = echo(
+        "gro",
+        "",
+        "",
+        true,
+        &["ga.merged", "gb.merged", "ga.flushed", "gb.flushed"],
+    );
     let merged = value(&out, "ga.merged") + value(&out, "gb.merged");
     assert!(merged > 0, "{out}");
     assert_eq!(value(&out, "tcp/fl.bad_checksums"), 0);

@@ -102,7 +102,11 @@ async fn one(
     // Write and read in turn, so that a send buffer smaller than the data
     // does not stall against an echo nobody reads.
     while sent < data.len() {
-        let end = if write == 0 { data.len() } else { (sent + write).min(data.len()) };
+        let end = if write == 0 {
+            data.len()
+        } else {
+            (sent + write).min(data.len())
+        };
         match stream.try_write(&data[sent..end]) {
             Ok(n) => sent += n,
             Err(libc::EAGAIN) => {}
