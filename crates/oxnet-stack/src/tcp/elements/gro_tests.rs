@@ -170,3 +170,42 @@ fn the_stack_takes_a_merged_segment() {
     assert_eq!(got, want);
     assert_eq!(tcb.recv_queued, 2500);
 }
+
+/// A merged segment that starts in data already received is trimmed
+/// across its buffers (TCPCheckSeqNo, `tcp::chain`): 1100 bytes old, the
+/// whole first part and 100 bytes of the second; the new 900 are queued
+/// after the 1600 before, and the ACK covers them.
+#[test]
+fn a_merged_segment_overlapping_old_data_is_trimmed_across_its_buffers() {
+    let mut rig = Rig::new(
+        "TCPSettings(DELAYED_ACK false);
+         PlugSource -> g :: TCPGRO -> tcp :: TCPStack -> PlugSink;",
+    );
+    rig.info
+        .borrow_mut()
+        .listen(crate::wire::IpEndpoint::new(SERVER, 80), 4)
+        .unwrap();
+    let out = rig.exchange(vec![from_client(&seg(5000, 80, 1000, None, TcpFlags::SYN, 0), &[])]);
+    let ack = (to_client(&out[0]).0.seq + 1).0;
+    rig.exchange(vec![from_client(&seg(5000, 80, 1001, Some(ack), A, 0), &[])]);
+    let stream: Vec<u8> = (0..2500u32).map(|i| (i % 253) as u8).collect();
+    let part = |from: usize, len: usize| {
+        from_client(
+            &seg(5000, 80, 1001 + from as u32, Some(ack), A, len),
+            &stream[from..from + len],
+        )
+    };
+    rig.exchange(vec![part(0, 1600)]);
+    let out = rig.exchange(vec![part(500, 1000), part(1500, 1000)]);
+    assert_eq!(rig.handler("g.merged"), "1");
+    assert_eq!(rig.handler("cs.trimmed"), "1");
+    let (answer, _) = to_client(out.last().unwrap());
+    assert_eq!(answer.ack, Some(crate::wire::TcpSeqNumber(1001 + 2500)));
+    let info = rig.info.borrow();
+    let tcb = info.tcbs.get(info.lookup(&server_key(5000, 80)).unwrap()).unwrap();
+    let mut got = Vec::new();
+    for p in &tcb.recv_queue {
+        got.extend_from_slice(p);
+    }
+    assert_eq!(got, stream);
+}
