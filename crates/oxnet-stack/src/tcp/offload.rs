@@ -15,7 +15,9 @@
 //!   exactly those the software loop would cut (same sequence numbers,
 //!   same payloads, PSH on the same segment). Retransmissions and window
 //!   probes stay single segments (TCPSegmentation only uses TSO for data
-//!   past SND.MAX, i.e. never sent). The retransmission "queue" is the
+//!   past SND.MAX, i.e. never sent), and so does the segment that
+//!   carries an ECN CWR (the device would copy CWR into every segment;
+//!   RFC 3168 §6.1.2 wants it once). The retransmission "queue" is the
 //!   send buffer itself (`tcp::elements::send`): a partial ACK of a TSO
 //!   packet moves SND.UNA into it, and a retransmission cuts one MSS from
 //!   SND.UNA, whatever packet first carried those bytes.

@@ -401,7 +401,10 @@ impl Element for Segmentation {
                     // TSO: new data (past SND.MAX: never sent, so no
                     // retransmission) may go as one large segment that
                     // the device cuts (`crate::tcp::offload`).
-                    let new_data = tcb.snd_nxt >= tcb.snd_max();
+                    // Not with a CWR to send: the device would copy it
+                    // into every segment (82599 §7.2.4.7 keeps CWR in the
+                    // first and middle masks), RFC 3168 §6.1.2 wants one.
+                    let new_data = tcb.snd_nxt >= tcb.snd_max() && !(tcb.ecn.enabled && tcb.ecn.cwr_pending);
                     let limit = if tso_limit > 0 && new_data { tso_limit } else { mss };
                     let len = unsent.min(limit).min(budget);
                     let fin_now = tcb.fin_queued && !tcb.fin_sent && len == unsent;
