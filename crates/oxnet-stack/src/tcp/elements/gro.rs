@@ -11,8 +11,9 @@
 //! (IPv4Input's output 0); output: the same packets, some merged. It
 //! sits between IPv4Input and TCPStack (`ip4[0] -> TCPGRO -> tcp`):
 //! oxnet puts it there in the configurations for devices without RSC
-//! (conf/bulk.click's GRO variant, the `stack-bulk` benchmark), not in
-//! the TCPStack compound, whose input also takes IPv6 and RSC's chains.
+//! (conf/echo.click for its TAP; scripts/bench/bulk.sh's `gro` variant),
+//! not in the TCPStack compound, whose input also takes IPv6 and RSC's
+//! chains, and which a configuration with RSC would pay it for nothing.
 //!
 //! What may merge follows Linux's GRO (net/ipv4/tcp_offload.c,
 //! `tcp_gro_receive`; net/ipv4/af_inet.c, `inet_gro_receive`): a
