@@ -41,11 +41,14 @@ const ETHER_LEN: u8 = 14;
 const IPV4_LEN: usize = 20;
 
 /// The largest payload of one TSO packet whose TCP header is
-/// `tcp_header_len` bytes: a whole number of `mss`, the IPv4 total
-/// length within 16 bits (RFC 791 §3.1), and a chain of at most
-/// [`MAX_DATA_DESCRIPTORS`] buffers of `pool` (82599 §7.2.3.3).
+/// `tcp_header_len` bytes: a whole number of `mss`, the whole frame
+/// within 64 KiB less 64 bytes (the IPv4 total length is 16 bits, RFC
+/// 791 §3.1, and so is a descriptor's DTALEN, 82599 §7.2.3.2.4: the
+/// driver's single-descriptor TSO copies the frame into one buffer of
+/// that size), and a chain of at most [`MAX_DATA_DESCRIPTORS`] buffers
+/// of `pool` (§7.2.3.3).
 pub fn tso_limit(pool: &Mempool, mss: usize, tcp_header_len: usize) -> usize {
-    let by_length = u16::MAX as usize - IPV4_LEN - tcp_header_len;
+    let by_length = u16::MAX as usize - 64 - ETHER_LEN as usize - IPV4_LEN - tcp_header_len;
     let room = pool.data_room();
     let first = room.saturating_sub(IPV4_LEN + tcp_header_len);
     let by_chain = first + (MAX_DATA_DESCRIPTORS - 1) * room;
@@ -272,7 +275,15 @@ mod tests {
         let pool = Mempool::new("limit", 4, MemoryKind::Plain).unwrap();
         let limit = tso_limit(&pool, 1448, 32);
         assert_eq!(limit % 1448, 0);
-        assert!(limit + 20 + 32 <= 65535 && limit + 20 + 32 + 1448 > 65535, "{limit}");
+        assert!(
+            limit + 14 + 20 + 32 <= 65535 - 64 && limit + 14 + 20 + 32 + 1448 > 65535 - 64,
+            "{limit}"
+        );
+        assert_eq!(
+            tso_limit(&pool, 1, 20),
+            65535 - 64 - 14 - 20 - 20,
+            "MSS 1: the length bounds it"
+        );
         let v6 = FlowKey {
             local: IpEndpoint::new(std::net::Ipv6Addr::LOCALHOST, 80),
             remote: IpEndpoint::new(std::net::Ipv6Addr::LOCALHOST, 81),
