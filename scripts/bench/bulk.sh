@@ -45,7 +45,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-OXNET=${OXNET:-target/release/oxnet}
+# OXNET: the binary to run; by default target/release/oxnet, brought up
+# to date first.
+if [ -z "${OXNET:-}" ]; then
+    CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1} cargo build --release -p oxnet --bin oxnet
+    OXNET=target/release/oxnet
+fi
 SIZES=${SIZES:-64 256 1024 4096 16384 65536}
 VARIANTS=${VARIANTS:-software checksum tso rsc gro}
 BYTES=${BYTES:-4000000}
@@ -54,9 +59,6 @@ IR=${IR:-1}
 IR_BYTES=${IR_BYTES:-200000}
 OUT=${OUT:-target/bench}
 
-if [ ! -x "$OXNET" ]; then
-    CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1} cargo build --release -p oxnet
-fi
 if [ "$IR" != 0 ] && ! command -v valgrind >/dev/null; then
     echo "bulk.sh: valgrind not found: instructions per byte skipped (IR=0)" >&2
     IR=0
