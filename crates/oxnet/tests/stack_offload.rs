@@ -97,6 +97,40 @@ fn tcp_payload(frame: &[u8]) -> usize {
     ip_len - ihl - (frame[14 + ihl + 12] >> 4) as usize * 4
 }
 
+/// For each direction (TCP source port) of the captured frames: the
+/// data's sequence ranges, relative to the first one seen, cover one
+/// contiguous range of `bytes` bytes (no hole, whatever was sent twice).
+fn assert_streams_whole(wire: &[Vec<u8>], bytes: usize) {
+    let mut by_port: std::collections::BTreeMap<u16, Vec<(u32, usize)>> = Default::default();
+    for f in wire.iter().filter(|f| f[12..14] == [0x08, 0x00] && f[23] == 6) {
+        let tcp = 14 + (f[14] & 0xF) as usize * 4;
+        let len = tcp_payload(f);
+        if len > 0 {
+            let port = u16::from_be_bytes([f[tcp], f[tcp + 1]]);
+            let seq = u32::from_be_bytes(f[tcp + 4..tcp + 8].try_into().unwrap());
+            by_port.entry(port).or_default().push((seq, len));
+        }
+    }
+    assert_eq!(by_port.len(), 2, "data both ways");
+    for (port, segments) in by_port {
+        let first = segments[0].0;
+        let mut ranges: Vec<(usize, usize)> = segments
+            .iter()
+            .map(|&(seq, len)| {
+                let at = seq.wrapping_sub(first) as usize;
+                (at, at + len)
+            })
+            .collect();
+        ranges.sort();
+        let mut end = 0;
+        for (start, stop) in ranges {
+            assert!(start <= end, "port {port}: a hole at {end}..{start}");
+            end = end.max(stop);
+        }
+        assert_eq!(end, bytes, "port {port}");
+    }
+}
+
 const BYTES: usize = 200_000;
 
 /// Runs the echo with the given switches; returns the printed handlers
@@ -140,7 +174,9 @@ fn echo(name: &str, dev: &str, tcp: &str, gro: bool, extra: &[&str]) -> (String,
 /// device fewer packets than there are frames on the wire; every frame
 /// is at most one MSS (1448 bytes of data beside the timestamps) with
 /// good IPv4 and TCP checksums, checked in software at the receiver
-/// (receive checksum offload off); with TSO off, one packet per frame.
+/// (receive checksum offload off), and the frames' sequence numbers
+/// cover each direction's stream without a hole (the echo client checks
+/// the payload bytes); with TSO off, one packet per frame.
 #[test]
 fn tso_puts_mss_sized_frames_with_good_checksums_on_the_wire() {
     // The device's TSO with one descriptor per buffer of the chain
@@ -161,6 +197,7 @@ fn tso_puts_mss_sized_frames_with_good_checksums_on_the_wire() {
                 assert!(tcp_payload(f) <= 1448, "frame {k}: {} bytes", tcp_payload(f));
             }
         }
+        assert_streams_whole(&wire, BYTES);
         assert_eq!(value(&out, "tcp/fl.bad_checksums"), 0);
         assert_eq!(value(&out, "tcp/fl.device_checked"), 0, "software verdicts");
         let large = value(&out, "tcp/seg.tso");
