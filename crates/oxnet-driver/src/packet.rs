@@ -342,8 +342,20 @@ impl Packet {
                 self.capacity()
             )));
         }
-        self.h_mut().len = len as u32;
+        self.resize_head(len);
         Ok(())
+    }
+
+    /// Sets the first segment's length, keeping a chain's total length in
+    /// step (a header prepended to a chained TSO packet counts in the
+    /// PAYLEN the driver derives from the total).
+    #[inline]
+    fn resize_head(&mut self, len: usize) {
+        let h = self.h_mut();
+        if h.next.is_some() {
+            h.total_len = h.total_len + len as u32 - h.len;
+        }
+        h.len = len as u32;
     }
 
     /// Sets the length without checking it (drivers, after checking it
@@ -643,9 +655,9 @@ impl Packet {
                 self.headroom()
             )));
         }
-        let h = self.h_mut();
-        h.data_offset -= n as u16;
-        h.len += n as u32;
+        self.h_mut().data_offset -= n as u16;
+        let len = self.len() + n;
+        self.resize_head(len);
         Ok(&mut self[..n])
     }
 
@@ -666,9 +678,9 @@ impl Packet {
                 self.len()
             )));
         }
-        let h = self.h_mut();
-        h.data_offset += n as u16;
-        h.len -= n as u32;
+        self.h_mut().data_offset += n as u16;
+        let len = self.len() - n;
+        self.resize_head(len);
         Ok(())
     }
 
@@ -1153,6 +1165,29 @@ mod tests {
         p.strip_front(10).unwrap();
         assert_eq!(p.data_iova(), iova);
         assert!(p.set_len(4096).is_err());
+    }
+
+    /// A header prepended to (or stripped from, or a length set on) the
+    /// first buffer of a chain counts in the chain's total length: an
+    /// Ethernet header put in front of a chained TSO packet was left out
+    /// of it, so the driver's PAYLEN (from the total) lost 14 bytes and
+    /// single-descriptor TSO's linearize indexed past its buffer.
+    #[test]
+    fn the_total_length_follows_the_first_buffer() {
+        let pool = Mempool::new("chain-total", 4, MemoryKind::Plain).unwrap();
+        let mut p = pool.alloc().unwrap();
+        p.set_len(100).unwrap();
+        let mut q = pool.alloc().unwrap();
+        q.set_len(50).unwrap();
+        p.append(q);
+        let sum = |p: &Packet| p.segments().map(|s| s.len()).sum::<usize>();
+        assert_eq!(p.total_len(), 150);
+        p.prepend(14).unwrap();
+        assert_eq!((p.total_len(), sum(&p)), (164, 164));
+        p.strip_front(34).unwrap();
+        assert_eq!((p.total_len(), sum(&p)), (130, 130));
+        p.set_len(10).unwrap();
+        assert_eq!((p.total_len(), sum(&p)), (60, 60));
     }
 
     /// A chain of more than 65535 buffers used to overflow the u16

@@ -88,7 +88,10 @@ impl Element for PlugSink {
     }
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, _ctx: &mut Ctx<'_>) {
         for p in batch.iter() {
-            self.0.borrow_mut().push_back(p.to_vec());
+            // The whole chain (a TSO segment, a coalesced one).
+            let mut bytes = Vec::with_capacity(p.total_len());
+            p.copy_chain_to(&mut bytes);
+            self.0.borrow_mut().push_back(bytes);
         }
         batch.clear();
     }

@@ -16,7 +16,14 @@
 //! receive queues are filled by RSS), `BURST` (default 32).
 //! Both take `FLOW_CONTROL` (default false: 802.3x pause frames where the
 //! device has them: a receiver that falls behind pauses its link partner
-//! instead of dropping). FromDevice also takes `PROMISC` (default false:
+//! instead of dropping). Both take the device's offload switches (docs/features.md; off by
+//! default; where one element of a device turns one on, it is on):
+//! `RX_CHECKSUM` (the device's checksum verdicts on receive),
+//! `TX_CHECKSUM` (checksums inserted on transmit), `TSO off|single|multi`
+//! (TCP segmentation), `RSC` (receive side coalescing, chained packets).
+//! A device without a feature refuses the switch at open; a request the
+//! device is not asked to do is done in software by the driver.
+//! FromDevice also takes `PROMISC` (default false:
 //! the device's own address, broadcast and multicast) and `TIMESTAMP`
 //! (default false: set the timestamp annotation to the router's time on
 //! receive); ToDevice
@@ -63,6 +70,7 @@ struct Wanted {
     tx_queues: u16,
     promisc: bool,
     flow_control: bool,
+    offloads: oxnet_driver::Offloads,
     opened: Option<Opened>,
 }
 
@@ -98,7 +106,8 @@ pub fn thread_place() -> ThreadPlace {
 }
 
 /// Records at configure time that queues of `spec` are needed.
-fn want(spec: &str, rx: Option<u16>, tx: Option<u16>, promisc: bool, flow_control: bool) {
+fn want(spec: &str, rx: Option<u16>, tx: Option<u16>, promisc: bool, c: &Common) {
+    let flow_control = c.flow_control;
     let mut d = devices();
     let w = d.get_or_insert_with(HashMap::new).entry(spec.to_string()).or_default();
     if let Some(q) = rx {
@@ -109,6 +118,13 @@ fn want(spec: &str, rx: Option<u16>, tx: Option<u16>, promisc: bool, flow_contro
     }
     w.promisc |= promisc;
     w.flow_control |= flow_control;
+    let (o, wanted) = (&mut w.offloads, &c.offloads);
+    o.rx_checksum |= wanted.rx_checksum;
+    o.tx_checksum |= wanted.tx_checksum;
+    o.rsc |= wanted.rsc;
+    if wanted.tso != oxnet_driver::TsoMode::Off {
+        o.tso = wanted.tso;
+    }
 }
 
 /// Opens `spec` if nobody has, and hands `take` its handles.
@@ -124,6 +140,7 @@ fn with_device<T>(spec: &str, take: impl FnOnce(&mut Opened) -> Result<T, String
             flow_control: w.flow_control,
             ..Config::default()
         };
+        config.offloads = w.offloads;
         // Several receive queues are filled by RSS (where the device has it).
         config.offloads.rss = rx_queues > 1;
         let dev = oxnet_driver::open(spec, &config).map_err(|e| format!("{spec}: {e}"))?;
@@ -180,6 +197,7 @@ struct Common {
     n_queues: u16,
     burst: usize,
     flow_control: bool,
+    offloads: oxnet_driver::Offloads,
 }
 
 fn common(a: &mut Args) -> Result<Common, String> {
@@ -214,12 +232,27 @@ fn common(a: &mut Args) -> Result<Common, String> {
         return Err(format!("BURST {burst} must be between 1 and 1024"));
     }
     let flow_control = opt(a.keyword("FLOW_CONTROL"), args::boolean, "FLOW_CONTROL")?.unwrap_or(false);
+    let mut offloads = oxnet_driver::Offloads {
+        rx_checksum: opt(a.keyword("RX_CHECKSUM"), args::boolean, "RX_CHECKSUM")?.unwrap_or(false),
+        tx_checksum: opt(a.keyword("TX_CHECKSUM"), args::boolean, "TX_CHECKSUM")?.unwrap_or(false),
+        rsc: opt(a.keyword("RSC"), args::boolean, "RSC")?.unwrap_or(false),
+        ..Default::default()
+    };
+    if let Some(t) = a.keyword("TSO") {
+        offloads.tso = match t.to_ascii_lowercase().as_str() {
+            "off" | "false" => oxnet_driver::TsoMode::Off,
+            "single" => oxnet_driver::TsoMode::Single,
+            "multi" | "true" => oxnet_driver::TsoMode::Multi,
+            _ => return Err(format!("TSO '{t}': use off, single or multi")),
+        };
+    }
     Ok(Common {
         spec,
         queue,
         n_queues,
         burst,
         flow_control,
+        offloads,
     })
 }
 
@@ -249,7 +282,7 @@ impl Element for FromDevice {
         let c = common(a)?;
         let promisc = opt(a.keyword("PROMISC"), args::boolean, "PROMISC")?.unwrap_or(false);
         self.timestamp = opt(a.keyword("TIMESTAMP"), args::boolean, "TIMESTAMP")?.unwrap_or(false);
-        want(&c.spec, Some(c.n_queues), None, promisc, c.flow_control);
+        want(&c.spec, Some(c.n_queues), None, promisc, &c);
         (self.spec, self.queue, self.burst) = (c.spec, c.queue, c.burst);
         Ok(())
     }
@@ -428,7 +461,7 @@ impl Element for ToDevice {
         if let Some(q) = opt(a.keyword("IQUEUE"), args::unsigned, "IQUEUE")? {
             self.iqueue = q as usize;
         }
-        want(&c.spec, None, Some(c.n_queues), false, c.flow_control);
+        want(&c.spec, None, Some(c.n_queues), false, &c);
         (self.spec, self.queue, self.burst) = (c.spec, c.queue, c.burst);
         Ok(())
     }

@@ -4,15 +4,18 @@
 //! checks every byte.
 //!
 //! TCPEchoClient(DST ADDR, PORT port, SRC ADDR, CONNECTIONS n, BYTES b,
-//! CONCURRENCY c, STOP bool, SEED s): n connections from SRC (an
+//! CONCURRENCY c, STOP bool, SEED s, WRITE w): n connections from SRC (an
 //! ephemeral port each, chosen so that with several cores the replies
 //! come back to this one) to DST:PORT, c at a time (default 1), b bytes
-//! each (default 10000), then our FIN, then the echo read to its end.
+//! each (default 10000; written at most w bytes per call, default all
+//! that fits: the payload size of a bulk benchmark), then our FIN, then
+//! the echo read to its end.
 //! With STOP true the router stops when all are done (with `oxnet run
 //! -j`, when those of every thread are). Handlers: `done`
 //! (connections whose bytes all came back, in order), `failed` (the
 //! others), `bytes` (bytes echoed and checked), `errors` (the last
-//! error, as text).
+//! error, as text), `elapsed_us` (the router's time from the client's
+//! first run to the end of its last connection).
 
 use crate::exec::Executor;
 use crate::tcp::info::TcpInfo;
@@ -45,7 +48,12 @@ pub struct EchoClient {
     src: Option<IpAddress>,
     connections: u64,
     bytes: usize,
+    /// Largest write per call (0: no limit).
+    write: usize,
     concurrency: u64,
+    /// The router's time at the first run, and when all were done.
+    started_us: Option<u64>,
+    finished_us: Option<u64>,
     stop: bool,
     seed: u64,
     stack: Option<Rc<RefCell<TcpInfo>>>,
@@ -78,7 +86,13 @@ fn payload(seed: u64, i: u64, n: usize) -> Vec<u8> {
 
 /// One connection: open, send, close our side, read the echo to its end,
 /// compare.
-async fn one(stack: Rc<RefCell<TcpInfo>>, src: IpAddress, dst: IpEndpoint, data: Vec<u8>) -> Result<usize, String> {
+async fn one(
+    stack: Rc<RefCell<TcpInfo>>,
+    src: IpAddress,
+    dst: IpEndpoint,
+    data: Vec<u8>,
+    write: usize,
+) -> Result<usize, String> {
     let errno = |e: i32| std::io::Error::from_raw_os_error(e).to_string();
     let stream = TcpStream::connect(&stack, IpEndpoint { addr: src, port: 0 }, dst).map_err(errno)?;
     stream.connected().await.map_err(errno)?;
@@ -88,7 +102,12 @@ async fn one(stack: Rc<RefCell<TcpInfo>>, src: IpAddress, dst: IpEndpoint, data:
     // Write and read in turn, so that a send buffer smaller than the data
     // does not stall against an echo nobody reads.
     while sent < data.len() {
-        match stream.try_write(&data[sent..]) {
+        let end = if write == 0 {
+            data.len()
+        } else {
+            (sent + write).min(data.len())
+        };
+        match stream.try_write(&data[sent..end]) {
             Ok(n) => sent += n,
             Err(libc::EAGAIN) => {}
             Err(e) => return Err(errno(e)),
@@ -147,6 +166,7 @@ impl Element for EchoClient {
         self.connections = number(a, "CONNECTIONS", 1)?;
         self.bytes = number(a, "BYTES", 10_000)? as usize;
         self.concurrency = number(a, "CONCURRENCY", 1)?.max(1);
+        self.write = number(a, "WRITE", 0)? as usize;
         self.seed = number(a, "SEED", 1)?;
         self.stop = match a.keyword("STOP") {
             Some(v) => args::boolean(&v).map_err(|e| format!("STOP: {e}"))?,
@@ -167,7 +187,7 @@ impl Element for EchoClient {
         let workers = self.concurrency.min(self.connections);
         for _ in 0..workers {
             let (stack, progress) = (stack.clone(), self.progress.clone());
-            let (total, bytes, seed) = (self.connections, self.bytes, self.seed);
+            let (total, bytes, seed, write) = (self.connections, self.bytes, self.seed, self.write);
             exec.borrow().spawn(async move {
                 loop {
                     let i = {
@@ -178,7 +198,7 @@ impl Element for EchoClient {
                         p.started += 1;
                         p.started - 1
                     };
-                    let result = one(stack.clone(), src, dst, payload(seed, i, bytes)).await;
+                    let result = one(stack.clone(), src, dst, payload(seed, i, bytes), write).await;
                     let mut p = progress.borrow_mut();
                     match result {
                         Ok(n) => {
@@ -209,6 +229,11 @@ impl Element for EchoClient {
             let p = self.progress.borrow();
             p.done + p.failed >= self.connections
         };
+        let now = ctx.now_us();
+        self.started_us.get_or_insert(now);
+        if finished && self.finished_us.is_none() {
+            self.finished_us = Some(now);
+        }
         if finished && self.running {
             self.running = false;
             RUNNING.fetch_sub(1, Ordering::SeqCst);
@@ -226,6 +251,7 @@ impl Element for EchoClient {
             ("failed", true, false),
             ("bytes", true, false),
             ("errors", true, false),
+            ("elapsed_us", true, false),
         ]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
@@ -235,6 +261,12 @@ impl Element for EchoClient {
             "failed" => Some(p.failed.to_string()),
             "bytes" => Some(p.bytes.to_string()),
             "errors" => Some(p.last_error.clone()),
+            "elapsed_us" => Some(
+                self.finished_us
+                    .zip(self.started_us)
+                    .map_or(0, |(end, start)| end.saturating_sub(start))
+                    .to_string(),
+            ),
             _ => None,
         }
     }

@@ -48,6 +48,12 @@ pub struct TcpSettings {
     /// default; TCPCubicAck and DCTCPProcessECN also switch the
     /// connections they see).
     pub congestion: super::cc::Algorithm,
+    /// Hand the device one large IPv4 segment to cut (TCP segmentation
+    /// offload) instead of MSS-sized ones: [`super::offload`].
+    pub tso: bool,
+    /// Ask the device for the IPv4 header and TCP checksums of the data
+    /// segments TCPSegmentation sends (IPv4 only: [`super::offload`]).
+    pub checksum_offload: bool,
 }
 
 impl Default for TcpSettings {
@@ -65,6 +71,8 @@ impl Default for TcpSettings {
             syn_cookies: true,
             ecn: false,
             congestion: super::cc::Algorithm::NewReno,
+            tso: false,
+            checksum_offload: false,
         }
     }
 }

@@ -5,9 +5,11 @@
 //! | module | RFC | what |
 //! |---|---|---|
 //! | [`output`] | 9293 §3.1 | building a segment: TCP header and options, IPv4 or IPv6 header, next hop |
+//! | [`offload`] | | data segments the device finishes: checksum offload and TSO (one large IPv4 segment it cuts into MSS-sized ones) |
 //! | [`rtt`] | 6298 | smoothed RTT, its variation, the retransmission timeout and its back-off |
 //! | [`socket`] | 9293 §3.10 | listener and stream sockets: async calls for tasks, `try_` calls for non-blocking use, errno errors |
 //! | [`tcb`] | 9293 §3.3 | the TCB (states, sequence variables, options in force, queues) and the per-core table of them |
+//! | [`chain`] | | received segments in several buffers (RSC, TCPGRO): trimming them, queueing their buffers |
 //! | [`cookie`] | 4987 §3.6 | SYN cookies: the SYN-ACK's ISS carries a period, the MSS and a keyed hash |
 //! | [`elements`] | 9293 §3.10.7 | the incoming path's elements (ClickNF Figure 2) |
 //! | [`info`] | | TCPInfo: the per-core TCB, flow and listener tables and the settings the elements share |
@@ -24,6 +26,7 @@
 //! | [`io_traits`] | | poll-style reads and writes; `futures-io` and tokio `AsyncRead`/`AsyncWrite` (features `futures-io`, `tokio`) |
 
 pub mod cc;
+pub mod chain;
 pub mod cookie;
 pub mod cubic;
 pub mod dctcp;
@@ -34,6 +37,7 @@ pub mod info;
 pub mod io_traits;
 pub mod isn;
 pub mod newreno;
+pub mod offload;
 pub mod output;
 pub mod rtt;
 pub mod sack;

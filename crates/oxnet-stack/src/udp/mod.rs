@@ -3,7 +3,7 @@
 //! | element | ports | what |
 //! |---|---|---|
 //! | UDPInput | 1/1 | datagrams from the IP layer (IPv4Input / IPv6Input output 1), checksum checked, to the socket bound to their destination (its own address, else the wildcard); datagrams for no socket go out of output 0 (for an ICMP port unreachable; Discard them otherwise) |
-//! | UDPOutput | 0/1 | task: the datagrams the sockets sent, as IP packets for the neighbour resolver |
+//! | UDPOutput([CHECKSUM_OFFLOAD false]) | 0/1 | task: the datagrams the sockets sent, as IP packets for the neighbour resolver; with CHECKSUM_OFFLOAD the IPv4 ones leave their UDP checksum to the device (a `TxOffload` request for the IPv4 header and UDP checksums; IPv6 ones are summed here: the driver's offloads are IPv4 only) |
 //! | UDPEchoServer(PORT, [ADDR]) | 0/0 | RFC 862's echo service on UDP: every datagram goes back to its sender |
 //!
 //! A socket's receive queue holds the received packets themselves (the
@@ -219,6 +219,7 @@ impl Element for UdpInput {
 #[derive(Default)]
 pub struct UdpOutput {
     info: Option<Rc<RefCell<UdpInfo>>>,
+    checksum_offload: bool,
     sent: u64,
 }
 
@@ -232,7 +233,10 @@ impl Element for UdpOutput {
     fn processing(&self) -> &'static str {
         PUSH
     }
-    fn configure(&mut self, _a: &mut Args) -> Result<(), String> {
+    fn configure(&mut self, a: &mut Args) -> Result<(), String> {
+        if let Some(v) = a.keyword("CHECKSUM_OFFLOAD") {
+            self.checksum_offload = oxnet_graph::args::boolean(&v).map_err(|e| format!("CHECKSUM_OFFLOAD: {e}"))?;
+        }
         self.info = Some(info());
         Ok(())
     }
@@ -246,6 +250,7 @@ impl Element for UdpOutput {
     }
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
         let Some(info) = self.info.clone() else { return false };
+        let offload = self.checksum_offload;
         let mut out = PacketBatch::with_capacity(0);
         {
             let mut info = info.borrow_mut();
@@ -264,10 +269,30 @@ impl Element for UdpOutput {
                     dst_port: to.port,
                     payload_len: data.len(),
                 };
+                let device_sums = offload && from.addr.is_ipv4();
                 let written = write_ip_packet(&mut p, from.addr, to.addr, IpProtocol::Udp, 8 + data.len(), 0, |udp| {
                     udp[8..].copy_from_slice(&data);
-                    repr.emit(&mut UdpPacket::new_unchecked(udp), &from.addr, &to.addr);
+                    let mut view = UdpPacket::new_unchecked(udp);
+                    if device_sums {
+                        // RFC 768's header; the checksum is the device's
+                        // (the driver seeds it, 82599 §7.2.5.1).
+                        view.set_src_port(repr.src_port);
+                        view.set_dst_port(repr.dst_port);
+                        view.set_len((8 + data.len()) as u16);
+                        view.set_checksum(0);
+                    } else {
+                        repr.emit(&mut view, &from.addr, &to.addr);
+                    }
                 });
+                if written && device_sums {
+                    p.set_tx_offload(oxnet_driver::TxOffload {
+                        flags: oxnet_driver::packet::TX_IP_CSUM | oxnet_driver::packet::TX_UDP_CSUM,
+                        l2_len: crate::ip::ETHER_LEN as u8,
+                        l3_len: 20,
+                        l4_len: 8,
+                        mss: 0,
+                    });
+                }
                 if written {
                     self.sent += 1;
                     out.push(p);

@@ -87,3 +87,29 @@ fn a_full_socket_queue_drops_and_counts() {
         super::DEFAULT_QUEUE
     );
 }
+
+/// UDPOutput(CHECKSUM_OFFLOAD true): the echo leaves its UDP checksum to
+/// the device (the field is 0 here, where software would have summed
+/// it), and the device's checksum (the driver's software one, the same
+/// bytes) makes it valid.
+#[test]
+fn checksum_offload_leaves_the_udp_checksum_to_the_device() {
+    let mut rig = Rig::new(&CONFIG.replace("UDPOutput ->", "UDPOutput(CHECKSUM_OFFLOAD true) ->"));
+    let out = rig.exchange(vec![datagram(7, b"offloaded", false)]);
+    assert_eq!(out.len(), 1);
+    let ip = &out[0];
+    assert_eq!(&ip[26..28], &[0, 0], "no checksum computed here");
+    let mut frame = vec![0u8; 14];
+    frame[12..14].copy_from_slice(&[0x08, 0x00]);
+    frame.extend_from_slice(ip);
+    let request = oxnet_driver::offload::offload_for(
+        &frame,
+        oxnet_driver::packet::TX_IP_CSUM | oxnet_driver::packet::TX_UDP_CSUM,
+        0,
+    )
+    .unwrap();
+    oxnet_driver::offload::fill_checksums(&mut frame, &request).unwrap();
+    let udp = UdpPacket::new_checked(&frame[34..]).unwrap();
+    let r = UdpRepr::parse(&udp, &IpAddress::V4(SERVER), &IpAddress::V4(CLIENT), Checksum::Verify).unwrap();
+    assert_eq!((r.src_port, r.dst_port, udp.payload()), (7, 5000, &b"offloaded"[..]));
+}

@@ -346,3 +346,36 @@ fn an_empty_pool_is_counted_not_a_panic() {
     assert_eq!(b.held.borrow().len(), 1);
     assert_eq!(b.held.borrow()[0].total_len(), 14 + 20 + 4000);
 }
+
+/// A TCP segment the NIC coalesced (RSC, 82599 §7.11) comes as a chain:
+/// taken (`coalesced`) when the IP total length is the chain's, the
+/// chain kept; a chain whose length disagrees is a bad header; a chained
+/// UDP datagram or TCP fragment is not RSC's and is dropped (`chained`).
+#[test]
+fn a_coalesced_tcp_chain_is_taken_whole() {
+    let mut b = Bench::new(CONFIG);
+    let payload: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+    let whole = ipv4_frame(PEER, US, 6, &payload);
+    let split = |frame: &[u8]| Item {
+        chained: Some(frame[1000..].to_vec()),
+        ..Item::frame(frame[..1000].to_vec())
+    };
+    let short = edited(whole.clone(), |ip| ip.set_total_len(20 + 2999));
+    let udp = ipv4_frame(PEER, US, 17, &payload);
+    let fragment = edited(whole.clone(), |ip| ip.set_flags_and_frag_offset(false, false, 8));
+    b.push(vec![split(&whole), split(&short), split(&udp), split(&fragment)]);
+    let tcp = b.take("tcp");
+    assert_eq!(tcp.len(), 1);
+    assert_eq!((tcp[0].segments, &tcp[0].bytes), (2, &whole));
+    assert_eq!((tcp[0].network, tcp[0].transport), (Some(14), Some(34)));
+    b.expect_counts(
+        "in",
+        &[
+            ("coalesced", 1),
+            ("bad_header", 1),
+            ("chained", 2),
+            ("count", 1),
+            ("drops", 3),
+        ],
+    );
+}

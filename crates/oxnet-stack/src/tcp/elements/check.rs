@@ -95,17 +95,27 @@ pub(crate) fn trim(p: &mut Packet, seg: &Seg, mut front: usize, tail: usize) -> 
     }
     let tail = tail.min(keep);
     if tail > 0 {
-        p.set_len(p.len() - tail).ok()?;
         flags.remove(TcpFlags::FIN);
     }
     let net = usize::try_from(p.network_offset()?).ok()?;
-    if cut > 0 {
-        // Everything before the payload moves `cut` bytes on.
-        let payload_at = seg.tcp_at + seg.header_len;
-        p.copy_within(0..payload_at, cut);
-        p.strip_front(cut).ok()?;
+    if p.is_chained() {
+        // A coalesced segment (RSC, TCPGRO): its payload runs over the
+        // chain; the headers stay in the first buffer.
+        crate::tcp::chain::trim_payload(p, seg.tcp_at + seg.header_len, cut, tail)?;
         p.set_network_header(net, seg.tcp_at - net).ok()?;
         seq += cut;
+    } else {
+        if tail > 0 {
+            p.set_len(p.len() - tail).ok()?;
+        }
+        if cut > 0 {
+            // Everything before the payload moves `cut` bytes on.
+            let payload_at = seg.tcp_at + seg.header_len;
+            p.copy_within(0..payload_at, cut);
+            p.strip_front(cut).ok()?;
+            p.set_network_header(net, seg.tcp_at - net).ok()?;
+            seq += cut;
+        }
     }
     let mut tcp = TcpPacket::new_unchecked(p.get_mut(seg.tcp_at..)?);
     tcp.set_seq_number(seq);

@@ -123,6 +123,16 @@ impl Element for ProcessData {
                     self.drops += 1;
                     return None;
                 }
+                // A coalesced segment (RSC, TCPGRO) goes to the queue as
+                // its buffers, each a packet of its own, without a copy.
+                let rest = if p.is_chained() {
+                    crate::tcp::chain::unchain(&mut p)
+                } else {
+                    Vec::new()
+                };
+                for buffer in &rest {
+                    tcb.recv_queued += buffer.len();
+                }
                 let n = p.len();
                 tcb.recv_queued += n;
                 // A small segment's bytes join the last one's buffer when
@@ -142,9 +152,10 @@ impl Element for ProcessData {
                 };
                 if merged {
                     self.coalesced += 1;
-                } else {
+                } else if n > 0 {
                     tcb.recv_queue.push_back(p);
                 }
+                tcb.recv_queue.extend(rest.into_iter().filter(|b| !b.is_empty()));
                 tcb.readable.notify_all();
                 let Some(mut control) = control else {
                     self.no_buffers += 1;

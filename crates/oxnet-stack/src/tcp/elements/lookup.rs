@@ -36,6 +36,15 @@ pub struct FlowLookup {
 }
 
 fn checksum_ok(p: &Packet, seg: &Seg) -> bool {
+    if p.is_chained() {
+        // Over the whole chain (RFC 9293 §3.1: the pseudo-header, the
+        // header and all the data).
+        let (src, dst): (IpAddress, IpAddress) = (seg.key.remote.addr, seg.key.local.addr);
+        let length = (seg.header_len + seg.payload_len) as u32;
+        let seed = crate::wire::ip::pseudo_header_sum(&src, &dst, crate::wire::IpProtocol::Tcp, length);
+        let sum = crate::ip::chain_sum(p, seg.tcp_at, seed);
+        return oxnet_driver::offload::fold(sum) == 0xFFFF;
+    }
     let Some(tcp) = p.get(seg.tcp_at..).and_then(|b| TcpPacket::new_checked(b).ok()) else {
         return false;
     };

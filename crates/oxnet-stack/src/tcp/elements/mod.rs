@@ -3,6 +3,7 @@
 //!
 //! | element | ports | what |
 //! |---|---|---|
+//! | TCPGRO | 1/1 | software GRO before TCPFlowLookup: consecutive in-order data segments of a flow in one batch merged into one (Linux's rules; [`gro`]) |
 //! | TCPFlowLookup | 1/2 | checksum, then the flow's TCB into the annotation: output 0 a known flow, 1 none |
 //! | TCPStateDemux | 1/2 | output 0 segments of connections in SYN-SENT, 1 the others |
 //! | TCPSynSent | 1/1 | §3.10.7.3: the answer to our SYN (ESTABLISHED, or SYN-RECEIVED for a simultaneous open, or refused by a RST) |
@@ -56,6 +57,7 @@ pub mod ack;
 pub mod check;
 pub mod data;
 pub mod ecn;
+pub mod gro;
 pub mod icmp_error;
 pub mod listen;
 pub mod lookup;
@@ -111,6 +113,7 @@ pub const MODULE: Module = Module {
         "TCPCubicAck",
         "TCPEstimateRTT",
         "TCPFlowLookup",
+        "TCPGRO",
         "TCPIcmpError",
         "TCPListen",
         "TCPNagle",
@@ -141,6 +144,7 @@ pub const MODULE: Module = Module {
             "TCPProcessECN" => Box::new(ecn::ProcessEcn::default()),
             "TCPEstimateRTT" => Box::new(ack::EstimateRtt::default()),
             "TCPFlowLookup" => Box::new(lookup::FlowLookup::default()),
+            "TCPGRO" => Box::new(gro::Gro::default()),
             "TCPIcmpError" => Box::new(icmp_error::IcmpError::default()),
             "TCPListen" => Box::new(listen::Listen::default()),
             "TCPNewRenoAck" => Box::new(ack::NewRenoAck::default()),
@@ -231,7 +235,13 @@ impl Seg {
             window: tcp.window_len(),
             tcp_at,
             header_len: tcp.header_len(),
-            payload_len: tcp.payload().len(),
+            // A chained segment (the NIC's RSC, or TCPGRO) carries its
+            // payload on in the buffers after the first.
+            payload_len: if p.is_chained() {
+                p.total_len().checked_sub(tcp_at + tcp.header_len())?
+            } else {
+                tcp.payload().len()
+            },
         })
     }
 
@@ -423,8 +433,12 @@ pub fn counter_handler(name: &str, counters: &[(&str, u64)]) -> Option<String> {
 #[cfg(test)]
 mod cc_tests;
 #[cfg(test)]
+mod gro_tests;
+#[cfg(test)]
 pub(crate) mod harness;
 #[cfg(test)]
 mod sack_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tso_tests;

@@ -14,13 +14,14 @@
 //! | TCPOutput | 0/1 | task: a send request for each connection the socket calls, ACKs or timers asked about |
 //! | TCPNagle | 1/1 | holds back a small segment while data is unacknowledged (RFC 1122 §4.2.3.4), unless NODELAY |
 //! | TCPRateControl | 1/1 | what min(cwnd, the peer's window) lets out now, into the allowance annotation (RFC 5681 §3.1; for a connection under TCPSackRecovery, cwnd less RFC 6675's pipe) |
-//! | TCPSegmentation | 1/1 | the segments: at most one MSS each (RFC 9293 §3.7.1), ACK set, PSH on the last, the FIN after the data; arms the RTO (RFC 6298 §5.1) |
+//! | TCPSegmentation | 1/1 | the segments: at most one MSS each (RFC 9293 §3.7.1), ACK set, PSH on the last, the FIN after the data; arms the RTO (RFC 6298 §5.1); with TCPSettings' TSO, new IPv4 data as one large segment for the device to cut, with CHECKSUM_OFFLOAD the checksums left to the device ([`crate::tcp::offload`]) |
 //! | TCPTimers | 0/1 | task: the retransmission timeout (RFC 6298 §5.4-5.7) and the end of TIME-WAIT |
 
 use super::{info, ts_now, Info};
 use crate::anno;
 use crate::tcp::ecn::Codepoint;
 use crate::tcp::info::TimerKind;
+use crate::tcp::offload::{self, write_offloaded};
 use crate::tcp::output::{write_segment, write_segment_ecn};
 use crate::tcp::tcb::{Tcb, TcpState};
 use crate::wire::{TcpFlags, TcpOptions, TcpRepr, TcpSeqNumber};
@@ -235,6 +236,8 @@ pub struct Segmentation {
     bytes: u64,
     retransmits: u64,
     no_buffers: u64,
+    /// Large segments handed to the device to cut (TSO).
+    tso: u64,
 }
 
 /// Our SYN is to be sent (a connection just opened, or its SYN timed
@@ -357,6 +360,14 @@ impl Element for Segmentation {
                 // options; a segment's data is the MSS less the options it
                 // carries (the timestamps, 12 bytes with padding).
                 let mss = tcb.snd_mss as usize - if tcb.timestamps { 12 } else { 0 };
+                // Offloads (TCPSettings TSO, CHECKSUM_OFFLOAD): IPv4 only.
+                let v4 = key.local.addr.is_ipv4();
+                let offload = v4 && (settings.tso || settings.checksum_offload);
+                let tso_limit = if v4 && settings.tso {
+                    offload::tso_limit(pool, mss, 20 + if tcb.timestamps { 12 } else { 0 })
+                } else {
+                    0
+                };
                 let mut sent_any = false;
                 if syn_due(tcb) {
                     if let Some(mut p) = packet(&mut spare, &mut self.no_buffers) {
@@ -411,7 +422,15 @@ impl Element for Segmentation {
                 }
                 loop {
                     let unsent = tcb.unsent();
-                    let len = unsent.min(mss).min(budget);
+                    // TSO: new data (past SND.MAX: never sent, so no
+                    // retransmission) may go as one large segment that
+                    // the device cuts (`crate::tcp::offload`).
+                    // Not with a CWR to send: the device would copy it
+                    // into every segment (82599 §7.2.4.7 keeps CWR in the
+                    // first and middle masks), RFC 3168 §6.1.2 wants one.
+                    let new_data = tcb.snd_nxt >= tcb.snd_max() && !(tcb.ecn.enabled && tcb.ecn.cwr_pending);
+                    let limit = if tso_limit > 0 && new_data { tso_limit } else { mss };
+                    let len = unsent.min(limit).min(budget);
                     let fin_now = tcb.fin_queued && !tcb.fin_sent && len == unsent;
                     if len == 0 && !fin_now {
                         break;
@@ -439,9 +458,17 @@ impl Element for Segmentation {
                     let ecn = if fresh { Codepoint::Ect0 } else { Codepoint::NotEct };
                     let (nxt, key) = (tcb.snd_nxt, tcb.key);
                     let (seg, bytes) = data_segment(tcb, nxt, offset, len, flags, now);
-                    if !write_segment_ecn(&mut p, &key, &seg, bytes, ecn) {
+                    let written = if offload {
+                        // TSO when this is more than one segment of new data.
+                        let tso_mss = (len > mss).then_some(mss as u16);
+                        write_offloaded(&mut p, pool, &key, &seg, bytes, ecn, tso_mss)
+                    } else {
+                        write_segment_ecn(&mut p, &key, &seg, bytes, ecn)
+                    };
+                    if !written {
                         break;
                     }
+                    self.tso += (len > mss) as u64;
                     tcb.ecn.cwr_pending &= !cwr;
                     out.push(p);
                     tcb.snd_nxt += len + fin_now as usize;
@@ -476,7 +503,7 @@ impl Element for Segmentation {
         }
         ctx.push(0, out);
     }
-    counter_handlers!(segments, bytes, retransmits, no_buffers, resets);
+    counter_handlers!(segments, bytes, retransmits, no_buffers, resets, tso);
 }
 
 #[derive(Default)]

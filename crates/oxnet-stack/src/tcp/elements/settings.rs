@@ -15,6 +15,15 @@
 //! | INITIAL_WINDOW n | the initial window in segments (RFC 6928's 10; 0: RFC 5681's rule) | 10 |
 //! | RTO_MIN time, RTO_MAX time | the RTO's bounds (RFC 6298 §2.4-2.5) | 200ms, 120s |
 //! | MSL time | maximum segment lifetime; TIME-WAIT is two (RFC 9293 §3.4.2) | 30s |
+//! | TSO b | IPv4 data goes to the device as one large segment with a segmentation request (`crate::tcp::offload`) | false |
+//! | CHECKSUM_OFFLOAD b | the device computes the IPv4 and TCP checksums of the data segments (implied by TSO) | false |
+//!
+//! TSO and CHECKSUM_OFFLOAD are set by the configuration, not learnt
+//! from the device: the stack does not know which ToDevice its packets
+//! reach (a graph may route them to several devices, through queues and
+//! classifiers), and every driver does a request the device cannot in
+//! software with the same bytes (`oxnet_driver::offload`), so a wrong
+//! setting costs time, never correctness.
 
 use crate::tcp::cc::Algorithm;
 use oxnet_graph::args::{self, Args};
@@ -120,6 +129,12 @@ impl Element for Settings {
         }
         if let Some(v) = a.keyword("MSL") {
             s.msl_us = micros(&v, "MSL")?;
+        }
+        if let Some(v) = a.keyword("TSO") {
+            s.tso = args::boolean(&v).map_err(|e| format!("TSO: {e}"))?;
+        }
+        if let Some(v) = a.keyword("CHECKSUM_OFFLOAD") {
+            s.checksum_offload = args::boolean(&v).map_err(|e| format!("CHECKSUM_OFFLOAD: {e}"))?;
         }
         Ok(())
     }

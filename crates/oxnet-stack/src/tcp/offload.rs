@@ -1,0 +1,302 @@
+//! Segments the device finishes: TCP segmentation offload (TSO) and
+//! checksum offload for the data TCPSegmentation sends, when TCPSettings
+//! says `TSO true` or `CHECKSUM_OFFLOAD true`.
+//!
+//! * **Checksum offload**: the segment is written as usual, but its TCP
+//!   checksum is left to the device: the packet's `TxOffload` asks for
+//!   the IPv4 header and TCP checksums (82599 datasheet §7.2.5, IXSM and
+//!   TXSM), so the payload is not summed here.
+//! * **TSO**: new data beyond one MSS goes as *one* IPv4 packet of up to
+//!   [`tso_limit`] bytes of payload (a chain of pool buffers) with
+//!   `TX_TSO` and the MSS; the device cuts it into MSS-sized segments
+//!   (§7.2.4.7): each gets the header with its own sequence number, IP
+//!   length, identification and checksums, PSH and FIN only on the last.
+//!   The limit is a whole number of MSS, so the segments on the wire are
+//!   exactly those the software loop would cut (same sequence numbers,
+//!   same payloads, PSH on the same segment). Retransmissions and window
+//!   probes stay single segments (TCPSegmentation only uses TSO for data
+//!   past SND.MAX, i.e. never sent), and so does the segment that
+//!   carries an ECN CWR (the device would copy CWR into every segment;
+//!   RFC 3168 §6.1.2 wants it once). The retransmission "queue" is the
+//!   send buffer itself (`tcp::elements::send`): a partial ACK of a TSO
+//!   packet moves SND.UNA into it, and a retransmission cuts one MSS from
+//!   SND.UNA, whatever packet first carried those bytes.
+//!
+//! Both are IPv4 only: the driver's offloads (and the software fallback
+//! that does them for a device without the feature,
+//! `oxnet_driver::offload`) take Ethernet/IPv4/TCP only. IPv6 segments
+//! are written and summed in software as before.
+
+use super::ecn::Codepoint;
+use crate::ip::encap::write_ip_packet;
+use crate::wire::{FlowKey, IpProtocol, Ipv4Packet, TcpPacket, TcpRepr};
+use oxnet_driver::offload::MAX_DATA_DESCRIPTORS;
+use oxnet_driver::packet::{TX_IP_CSUM, TX_TCP_CSUM, TX_TSO};
+use oxnet_driver::{Mempool, Packet, TxOffload};
+
+/// The Ethernet header the neighbour resolver puts in front (the
+/// `TxOffload`'s L2 length).
+const ETHER_LEN: u8 = 14;
+/// The IPv4 header `write_ip_packet` writes (no options).
+const IPV4_LEN: usize = 20;
+
+/// The largest payload of one TSO packet whose TCP header is
+/// `tcp_header_len` bytes: a whole number of `mss`, the whole frame
+/// within 64 KiB less 64 bytes (the IPv4 total length is 16 bits, RFC
+/// 791 §3.1, and so is a descriptor's DTALEN, 82599 §7.2.3.2.4: the
+/// driver's single-descriptor TSO copies the frame into one buffer of
+/// that size), and a chain of at most [`MAX_DATA_DESCRIPTORS`] buffers
+/// of `pool` (§7.2.3.3).
+pub fn tso_limit(pool: &Mempool, mss: usize, tcp_header_len: usize) -> usize {
+    let by_length = u16::MAX as usize - 64 - ETHER_LEN as usize - IPV4_LEN - tcp_header_len;
+    let room = pool.data_room();
+    let first = room.saturating_sub(IPV4_LEN + tcp_header_len);
+    let by_chain = first + (MAX_DATA_DESCRIPTORS - 1) * room;
+    let bytes = by_length.min(by_chain);
+    bytes - bytes % mss.max(1)
+}
+
+/// Writes `seg` with `payload` into `packet` (whatever it held) as an
+/// IPv4 packet for the device to finish: its checksums, and with
+/// `tso_mss` its segmentation into `tso_mss`-byte segments. The payload
+/// beyond the first buffer goes into buffers of `pool` chained behind
+/// it. False (and `packet` left empty) if the key is not IPv4, a buffer
+/// is missing or the segment does not fit.
+pub fn write_offloaded(
+    packet: &mut Packet,
+    pool: &Mempool,
+    key: &FlowKey,
+    seg: &TcpRepr,
+    payload: &[u8],
+    ecn: Codepoint,
+    tso_mss: Option<u16>,
+) -> bool {
+    debug_assert_eq!(seg.payload_len, payload.len());
+    let (src, dst) = (key.local.addr, key.remote.addr);
+    if !src.is_ipv4() {
+        return false;
+    }
+    packet.reset();
+    let header_len = seg.header_len();
+    let first = payload
+        .len()
+        .min(packet.capacity().saturating_sub(IPV4_LEN + header_len));
+    let written = write_ip_packet(
+        packet,
+        src,
+        dst,
+        IpProtocol::Tcp,
+        header_len + first,
+        ecn.bits(),
+        |tcp| {
+            tcp[header_len..].copy_from_slice(&payload[..first]);
+            // The header alone: the checksum field is the device's to fill
+            // (the driver seeds it with the pseudo-header sum, §7.2.5.1).
+            seg.emit(&mut TcpPacket::new_unchecked(&mut tcp[..header_len]), &src, &dst);
+        },
+    );
+    if !written {
+        return false;
+    }
+    if first < payload.len() {
+        let total = IPV4_LEN + header_len + payload.len();
+        let Ok(total) = u16::try_from(total) else {
+            packet.reset();
+            return false;
+        };
+        let mut ip = Ipv4Packet::new_unchecked(&mut packet[..IPV4_LEN]);
+        ip.set_total_len(total);
+        ip.fill_checksum();
+        for chunk in payload[first..].chunks(pool.data_room().max(1)) {
+            let Some(buffer) = filled(pool, chunk) else {
+                packet.reset();
+                return false;
+            };
+            packet.append(buffer);
+        }
+    }
+    let tso = tso_mss.filter(|&mss| payload.len() > mss as usize);
+    packet.set_tx_offload(TxOffload {
+        flags: TX_IP_CSUM | TX_TCP_CSUM | if tso.is_some() { TX_TSO } else { 0 },
+        l2_len: ETHER_LEN,
+        l3_len: IPV4_LEN as u16,
+        l4_len: header_len as u8,
+        mss: tso.unwrap_or(0),
+    });
+    true
+}
+
+/// A buffer of `pool` holding `bytes`.
+fn filled(pool: &Mempool, bytes: &[u8]) -> Option<Packet> {
+    let mut buffer = pool.alloc().ok()?;
+    buffer.set_len(bytes.len()).ok()?;
+    buffer.copy_from_slice(bytes);
+    Some(buffer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{IpEndpoint, TcpFlags, TcpOptions, TcpSeqNumber};
+    use oxnet_driver::offload::{checksum_verdict, segment};
+    use oxnet_driver::packet::{FLAG_IP_CSUM_GOOD, FLAG_L4_CSUM_GOOD};
+    use oxnet_driver::MemoryKind;
+    use std::net::Ipv4Addr;
+
+    fn key() -> FlowKey {
+        FlowKey {
+            local: IpEndpoint::new(Ipv4Addr::new(10, 0, 0, 2), 80),
+            remote: IpEndpoint::new(Ipv4Addr::new(10, 0, 0, 1), 40000),
+        }
+    }
+
+    fn data(seq: u32, len: usize) -> TcpRepr {
+        TcpRepr {
+            src_port: 80,
+            dst_port: 40000,
+            seq: TcpSeqNumber(seq),
+            ack: Some(TcpSeqNumber(77)),
+            flags: TcpFlags::PSH,
+            window: 1000,
+            urgent: 0,
+            options: TcpOptions {
+                timestamps: Some((5, 6)),
+                ..TcpOptions::default()
+            },
+            payload_len: len,
+        }
+    }
+
+    /// The frame the resolver would send: 14 bytes of Ethernet in front.
+    fn framed(p: &Packet, pool: &Mempool) -> Packet {
+        let mut bytes = vec![0u8; 14];
+        bytes[12..14].copy_from_slice(&[0x08, 0x00]);
+        p.copy_chain_to(&mut bytes);
+        let mut f = pool.alloc().unwrap();
+        if bytes.len() <= f.capacity() {
+            f.set_len(bytes.len()).unwrap();
+            f.copy_from_slice(&bytes);
+        } else {
+            let first = f.capacity();
+            f.set_len(first).unwrap();
+            f.copy_from_slice(&bytes[..first]);
+            for chunk in bytes[first..].chunks(pool.data_room()) {
+                f.append(filled(pool, chunk).unwrap());
+            }
+        }
+        f.set_tx_offload(p.tx_offload());
+        f
+    }
+
+    /// A 10 000-byte TSO packet, cut as the 82599 cuts it (the driver's
+    /// software segmentation gives the same bytes), is seven segments of
+    /// 1448 bytes and one of 1312, sequence numbers 1000 + 1448 k, the
+    /// payload in order, checksums valid, PSH on the last only.
+    #[test]
+    fn a_tso_packet_becomes_mss_sized_segments_with_valid_checksums() {
+        let pool = Mempool::new("tso", 64, MemoryKind::Plain).unwrap();
+        let payload: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
+        let mut p = pool.alloc().unwrap();
+        assert!(write_offloaded(
+            &mut p,
+            &pool,
+            &key(),
+            &data(1000, payload.len()),
+            &payload,
+            Codepoint::NotEct,
+            Some(1448)
+        ));
+        assert!(p.is_chained());
+        assert_eq!(p.total_len(), 20 + 32 + 10_000);
+        let o = p.tx_offload();
+        assert_eq!(
+            (o.flags, o.l2_len, o.l3_len, o.l4_len, o.mss),
+            (TX_IP_CSUM | TX_TCP_CSUM | TX_TSO, 14, 20, 32, 1448)
+        );
+        let mut out = Vec::new();
+        segment(&framed(&p, &pool), &pool, &mut out).unwrap();
+        let lens: Vec<usize> = out.iter().map(|s| s.len() - 66).collect();
+        assert_eq!(lens, [1448, 1448, 1448, 1448, 1448, 1448, 1312]);
+        let mut joined = Vec::new();
+        for (k, s) in out.iter().enumerate() {
+            assert_eq!(
+                checksum_verdict(s),
+                FLAG_IP_CSUM_GOOD | FLAG_L4_CSUM_GOOD,
+                "segment {k}"
+            );
+            assert_eq!(
+                u32::from_be_bytes(s[38..42].try_into().unwrap()),
+                1000 + 1448 * k as u32
+            );
+            assert_eq!(s[47] & 0x08 != 0, k == 6, "PSH on the last only");
+            joined.extend_from_slice(&s[66..]);
+        }
+        assert_eq!(joined, payload);
+    }
+
+    /// Checksum offload alone: one buffer, the request for the IPv4 and
+    /// TCP checksums and no TSO; the device's (here the driver's
+    /// software) checksum makes the segment valid.
+    #[test]
+    fn checksum_offload_asks_the_device_and_leaves_one_segment() {
+        let pool = Mempool::new("csum", 8, MemoryKind::Plain).unwrap();
+        let mut p = pool.alloc().unwrap();
+        assert!(write_offloaded(
+            &mut p,
+            &pool,
+            &key(),
+            &data(5, 100),
+            &[9; 100],
+            Codepoint::NotEct,
+            None
+        ));
+        assert!(!p.is_chained());
+        let o = p.tx_offload();
+        assert_eq!((o.flags, o.mss), (TX_IP_CSUM | TX_TCP_CSUM, 0));
+        let mut f = framed(&p, &pool);
+        let request = f.tx_offload();
+        oxnet_driver::offload::fill_checksums(&mut f, &request).unwrap();
+        assert_eq!(checksum_verdict(&f), FLAG_IP_CSUM_GOOD | FLAG_L4_CSUM_GOOD);
+        // A TSO request for data of one MSS or less is no TSO request.
+        assert!(write_offloaded(
+            &mut p,
+            &pool,
+            &key(),
+            &data(5, 100),
+            &[9; 100],
+            Codepoint::NotEct,
+            Some(100)
+        ));
+        assert_eq!(p.tx_offload().flags, TX_IP_CSUM | TX_TCP_CSUM);
+    }
+
+    #[test]
+    fn the_limit_is_whole_segments_within_the_ip_length_and_the_chain() {
+        let pool = Mempool::new("limit", 4, MemoryKind::Plain).unwrap();
+        let limit = tso_limit(&pool, 1448, 32);
+        assert_eq!(limit % 1448, 0);
+        assert!(
+            limit + 14 + 20 + 32 <= 65535 - 64 && limit + 14 + 20 + 32 + 1448 > 65535 - 64,
+            "{limit}"
+        );
+        assert_eq!(
+            tso_limit(&pool, 1, 20),
+            65535 - 64 - 14 - 20 - 20,
+            "MSS 1: the length bounds it"
+        );
+        let v6 = FlowKey {
+            local: IpEndpoint::new(std::net::Ipv6Addr::LOCALHOST, 80),
+            remote: IpEndpoint::new(std::net::Ipv6Addr::LOCALHOST, 81),
+        };
+        let mut p = pool.alloc().unwrap();
+        assert!(!write_offloaded(
+            &mut p,
+            &pool,
+            &v6,
+            &data(1, 1),
+            &[1],
+            Codepoint::NotEct,
+            None
+        ));
+    }
+}
