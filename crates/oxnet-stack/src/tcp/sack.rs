@@ -77,9 +77,7 @@ pub struct AckOutcome {
 /// options on every segment (the timestamps, 12 bytes with padding), as
 /// TCPSegmentation cuts them.
 pub fn segment_size(tcb: &Tcb) -> u32 {
-    (tcb.snd_mss as u32)
-        .saturating_sub(if tcb.timestamps { 12 } else { 0 })
-        .max(1)
+    tcb.segment_size()
 }
 
 /// a > b, modulo 2^32 (RFC 9293 §3.4).

@@ -312,6 +312,17 @@ impl Tcb {
         self.rcv_wnd.saturating_sub(self.recv_queued as u32)
     }
 
+    /// The data one full segment carries, RFC 5681's SMSS: the MSS less
+    /// the options every segment carries (RFC 1122 §4.2.2.6; the
+    /// timestamps, 12 bytes with padding). Congestion windows, Nagle and
+    /// segmentation count in it, so that a window of whole segments is
+    /// sent as whole segments (not 1448 + 12).
+    pub fn segment_size(&self) -> u32 {
+        (self.snd_mss as u32)
+            .saturating_sub(if self.timestamps { 12 } else { 0 })
+            .max(1)
+    }
+
     /// Bytes of the send buffer not sent yet.
     pub fn unsent(&self) -> usize {
         let sent = ((self.snd_nxt - self.snd_una).max(0) as usize).saturating_sub(self.fin_sent as usize);

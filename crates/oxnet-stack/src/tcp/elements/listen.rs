@@ -107,7 +107,7 @@ impl Element for Listen {
                         tcb.last_heard_us = now;
                         tcb.cc = CongestionControl::new(
                             settings.congestion,
-                            tcb.snd_mss as u32,
+                            tcb.segment_size(),
                             iss.0,
                             settings.tcb.initial_window,
                         );
@@ -203,7 +203,7 @@ impl Element for Listen {
                 }
                 tcb.cc = CongestionControl::new(
                     settings.congestion,
-                    tcb.snd_mss as u32,
+                    tcb.segment_size(),
                     iss.0,
                     settings.tcb.initial_window,
                 );

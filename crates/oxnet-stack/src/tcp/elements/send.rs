@@ -127,7 +127,7 @@ pub fn nagle_allows(tcb: &Tcb) -> bool {
     syn_due(tcb)
         || tcb.retransmit_first
         || tcb.send_ack
-        || unsent >= tcb.snd_mss as usize
+        || unsent >= tcb.segment_size() as usize
         || tcb.flight_size() == 0
         || tcb.nodelay
         || tcb.fin_queued
@@ -359,7 +359,7 @@ impl Element for Segmentation {
                 // RFC 1122 §4.2.2.6: the MSS counts the data and the
                 // options; a segment's data is the MSS less the options it
                 // carries (the timestamps, 12 bytes with padding).
-                let mss = tcb.snd_mss as usize - if tcb.timestamps { 12 } else { 0 };
+                let mss = tcb.segment_size() as usize;
                 // Offloads (TCPSettings TSO, CHECKSUM_OFFLOAD): IPv4 only.
                 let v4 = key.local.addr.is_ipv4();
                 let offload = v4 && (settings.tso || settings.checksum_offload);

@@ -151,7 +151,7 @@ impl Element for SynSent {
                 }
                 tcb.cc = crate::tcp::cc::CongestionControl::new(
                     settings.congestion,
-                    tcb.snd_mss as u32,
+                    tcb.segment_size(),
                     tcb.iss.0,
                     settings.tcb.initial_window,
                 );
