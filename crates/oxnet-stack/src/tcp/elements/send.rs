@@ -490,6 +490,7 @@ pub struct Timers {
     delayed_acks: u64,
     window_probes: u64,
     keepalive_probes: u64,
+    keepalive_timeouts: u64,
     user_timeouts: u64,
 }
 
@@ -598,6 +599,7 @@ impl Element for Timers {
         delayed_acks,
         window_probes,
         keepalive_probes,
+        keepalive_timeouts,
         user_timeouts
     );
 }
@@ -627,6 +629,7 @@ impl Timers {
         }
         if tcb.keepalive_probes >= ka.count {
             self.gave_up += 1;
+            self.keepalive_timeouts += 1;
             super::rst_syn::abort(info, r, Some(libc::ETIMEDOUT));
             return None;
         }

@@ -556,6 +556,8 @@ fn keepalive_probes_an_idle_peer_and_gives_up_after_its_count() {
     assert_eq!(stream.state(), TcpState::Closed);
     assert_eq!(stream.error(), Some(libc::ETIMEDOUT));
     assert_eq!(rig.handler("timers.keepalive_probes"), "3");
+    assert_eq!(rig.handler("timers.keepalive_timeouts"), "1");
+    assert_eq!(rig.handler("timers.user_timeouts"), "0");
 }
 
 #[test]
