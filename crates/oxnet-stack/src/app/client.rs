@@ -9,10 +9,12 @@
 //! come back to this one) to DST:PORT, c at a time (default 1), b bytes
 //! each (default 10000), then our FIN, then the echo read to its end.
 //! With STOP true the router stops when all are done (with `oxnet run
-//! -j`, when those of every thread are). Handlers: `done`
-//! (connections whose bytes all came back, in order), `failed` (the
-//! others), `bytes` (bytes echoed and checked), `errors` (the last
-//! error, as text).
+//! -j`, when those of every thread are). KEEPALIVE, KEEPALIVE_INTERVAL,
+//! KEEPALIVE_COUNT and USER_TIMEOUT are set on each connection once it
+//! is established (`super::sockopts`). Handlers: `done` (connections
+//! whose bytes all came back, in order), `failed` (the others),
+//! `timeouts` (those of the failed that ended with ETIMEDOUT), `bytes`
+//! (bytes echoed and checked), `errors` (the last error, as text).
 
 use crate::exec::Executor;
 use crate::tcp::info::TcpInfo;
@@ -35,8 +37,15 @@ struct Progress {
     done: u64,
     failed: u64,
     bytes: u64,
+    timeouts: u64,
     last_error: String,
     started: u64,
+}
+
+/// Why a connection failed: its errno (if the stack gave one) and text.
+struct Failure {
+    errno: Option<i32>,
+    text: String,
 }
 
 #[derive(Default)]
@@ -48,6 +57,7 @@ pub struct EchoClient {
     concurrency: u64,
     stop: bool,
     seed: u64,
+    options: super::sockopts::SocketOptions,
     stack: Option<Rc<RefCell<TcpInfo>>>,
     exec: Option<Rc<RefCell<Executor>>>,
     progress: Rc<RefCell<Progress>>,
@@ -78,10 +88,20 @@ fn payload(seed: u64, i: u64, n: usize) -> Vec<u8> {
 
 /// One connection: open, send, close our side, read the echo to its end,
 /// compare.
-async fn one(stack: Rc<RefCell<TcpInfo>>, src: IpAddress, dst: IpEndpoint, data: Vec<u8>) -> Result<usize, String> {
-    let errno = |e: i32| std::io::Error::from_raw_os_error(e).to_string();
+async fn one(
+    stack: Rc<RefCell<TcpInfo>>,
+    src: IpAddress,
+    dst: IpEndpoint,
+    data: Vec<u8>,
+    options: super::sockopts::SocketOptions,
+) -> Result<usize, Failure> {
+    let errno = |e: i32| Failure {
+        errno: Some(e),
+        text: std::io::Error::from_raw_os_error(e).to_string(),
+    };
     let stream = TcpStream::connect(&stack, IpEndpoint { addr: src, port: 0 }, dst).map_err(errno)?;
     stream.connected().await.map_err(errno)?;
+    options.apply(&stream);
     let mut back = Vec::with_capacity(data.len());
     let mut buf = vec![0u8; 16 * 1024];
     let mut sent = 0;
@@ -111,11 +131,10 @@ async fn one(stack: Rc<RefCell<TcpInfo>>, src: IpAddress, dst: IpEndpoint, data:
         }
     }
     if back != data {
-        return Err(format!(
-            "{} bytes came back of {}, not the same",
-            back.len(),
-            data.len()
-        ));
+        return Err(Failure {
+            errno: None,
+            text: format!("{} bytes came back of {}, not the same", back.len(), data.len()),
+        });
     }
     Ok(back.len())
 }
@@ -152,6 +171,7 @@ impl Element for EchoClient {
             Some(v) => args::boolean(&v).map_err(|e| format!("STOP: {e}"))?,
             None => false,
         };
+        self.options = super::sockopts::SocketOptions::configure(a)?;
         self.stack = Some(crate::tcp::elements::info());
         self.exec = Some(super::executor());
         Ok(())
@@ -167,7 +187,7 @@ impl Element for EchoClient {
         let workers = self.concurrency.min(self.connections);
         for _ in 0..workers {
             let (stack, progress) = (stack.clone(), self.progress.clone());
-            let (total, bytes, seed) = (self.connections, self.bytes, self.seed);
+            let (total, bytes, seed, options) = (self.connections, self.bytes, self.seed, self.options);
             exec.borrow().spawn(async move {
                 loop {
                     let i = {
@@ -178,7 +198,7 @@ impl Element for EchoClient {
                         p.started += 1;
                         p.started - 1
                     };
-                    let result = one(stack.clone(), src, dst, payload(seed, i, bytes)).await;
+                    let result = one(stack.clone(), src, dst, payload(seed, i, bytes), options).await;
                     let mut p = progress.borrow_mut();
                     match result {
                         Ok(n) => {
@@ -187,7 +207,10 @@ impl Element for EchoClient {
                         }
                         Err(e) => {
                             p.failed += 1;
-                            p.last_error = e;
+                            if e.errno == Some(libc::ETIMEDOUT) {
+                                p.timeouts += 1;
+                            }
+                            p.last_error = e.text;
                         }
                     }
                 }
@@ -224,6 +247,7 @@ impl Element for EchoClient {
         &[
             ("done", true, false),
             ("failed", true, false),
+            ("timeouts", true, false),
             ("bytes", true, false),
             ("errors", true, false),
         ]
@@ -233,6 +257,7 @@ impl Element for EchoClient {
         match name {
             "done" => Some(p.done.to_string()),
             "failed" => Some(p.failed.to_string()),
+            "timeouts" => Some(p.timeouts.to_string()),
             "bytes" => Some(p.bytes.to_string()),
             "errors" => Some(p.last_error.clone()),
             _ => None,
