@@ -76,3 +76,47 @@ impl SocketOptions {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::SocketOptions;
+    use crate::tcp::tcb::Keepalive;
+    use oxnet_graph::args::Args;
+
+    fn parse(text: &str) -> Result<SocketOptions, String> {
+        SocketOptions::configure(&mut Args::new(text))
+    }
+
+    #[test]
+    fn keywords_give_keepalive_and_user_timeout_and_bad_ones_are_clear_errors() {
+        assert_eq!(parse("").unwrap(), SocketOptions::default());
+        assert_eq!(
+            parse("KEEPALIVE 1s, KEEPALIVE_INTERVAL 500ms, KEEPALIVE_COUNT 3, USER_TIMEOUT 2s").unwrap(),
+            SocketOptions {
+                keepalive: Some(Keepalive {
+                    idle_us: 1_000_000,
+                    interval_us: 500_000,
+                    count: 3
+                }),
+                user_timeout_us: Some(2_000_000),
+            }
+        );
+        // Linux's defaults for what is not given; 0 is off.
+        let o = parse("KEEPALIVE 10, USER_TIMEOUT 0").unwrap();
+        assert_eq!(
+            (o.keepalive.map(|k| (k.interval_us, k.count)), o.user_timeout_us),
+            (Some((75_000_000, 9)), None)
+        );
+        assert_eq!(parse("KEEPALIVE 0, KEEPALIVE_COUNT 5").unwrap().keepalive, None);
+        for (bad, says) in [
+            ("KEEPALIVE_COUNT 0", "1 to 127"),
+            ("KEEPALIVE_COUNT 128", "1 to 127"),
+            ("KEEPALIVE 1s, KEEPALIVE_INTERVAL 0", "more than 0"),
+            ("USER_TIMEOUT x", "USER_TIMEOUT"),
+            ("KEEPALIVE -1", "KEEPALIVE"),
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+}
