@@ -649,6 +649,40 @@ fn past_the_syn_backlog_a_syn_cookie_makes_the_connection_without_state_until_th
 }
 
 #[test]
+fn segments_behind_the_one_that_made_a_tcb_in_the_same_batch_go_to_that_connection() {
+    let mut rig = Rig::new(&path());
+    rig.info.borrow_mut().settings.syn_backlog = 1;
+    rig.info.borrow_mut().listen(IpEndpoint::new(SERVER, 80), 8).unwrap();
+    // A SYN and its retransmission in one batch: one TCB, one SYN-ACK
+    // each (the second answered by the connection, as a duplicate SYN).
+    let syn = from_client(&seg(CPORT, 80, 1000, None, TcpFlags::SYN, 0), &[]);
+    rig.exchange(vec![syn.clone(), syn]);
+    assert_eq!(rig.info.borrow().tcbs.len(), 1);
+    assert_eq!(rig.handler("listen.syns"), "1");
+    // A cookie's ACK and the request right behind it (Linux sends both at
+    // once) in one batch: one connection, both segments' data taken.
+    let out = rig.exchange(vec![from_client(
+        &seg(CPORT + 1, 80, 7000, None, TcpFlags::SYN, 0),
+        &[],
+    )]);
+    let (cookie_syn_ack, _) = to_client(&out[0]);
+    let ack = Some((cookie_syn_ack.seq + 1).0);
+    rig.exchange(vec![
+        from_client(&seg(CPORT + 1, 80, 7001, ack, TcpFlags::empty(), 0), &[]),
+        from_client(&seg(CPORT + 1, 80, 7001, ack, TcpFlags::PSH, 3), b"abc"),
+    ]);
+    let info = rig.info.borrow();
+    assert_eq!(info.tcbs.len(), 2, "one TCB per connection");
+    let r = info.lookup(&server_key(CPORT + 1, 80)).unwrap();
+    assert_eq!(info.tcbs.get(r).unwrap().recv_queued, 3);
+    let accept_queue = &info.listeners[&IpEndpoint::new(SERVER, 80)].accept_queue;
+    assert_eq!(accept_queue.iter().filter(|&&q| q == r).count(), 1, "accepted once");
+    drop(info);
+    assert_eq!(rig.handler("listen.cookies_accepted"), "1");
+    assert_eq!(rig.handler("listen.existing"), "2");
+}
+
+#[test]
 fn the_devices_checksum_verdict_is_taken_when_it_checked() {
     use oxnet_driver::packet::{FLAG_CSUM_CHECKED, FLAG_L4_CSUM_BAD, FLAG_L4_CSUM_GOOD};
     let mut rig = rig_listening();
