@@ -619,7 +619,14 @@ impl Timers {
     ) -> Option<Packet> {
         let tcb = info.tcbs.get_mut(r)?;
         let ka = tcb.keepalive?;
-        if !matches!(tcb.state, TcpState::Established | TcpState::CloseWait) {
+        // FIN-WAIT-2 too, as Linux does for a socket still open: our FIN
+        // is acknowledged and we wait for the peer's data or FIN, so only
+        // a probe finds out that the peer is gone. (States with data or a
+        // FIN in flight have the retransmission timer instead.)
+        if !matches!(
+            tcb.state,
+            TcpState::Established | TcpState::CloseWait | TcpState::FinWait2
+        ) {
             return None;
         }
         let quiet_since = tcb.last_heard_us;

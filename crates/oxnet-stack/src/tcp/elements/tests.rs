@@ -561,6 +561,36 @@ fn keepalive_probes_an_idle_peer_and_gives_up_after_its_count() {
 }
 
 #[test]
+fn keepalive_also_probes_in_fin_wait_2_and_gives_up_there() {
+    let mut rig = Rig::new(&path());
+    let (stream, iss) = accepted(&mut rig);
+    stream.set_keepalive(Some(crate::tcp::tcb::Keepalive {
+        idle_us: 1_000_000,
+        interval_us: 500_000,
+        count: 2,
+    }));
+    // Our FIN, acknowledged: FIN-WAIT-2, waiting for a peer that is gone.
+    stream.shutdown_write().unwrap();
+    let out = rig.exchange(vec![]);
+    assert!(to_client(&out[0]).0.flags.contains(TcpFlags::FIN));
+    rig.exchange(vec![from_client(
+        &seg(CPORT, 81, 1001, Some((iss + 2).0), TcpFlags::empty(), 0),
+        &[],
+    )]);
+    assert_eq!(stream.state(), TcpState::FinWait2);
+    // Probes at SND.NXT - 1 (the FIN's number) after 1 s, then 0.5 s.
+    let (t, out) = next_output(&mut rig);
+    assert_eq!((t, out[0].0.seq), (1_000_000, iss + 1));
+    let (t, _) = next_output(&mut rig);
+    assert_eq!(t, 1_500_000);
+    let output = rig.output.clone();
+    rig.router.run(&|| !output.borrow().is_empty());
+    assert_eq!(stream.error(), Some(libc::ETIMEDOUT));
+    assert_eq!(rig.router.now_us(), 2_000_000);
+    assert_eq!(rig.handler("timers.keepalive_timeouts"), "1");
+}
+
+#[test]
 fn a_zero_window_is_probed_with_one_octet_until_it_opens() {
     let mut rig = Rig::new(&path());
     let (stream, iss) = accepted(&mut rig);
