@@ -466,8 +466,11 @@ fn the_oxnet_server_gives_up_on_a_vanished_linux_client_by_keepalive_and_by_user
     drop(ns);
 }
 
-/// A Python echo server on argv[1] (both families): prints "got" once
-/// 100 kB have come, echoes everything, until its stdin closes.
+/// A Python server on port argv[1] (both families), for one connection:
+/// with argv[2] == "echo" it echoes everything and prints "got" once
+/// 100 kB have come; with "sink" it reads to the client's FIN, prints
+/// "eof" and then holds the connection open without a word. Until its
+/// stdin closes.
 const PY_SERVER: &str = r#"
 import socket, sys, threading
 l = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
@@ -476,15 +479,19 @@ l.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
 l.bind(("::", int(sys.argv[1])))
 l.listen(8)
 print("listening", flush=True)
+held = []
 def serve():
     c, _ = l.accept()
+    held.append(c)
     n, told = 0, False
     try:
         while True:
             b = c.recv(65536)
             if not b:
+                print("eof", flush=True)
                 break
-            c.sendall(b)
+            if sys.argv[2] == "echo":
+                c.sendall(b)
             n += len(b)
             if n >= 100000 and not told:
                 print("got", flush=True)
@@ -496,13 +503,13 @@ sys.stdin.read()
 "#;
 
 #[test]
-fn the_oxnet_client_gives_up_on_a_vanished_linux_server_by_user_timeout() {
+fn the_oxnet_client_gives_up_on_a_vanished_linux_server_by_user_timeout_and_by_keepalive() {
     if !netns::available() {
         return;
     }
     let ns = Netns::new("iw");
     let tap = netns::unique("tiw");
-    let mut server = Python::start(&ns, PY_SERVER, &["7009"]);
+    let mut server = Python::start(&ns, PY_SERVER, &["7009", "echo"]);
     assert_eq!(server.line(), "listening");
     let vars = [
         format!("DEV=tap:{tap},ip=10.83.0.1/24"),
@@ -540,6 +547,59 @@ fn the_oxnet_client_gives_up_on_a_vanished_linux_server_by_user_timeout() {
     assert_eq!(value(&out, "cli.done"), 0, "{out}");
     assert_eq!(value(&out, "tcp/timers.user_timeouts"), 1, "{out}");
     server.end();
+
+    // Keepalive, over IPv6: the server takes the client's bytes and FIN
+    // and then says nothing, the client waits for an echo in FIN-WAIT-2
+    // (Linux probes there too), probes answered; then the server vanishes.
+    let tap = netns::unique("tik");
+    let mut server = Python::start(&ns, PY_SERVER, &["7010", "sink"]);
+    assert_eq!(server.line(), "listening");
+    let vars = [
+        format!("DEV=tap:{tap},ip=10.84.0.1/24"),
+        "IP=10.84.0.2".to_string(),
+        "IP6=fd00:84::2".to_string(),
+        "SRC=fd00:84::2".to_string(),
+        "DST=fd00:84::1".to_string(),
+        "PORT=7010".to_string(),
+        "CONNECTIONS=1".to_string(),
+        "BYTES=20000".to_string(),
+        "KEEPALIVE=1s".to_string(),
+        "KEEPALIVE_INTERVAL=1s".to_string(),
+        "KEEPALIVE_COUNT=3".to_string(),
+    ];
+    let client = Router::start(
+        &ns,
+        &tap,
+        &repo().join("conf/echo-client.click"),
+        &vars,
+        &[
+            "cli.done",
+            "cli.failed",
+            "cli.timeouts",
+            "tcp/timers.keepalive_timeouts",
+            "tcp/timers.user_timeouts",
+        ],
+    );
+    ns.ip(&["-6", "addr", "add", "fd00:84::1/64", "dev", &tap, "nodad"]);
+    assert_eq!(server.line(), "eof");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(client.read("tcp/timers.keepalive_probes") >= 1, "no keepalive probe");
+    assert_eq!(client.read("cli.failed"), 0, "gave up on a live server");
+    client.set("loss.drop_prob", "1");
+    let start = Instant::now();
+    let out = client.wait(Duration::from_secs(20));
+    let took = start.elapsed();
+    // As on the server: 3 unanswered probes, between 3 s and 4 s after
+    // the loss started, plus slack and the router's exit.
+    assert!(
+        took >= Duration::from_millis(2900) && took <= Duration::from_millis(5500),
+        "keepalive gave up after {took:?}: {out}"
+    );
+    assert_eq!(value(&out, "cli.failed"), 1, "{out}");
+    assert_eq!(value(&out, "cli.timeouts"), 1, "ETIMEDOUT: {out}");
+    assert_eq!(value(&out, "tcp/timers.keepalive_timeouts"), 1, "{out}");
+    assert_eq!(value(&out, "tcp/timers.user_timeouts"), 0, "{out}");
+    server.end();
     drop(ns);
 }
 
@@ -547,7 +607,7 @@ fn the_oxnet_client_gives_up_on_a_vanished_linux_server_by_user_timeout() {
 /// set through the control socket: frames oxnet receives pass `loss`,
 /// `dup` (those it picks go twice, through a Tee) and `reo` (those it
 /// picks wait in a queue drained 2000 a second, so the frames behind
-/// them overtake them); frames oxnet sends pass `oloss`, `odup` and
+/// them overtake them); frames oxnet sends pass `out`, `odup` and
 /// `oreo` the same way, then a 40 Mbit/s bottleneck with a 100-frame
 /// queue (`rate`), whose overflow is loss too.
 fn impaired_echo_config() -> PathBuf {
