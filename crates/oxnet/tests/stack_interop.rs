@@ -467,10 +467,10 @@ fn the_oxnet_server_gives_up_on_a_vanished_linux_client_by_keepalive_and_by_user
 }
 
 /// A Python server on port argv[1] (both families), for one connection:
-/// with argv[2] == "echo" it echoes everything and prints "got" once
-/// 100 kB have come; with "sink" it reads to the client's FIN, prints
-/// "eof" and then holds the connection open without a word. Until its
-/// stdin closes.
+/// with argv[2] == "echo" it echoes everything, prints "got" once
+/// 100 kB have come and closes after the client's FIN; with "sink" it
+/// reads to the client's FIN, prints "eof" and then holds the connection
+/// open without a word. Until its stdin closes.
 const PY_SERVER: &str = r#"
 import socket, sys, threading
 l = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
@@ -489,6 +489,8 @@ def serve():
             b = c.recv(65536)
             if not b:
                 print("eof", flush=True)
+                if sys.argv[2] == "echo":
+                    c.close()
                 break
             if sys.argv[2] == "echo":
                 c.sendall(b)
@@ -603,34 +605,39 @@ fn the_oxnet_client_gives_up_on_a_vanished_linux_server_by_user_timeout_and_by_k
     drop(ns);
 }
 
-/// conf/echo.click with impairments in both directions, all off until
-/// set through the control socket: frames oxnet receives pass `loss`,
-/// `dup` (those it picks go twice, through a Tee) and `reo` (those it
-/// picks wait in a queue drained 2000 a second, so the frames behind
-/// them overtake them); frames oxnet sends pass `out`, `odup` and
-/// `oreo` the same way, then a 40 Mbit/s bottleneck with a 100-frame
-/// queue (`rate`), whose overflow is loss too.
-fn impaired_echo_config() -> PathBuf {
-    let text = std::fs::read_to_string(repo().join("conf/echo.click")).unwrap();
+/// `conf` (conf/echo.click or conf/echo-client.click, which share the
+/// device part) with impairments in both directions: frames oxnet
+/// receives pass `loss` (LOSS of them dropped), `dup` (DUP of them go
+/// twice, through a Tee) and `reo` (REORDER of them wait in a queue
+/// drained 2000 a second, so the frames behind them overtake them);
+/// frames oxnet sends pass `out`, `odup` and `oreo` the same way, then a
+/// 40 Mbit/s bottleneck with a 100-frame queue (`rate`), whose overflow
+/// is loss too.
+fn impaired_config(conf: &str, loss: f64, dup: f64, reorder: f64) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join(conf)).unwrap();
     let input = "dev -> loss :: RandomSample(DROP $LOSS) -> eth;";
     let output = "out :: ToDevice(\"$DEV\");";
-    assert!(text.contains(input) && text.contains(output), "conf/echo.click changed");
+    assert!(text.contains(input) && text.contains(output), "{conf} changed");
     let text = text
         .replace(
             input,
-            "dev -> loss :: RandomSample(DROP 0) -> dup :: RandomSample(DROP 0)
-                 -> reo :: RandomSample(DROP 0) -> eth;
-             dup[1] -> dupt :: Tee(2); dupt[0] -> eth; dupt[1] -> eth;
-             reo[1] -> Queue(100) -> RatedUnqueue(RATE 2000) -> eth;",
+            &format!(
+                "dev -> loss :: RandomSample(DROP {loss}) -> dup :: RandomSample(DROP {dup})
+                     -> reo :: RandomSample(DROP {reorder}) -> eth;
+                 dup[1] -> dupt :: Tee(2); dupt[0] -> eth; dupt[1] -> eth;
+                 reo[1] -> Queue(100) -> RatedUnqueue(RATE 2000) -> eth;"
+            ),
         )
         .replace(
             output,
-            "todev :: ToDevice(\"$DEV\");
-             out :: RandomSample(DROP 0) -> odup :: RandomSample(DROP 0)
-                 -> oreo :: RandomSample(DROP 0) -> rate :: Queue(100)
-                 -> BandwidthRatedUnqueue(RATE 40Mbps) -> todev;
-             out[1] -> Discard; odup[1] -> odupt :: Tee(2); odupt[0] -> rate; odupt[1] -> rate;
-             oreo[1] -> Queue(100) -> RatedUnqueue(RATE 2000) -> rate;",
+            &format!(
+                "todev :: ToDevice(\"$DEV\");
+                 out :: RandomSample(DROP {loss}) -> odup :: RandomSample(DROP {dup})
+                     -> oreo :: RandomSample(DROP {reorder}) -> rate :: Queue(100)
+                     -> BandwidthRatedUnqueue(RATE 40Mbps) -> todev;
+                 out[1] -> Discard; odup[1] -> odupt :: Tee(2); odupt[0] -> rate; odupt[1] -> rate;
+                 oreo[1] -> Queue(100) -> RatedUnqueue(RATE 2000) -> rate;"
+            ),
         );
     let path = std::env::temp_dir().join(format!("{}.click", netns::unique("cfg")));
     std::fs::write(&path, text).unwrap();
@@ -689,7 +696,9 @@ fn bulk_random_data_comes_back_byte_exact_under_loss_duplication_reordering_and_
     }
     let ns = Netns::new("ib");
     let tap = netns::unique("tib");
-    let config = impaired_echo_config();
+    // 2 % lost, 2 % duplicated, 3 % delayed past the frames behind them,
+    // each way.
+    let config = impaired_config("conf/echo.click", 0.02, 0.02, 0.03);
     let impairments = ["loss", "dup", "reo", "out", "odup", "oreo"];
     let mut handlers: Vec<String> = impairments.iter().map(|e| format!("{e}.drops")).collect();
     handlers.extend(
@@ -705,12 +714,6 @@ fn bulk_random_data_comes_back_byte_exact_under_loss_duplication_reordering_and_
     );
     let handlers: Vec<&str> = handlers.iter().map(String::as_str).collect();
     let server = echo_server(&ns, &tap, &config, &[], &handlers);
-    // 2 % lost, 2 % duplicated, 3 % delayed past the frames behind them,
-    // each way.
-    for (e, p) in [("loss", "0.02"), ("dup", "0.02"), ("reo", "0.03")] {
-        server.set(&format!("{e}.drop_prob"), p);
-        server.set(&format!("o{e}.drop_prob").replace("oloss", "out"), p);
-    }
     const BYTES: usize = 2_000_000;
     // IPv4: socat, hashed here.
     let data = random_bytes(BYTES, 4242);
@@ -743,5 +746,49 @@ fn bulk_random_data_comes_back_byte_exact_under_loss_duplication_reordering_and_
         value(&out, "tcp/seg.retransmits") + value(&out, "tcp/sackrtx.retransmits") > 0,
         "{out}"
     );
+
+    // The other way round: the oxnet echo client, with the same
+    // impairments, to a Linux (Python) echo server; it compares every
+    // byte that comes back with what it sent.
+    let mut linux = Python::start(&ns, PY_SERVER, &["7011", "echo"]);
+    assert_eq!(linux.line(), "listening");
+    let tap = netns::unique("tibc");
+    let config = impaired_config("conf/echo-client.click", 0.02, 0.02, 0.03);
+    let vars = [
+        format!("DEV=tap:{tap},ip=10.85.0.1/24"),
+        "IP=10.85.0.2".to_string(),
+        "SRC=10.85.0.2".to_string(),
+        "DST=10.85.0.1".to_string(),
+        "PORT=7011".to_string(),
+        "CONNECTIONS=1".to_string(),
+        format!("BYTES={BYTES}"),
+    ];
+    let mut handlers: Vec<String> = impairments.iter().map(|e| format!("{e}.drops")).collect();
+    handlers.extend(
+        [
+            "cli.done",
+            "cli.failed",
+            "cli.bytes",
+            "tcp/seg.retransmits",
+            "tcp/sackrtx.retransmits",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    let handlers: Vec<&str> = handlers.iter().map(String::as_str).collect();
+    let client = Router::start(&ns, &tap, &config, &vars, &handlers);
+    let out = client.wait(Duration::from_secs(60));
+    let _ = std::fs::remove_file(&config);
+    assert_eq!(value(&out, "cli.done"), 1, "{out}");
+    assert_eq!(value(&out, "cli.failed"), 0, "{out}");
+    assert_eq!(value(&out, "cli.bytes"), BYTES as u64, "{out}");
+    for e in impairments {
+        assert!(value(&out, &format!("{e}.drops")) > 0, "{e} did nothing: {out}");
+    }
+    assert!(
+        value(&out, "tcp/seg.retransmits") + value(&out, "tcp/sackrtx.retransmits") > 0,
+        "{out}"
+    );
+    linux.end();
     drop(ns);
 }

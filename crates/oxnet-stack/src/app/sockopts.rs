@@ -26,7 +26,7 @@ fn micros(a: &mut Args, key: &str) -> Result<Option<u64>, String> {
     a.keyword(key)
         .map(|v| {
             args::seconds(&v).map_err(|e| format!("{key}: {e}")).and_then(|s| {
-                if s < 0.0 || s > 1e7 {
+                if !(0.0..=1e7).contains(&s) {
                     Err(format!("{key}: {v} is out of range"))
                 } else {
                     Ok((s * 1e6).round() as u64)
