@@ -69,7 +69,9 @@ fn value(stdout: &str, name: &str) -> u64 {
 /// An oxnet router run in a namespace on a TAP device it makes, with a
 /// control socket; ended with SIGINT, its -h counters read at exit.
 struct Router {
-    child: Child,
+    /// Taken when it has ended; a Router dropped with it still running
+    /// (a test that failed) stops it.
+    child: Option<Child>,
     socket: PathBuf,
 }
 
@@ -105,7 +107,10 @@ impl Router {
             assert!(start.elapsed() < Duration::from_secs(20), "no {tap} after 20 s");
             std::thread::sleep(Duration::from_millis(50));
         }
-        Router { child, socket }
+        Router {
+            child: Some(child),
+            socket,
+        }
     }
 
     fn handler(&self, args: &[&str]) -> String {
@@ -149,8 +154,9 @@ impl Router {
 
     /// Stops it (SIGINT) and returns what it printed.
     fn stop(self) -> String {
+        let pid = self.child.as_ref().unwrap().id();
         // SAFETY: our own child (`timeout`, which passes SIGINT on), by pid.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
         self.finish()
     }
 
@@ -158,7 +164,7 @@ impl Router {
     /// printed.
     fn wait(mut self, limit: Duration) -> String {
         let start = Instant::now();
-        while self.child.try_wait().unwrap().is_none() {
+        while self.child.as_mut().unwrap().try_wait().unwrap().is_none() {
             if start.elapsed() > limit {
                 let out = self.stop();
                 panic!("oxnet did not end in {limit:?}:\n{out}");
@@ -168,14 +174,25 @@ impl Router {
         self.finish()
     }
 
-    fn finish(self) -> String {
-        let out = self.child.wait_with_output().unwrap();
+    fn finish(mut self) -> String {
+        let out = self.child.take().unwrap().wait_with_output().unwrap();
         let _ = std::fs::remove_file(&self.socket);
         format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         )
+    }
+}
+
+impl Drop for Router {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SAFETY: our own child (`timeout`, which passes SIGTERM on), by pid.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            let _ = child.wait();
+            let _ = std::fs::remove_file(&self.socket);
+        }
     }
 }
 
@@ -238,6 +255,17 @@ impl Python {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Python {
+    /// A test that failed leaves no Python behind.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: our own child (`timeout`, which passes SIGTERM on), by pid.
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+            let _ = self.child.wait();
         }
     }
 }
@@ -613,7 +641,7 @@ fn the_oxnet_client_gives_up_on_a_vanished_linux_server_by_user_timeout_and_by_k
 /// frames oxnet sends pass `out`, `odup` and `oreo` the same way, then a
 /// 40 Mbit/s bottleneck with a 100-frame queue (`rate`), whose overflow
 /// is loss too.
-fn impaired_config(conf: &str, loss: f64, dup: f64, reorder: f64) -> PathBuf {
+fn impaired_config(conf: &str, loss: f64, dup: f64, reorder: f64) -> TempFile {
     let text = std::fs::read_to_string(repo().join(conf)).unwrap();
     let input = "dev -> loss :: RandomSample(DROP $LOSS) -> eth;";
     let output = "out :: ToDevice(\"$DEV\");";
@@ -641,7 +669,16 @@ fn impaired_config(conf: &str, loss: f64, dup: f64, reorder: f64) -> PathBuf {
         );
     let path = std::env::temp_dir().join(format!("{}.click", netns::unique("cfg")));
     std::fs::write(&path, text).unwrap();
-    path
+    TempFile(path)
+}
+
+/// A file removed when dropped.
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// A Python client: sends argv[3] random bytes (seed argv[4]) to
@@ -713,7 +750,7 @@ fn bulk_random_data_comes_back_byte_exact_under_loss_duplication_reordering_and_
         .map(|s| s.to_string()),
     );
     let handlers: Vec<&str> = handlers.iter().map(String::as_str).collect();
-    let server = echo_server(&ns, &tap, &config, &[], &handlers);
+    let server = echo_server(&ns, &tap, &config.0, &[], &handlers);
     const BYTES: usize = 2_000_000;
     // IPv4: socat, hashed here.
     let data = random_bytes(BYTES, 4242);
@@ -733,7 +770,6 @@ fn bulk_random_data_comes_back_byte_exact_under_loss_duplication_reordering_and_
     assert_eq!(f[1], f[3], "IPv6: SHA-256 of the echo differs: {line}");
     py.end();
     let out = server.stop();
-    let _ = std::fs::remove_file(&config);
     assert_eq!(value(&out, "echo.bytes"), 2 * BYTES as u64, "{out}");
     assert_eq!(value(&out, "echo.errors"), 0, "{out}");
     // Every impairment acted, and oxnet's side had to recover: segments
@@ -776,9 +812,8 @@ fn bulk_random_data_comes_back_byte_exact_under_loss_duplication_reordering_and_
         .map(|s| s.to_string()),
     );
     let handlers: Vec<&str> = handlers.iter().map(String::as_str).collect();
-    let client = Router::start(&ns, &tap, &config, &vars, &handlers);
+    let client = Router::start(&ns, &tap, &config.0, &vars, &handlers);
     let out = client.wait(Duration::from_secs(60));
-    let _ = std::fs::remove_file(&config);
     assert_eq!(value(&out, "cli.done"), 1, "{out}");
     assert_eq!(value(&out, "cli.failed"), 0, "{out}");
     assert_eq!(value(&out, "cli.bytes"), BYTES as u64, "{out}");
