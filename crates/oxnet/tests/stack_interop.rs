@@ -1,13 +1,16 @@
 //! oxnet's TCP/IP stack against Linux, the rest of issue 11's interop
 //! tests (stack_echo.rs has the first ones): thousands of Linux
-//! connections open at once to conf/echo.click, peers that vanish
-//! (keepalive and TCP_USER_TIMEOUT set to seconds give up with
-//! ETIMEDOUT, on the server and on the client), and bulk random data both
-//! ways under loss, duplication and reordering in both directions,
-//! checked by SHA-256, with Python's sockets and socat as the Linux
-//! peers. Every namespace is made and removed here; the kernel has no
-//! sch_netem, so the impairments are graph elements (RandomSample, Tee,
-//! Queue and RatedUnqueue) switched through the control socket.
+//! connections (`oxnet loadgen` on kernel sockets) open at once to
+//! conf/echo.click; peers that vanish (keepalive and TCP_USER_TIMEOUT set
+//! to seconds give up with ETIMEDOUT, on the server and on the client);
+//! bulk random data both ways under loss, duplication, reordering and a
+//! rate limit in both directions, checked by SHA-256 (socat and Python's
+//! sockets to the oxnet server) and byte by byte (the oxnet client to a
+//! Python server). Every namespace is made and removed here. The kernel
+//! has no sch_netem, so the impairments are graph elements in oxnet's
+//! configuration (RandomSample, Tee, Queue, RatedUnqueue,
+//! BandwidthRatedUnqueue), and a peer vanishes when RandomSample drops
+//! every frame oxnet receives (set through the control socket).
 
 mod common;
 
