@@ -6,16 +6,20 @@
 //   oxnet run conf/echo-client.click 'DEV=tap:ox1,ip=10.0.1.1/24' IP=10.0.1.2 SRC=10.0.1.2 DST=10.0.1.1 \
 //       -h cli.done -h cli.failed -h cli.bytes
 //
-// SRC is the client's address, of DST's family (IP or IP6).
+// SRC is the client's address, of DST's family (IP or IP6). LOSS drops
+// that share of the frames received (loss.drop_prob at run time: 1 makes
+// the server vanish); KEEPALIVE / KEEPALIVE_INTERVAL / KEEPALIVE_COUNT and
+// USER_TIMEOUT are set on every connection (0: off), as in conf/echo.click.
 //
 // The host part (devices, ARP, ND, IP, ICMP) is conf/echo.click's.
 define($DEV tap:ox1, $IP 10.0.1.2, $IP6 fd00:1::2, $MAC 02:00:00:00:01:02,
-       $SRC 10.0.1.2, $DST 10.0.1.1, $PORT 7, $CONNECTIONS 10, $BYTES 100000, $CONCURRENCY 2)
+       $SRC 10.0.1.2, $DST 10.0.1.1, $PORT 7, $CONNECTIONS 10, $BYTES 100000, $CONCURRENCY 2,
+       $LOSS 0, $KEEPALIVE 0, $KEEPALIVE_INTERVAL 75s, $KEEPALIVE_COUNT 9, $USER_TIMEOUT 0)
 
 dev :: FromDevice("$DEV", PROMISC true);
 out :: ToDevice("$DEV");
 eth :: Classifier(12/0800, 12/86dd, 12/0806, -);
-dev -> eth;
+dev -> loss :: RandomSample(DROP $LOSS) -> eth;
 arp :: ARPResolver($IP, $MAC) -> out;
 nd :: NDResolver($IP6, $MAC) -> out;
 eth[2] -> [1]arp;
@@ -48,4 +52,6 @@ ip6[3] -> Discard;
 
 AppExecutor;
 cli :: TCPEchoClient($DST, PORT $PORT, SRC $SRC, CONNECTIONS $CONNECTIONS, BYTES $BYTES,
-                     CONCURRENCY $CONCURRENCY, STOP true);
+                     CONCURRENCY $CONCURRENCY, STOP true, KEEPALIVE $KEEPALIVE,
+                     KEEPALIVE_INTERVAL $KEEPALIVE_INTERVAL, KEEPALIVE_COUNT $KEEPALIVE_COUNT,
+                     USER_TIMEOUT $USER_TIMEOUT);

@@ -10,9 +10,14 @@
 // Variables: DEV (an oxnet device spec), IP (IPv4 address), IP6 (IPv6
 // address), MAC, PORT, LOSS (a share of received frames to drop, for
 // testing loss recovery where tc netem is not available; writable at run
-// time as loss.drop_prob). Counters (-h or `oxnet handler`):
-// echo.connections, echo.bytes, tcp/listen.syns, loss.drops, ...
-define($DEV tap:ox0, $IP 10.0.0.2, $IP6 fd00::2, $MAC 02:00:00:00:00:02, $PORT 7, $LOSS 0)
+// time as loss.drop_prob), KEEPALIVE / KEEPALIVE_INTERVAL / KEEPALIVE_COUNT
+// and USER_TIMEOUT (set on every accepted connection, as setsockopt's
+// TCP_KEEPIDLE / TCP_KEEPINTVL / TCP_KEEPCNT / TCP_USER_TIMEOUT would;
+// KEEPALIVE 0 and USER_TIMEOUT 0 are off). Counters (-h or `oxnet
+// handler`): echo.connections, echo.bytes, echo.timeouts, tcp/listen.syns,
+// tcp/timers.user_timeouts, loss.drops, ...
+define($DEV tap:ox0, $IP 10.0.0.2, $IP6 fd00::2, $MAC 02:00:00:00:00:02, $PORT 7, $LOSS 0,
+       $KEEPALIVE 0, $KEEPALIVE_INTERVAL 75s, $KEEPALIVE_COUNT 9, $USER_TIMEOUT 0)
 
 dev :: FromDevice("$DEV", PROMISC true);
 out :: ToDevice("$DEV");
@@ -66,5 +71,6 @@ ip4[3] -> Discard;
 ip6[3] -> Discard;
 
 AppExecutor;
-echo :: TCPEchoServer($PORT);
+echo :: TCPEchoServer($PORT, KEEPALIVE $KEEPALIVE, KEEPALIVE_INTERVAL $KEEPALIVE_INTERVAL,
+                      KEEPALIVE_COUNT $KEEPALIVE_COUNT, USER_TIMEOUT $USER_TIMEOUT);
 uecho :: UDPEchoServer($PORT);

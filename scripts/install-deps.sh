@@ -13,7 +13,8 @@
 #               tests (tap, af_packet, af_xdp): namespaces and veth pairs,
 #               Linux peers, system-call counts, offload switches
 #   socat     - a Linux TCP client and server for the stack's interop
-#               tests (tests/stack_echo.rs)
+#               tests (tests/stack_echo.rs, tests/stack_interop.rs)
+#   python3   - Python's sockets as Linux peers in tests/stack_interop.rs
 #   libxdp1, libbpf1 - af_xdp (loaded at run time with dlopen, so that
 #               oxnet builds and runs without them); libxdp1 ships the
 #               default redirect program xsk_def_xdp_prog.o The tests start their own
@@ -39,6 +40,7 @@ command -v arping >/dev/null 2>&1 || [ -x /usr/sbin/arping ] || need+=(arping)
 command -v strace >/dev/null 2>&1 || need+=(strace)
 command -v ethtool >/dev/null 2>&1 || [ -x /usr/sbin/ethtool ] || [ -x /sbin/ethtool ] || need+=(ethtool)
 command -v socat >/dev/null 2>&1 || need+=(socat)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v sysctl >/dev/null 2>&1 || [ -x /usr/sbin/sysctl ] || [ -x /sbin/sysctl ] || need+=(procps)
 ls /usr/lib/*/libxdp.so.1 >/dev/null 2>&1 && [ -e /usr/lib/x86_64-linux-gnu/bpf/xsk_def_xdp_prog.o -o -n "$(ls /usr/lib/*/bpf/xsk_def_xdp_prog.o 2>/dev/null)" ] || need+=(libxdp1)
 ls /usr/lib/*/libbpf.so.1 >/dev/null 2>&1 || need+=(libbpf1)

@@ -11,11 +11,14 @@
 //! that fits: the payload size of a bulk benchmark), then our FIN, then
 //! the echo read to its end.
 //! With STOP true the router stops when all are done (with `oxnet run
-//! -j`, when those of every thread are). Handlers: `done`
-//! (connections whose bytes all came back, in order), `failed` (the
-//! others), `bytes` (bytes echoed and checked), `errors` (the last
-//! error, as text), `elapsed_us` (the router's time from the client's
-//! first run to the end of its last connection).
+//! -j`, when those of every thread are). KEEPALIVE, KEEPALIVE_INTERVAL,
+//! KEEPALIVE_COUNT and USER_TIMEOUT are set on each connection once it
+//! is established (`super::sockopts`). Handlers: `done` (connections
+//! whose bytes all came back, in order), `failed` (the others),
+//! `timeouts` (those of the failed that ended with ETIMEDOUT), `bytes`
+//! (bytes echoed and checked), `errors` (the last error, as text),
+//! `elapsed_us` (the router's time from the client's first run to the
+//! end of its last connection).
 
 use crate::exec::Executor;
 use crate::tcp::info::TcpInfo;
@@ -38,8 +41,15 @@ struct Progress {
     done: u64,
     failed: u64,
     bytes: u64,
+    timeouts: u64,
     last_error: String,
     started: u64,
+}
+
+/// Why a connection failed: its errno (if the stack gave one) and text.
+struct Failure {
+    errno: Option<i32>,
+    text: String,
 }
 
 #[derive(Default)]
@@ -56,6 +66,7 @@ pub struct EchoClient {
     finished_us: Option<u64>,
     stop: bool,
     seed: u64,
+    options: super::sockopts::SocketOptions,
     stack: Option<Rc<RefCell<TcpInfo>>>,
     exec: Option<Rc<RefCell<Executor>>>,
     progress: Rc<RefCell<Progress>>,
@@ -92,10 +103,15 @@ async fn one(
     dst: IpEndpoint,
     data: Vec<u8>,
     write: usize,
-) -> Result<usize, String> {
-    let errno = |e: i32| std::io::Error::from_raw_os_error(e).to_string();
+    options: super::sockopts::SocketOptions,
+) -> Result<usize, Failure> {
+    let errno = |e: i32| Failure {
+        errno: Some(e),
+        text: std::io::Error::from_raw_os_error(e).to_string(),
+    };
     let stream = TcpStream::connect(&stack, IpEndpoint { addr: src, port: 0 }, dst).map_err(errno)?;
     stream.connected().await.map_err(errno)?;
+    options.apply(&stream);
     let mut back = Vec::with_capacity(data.len());
     let mut buf = vec![0u8; 16 * 1024];
     let mut sent = 0;
@@ -130,11 +146,10 @@ async fn one(
         }
     }
     if back != data {
-        return Err(format!(
-            "{} bytes came back of {}, not the same",
-            back.len(),
-            data.len()
-        ));
+        return Err(Failure {
+            errno: None,
+            text: format!("{} bytes came back of {}, not the same", back.len(), data.len()),
+        });
     }
     Ok(back.len())
 }
@@ -172,6 +187,7 @@ impl Element for EchoClient {
             Some(v) => args::boolean(&v).map_err(|e| format!("STOP: {e}"))?,
             None => false,
         };
+        self.options = super::sockopts::SocketOptions::configure(a)?;
         self.stack = Some(crate::tcp::elements::info());
         self.exec = Some(super::executor());
         Ok(())
@@ -187,7 +203,8 @@ impl Element for EchoClient {
         let workers = self.concurrency.min(self.connections);
         for _ in 0..workers {
             let (stack, progress) = (stack.clone(), self.progress.clone());
-            let (total, bytes, seed, write) = (self.connections, self.bytes, self.seed, self.write);
+            let (total, bytes, seed, write, options) =
+                (self.connections, self.bytes, self.seed, self.write, self.options);
             exec.borrow().spawn(async move {
                 loop {
                     let i = {
@@ -198,7 +215,7 @@ impl Element for EchoClient {
                         p.started += 1;
                         p.started - 1
                     };
-                    let result = one(stack.clone(), src, dst, payload(seed, i, bytes), write).await;
+                    let result = one(stack.clone(), src, dst, payload(seed, i, bytes), write, options).await;
                     let mut p = progress.borrow_mut();
                     match result {
                         Ok(n) => {
@@ -207,7 +224,10 @@ impl Element for EchoClient {
                         }
                         Err(e) => {
                             p.failed += 1;
-                            p.last_error = e;
+                            if e.errno == Some(libc::ETIMEDOUT) {
+                                p.timeouts += 1;
+                            }
+                            p.last_error = e.text;
                         }
                     }
                 }
@@ -249,6 +269,7 @@ impl Element for EchoClient {
         &[
             ("done", true, false),
             ("failed", true, false),
+            ("timeouts", true, false),
             ("bytes", true, false),
             ("errors", true, false),
             ("elapsed_us", true, false),
@@ -259,6 +280,7 @@ impl Element for EchoClient {
         match name {
             "done" => Some(p.done.to_string()),
             "failed" => Some(p.failed.to_string()),
+            "timeouts" => Some(p.timeouts.to_string()),
             "bytes" => Some(p.bytes.to_string()),
             "errors" => Some(p.last_error.clone()),
             "elapsed_us" => Some(

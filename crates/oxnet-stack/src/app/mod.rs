@@ -5,9 +5,10 @@
 //! |---|---|---|
 //! | AppExecutor | 0/0 | task: the router's executor (`crate::exec`): sets its clock to the router's, polls the woken application tasks (at most BUDGET a round), keeps a router timer at its next sleep |
 //! | TCPEchoClient(DST, PORT, SRC, CONNECTIONS, BYTES, CONCURRENCY, STOP) | 0/0 | an echo client: n connections, random bytes each, every byte checked when it comes back ([`client`]) |
-//! | TCPEchoServer(PORT, [ADDR]) | 0/0 | RFC 862's echo service on TCP: every byte read is written back; the peer's FIN is answered with ours. Without ADDR it listens on every IPv4 and IPv6 address |
+//! | TCPEchoServer(PORT, [ADDR], [socket options]) | 0/0 | RFC 862's echo service on TCP: every byte read is written back; the peer's FIN is answered with ours. Without ADDR it listens on every IPv4 and IPv6 address. KEEPALIVE, KEEPALIVE_INTERVAL, KEEPALIVE_COUNT, USER_TIMEOUT are set on each accepted connection ([`sockopts`]). Handlers: `connections`, `bytes`, `errors` (connections that ended in an error), `timeouts` (those of them whose error was ETIMEDOUT: keepalive or user timeout gave up) |
 
 pub mod client;
+pub mod sockopts;
 
 use crate::exec::Executor;
 use crate::tcp::info::TcpInfo;
@@ -110,6 +111,7 @@ pub struct EchoServer {
     stack: Option<Rc<RefCell<TcpInfo>>>,
     exec: Option<Rc<RefCell<Executor>>>,
     stats: Rc<RefCell<EchoStats>>,
+    options: sockopts::SocketOptions,
 }
 
 #[derive(Default)]
@@ -117,6 +119,17 @@ struct EchoStats {
     connections: u64,
     bytes: u64,
     errors: u64,
+    timeouts: u64,
+}
+
+impl EchoStats {
+    /// A connection ended in `errno`.
+    fn failed(&mut self, errno: i32) {
+        self.errors += 1;
+        if errno == libc::ETIMEDOUT {
+            self.timeouts += 1;
+        }
+    }
 }
 
 async fn echo(stream: TcpStream, stats: Rc<RefCell<EchoStats>>) {
@@ -125,14 +138,14 @@ async fn echo(stream: TcpStream, stats: Rc<RefCell<EchoStats>>) {
         match stream.read(&mut buf).await {
             Ok(0) => break,
             Ok(n) => {
-                if stream.write_all(&buf[..n]).await.is_err() {
-                    stats.borrow_mut().errors += 1;
+                if let Err(e) = stream.write_all(&buf[..n]).await {
+                    stats.borrow_mut().failed(e);
                     return;
                 }
                 stats.borrow_mut().bytes += n as u64;
             }
-            Err(_) => {
-                stats.borrow_mut().errors += 1;
+            Err(e) => {
+                stats.borrow_mut().failed(e);
                 return;
             }
         }
@@ -164,6 +177,7 @@ impl Element for EchoServer {
                 IpEndpoint::new(std::net::Ipv6Addr::UNSPECIFIED, port),
             ],
         };
+        self.options = sockopts::SocketOptions::configure(a)?;
         self.stack = Some(crate::tcp::elements::info());
         self.exec = Some(executor());
         Ok(())
@@ -182,9 +196,11 @@ impl Element for EchoServer {
                 )
             })?;
             let stats = self.stats.clone();
+            let options = self.options;
             exec.borrow().spawn(async move {
                 while let Ok(stream) = listener.accept().await {
                     stats.borrow_mut().connections += 1;
+                    options.apply(&stream);
                     crate::exec::spawn(echo(stream, stats.clone()));
                 }
             });
@@ -196,6 +212,7 @@ impl Element for EchoServer {
             ("connections", true, false),
             ("bytes", true, false),
             ("errors", true, false),
+            ("timeouts", true, false),
         ]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
@@ -204,6 +221,7 @@ impl Element for EchoServer {
             "connections" => Some(s.connections.to_string()),
             "bytes" => Some(s.bytes.to_string()),
             "errors" => Some(s.errors.to_string()),
+            "timeouts" => Some(s.timeouts.to_string()),
             _ => None,
         }
     }

@@ -18,7 +18,9 @@
 //! ACK that completed a cookie's handshake, TCB annotated, for the rest
 //! of the incoming path (it may carry data).
 //! Handlers: `syns` (TCBs made), `resets` (RSTs sent), `overflows` (SYNs
-//! dropped because the listener's queues are full), `drops`.
+//! dropped because the listener's queues are full), `drops`, `existing`
+//! (segments whose TCB an earlier segment of the same batch made: sent
+//! on to it through output 1).
 
 use super::{info, reset_for, ts_now, Info, Seg};
 use crate::anno;
@@ -42,6 +44,7 @@ pub struct Listen {
     resets: u64,
     overflows: u64,
     drops: u64,
+    existing: u64,
 }
 
 impl Element for Listen {
@@ -69,6 +72,16 @@ impl Element for Listen {
                     self.drops += 1;
                     return None;
                 };
+                // TCPFlowLookup looked the whole batch up before any of it
+                // came here, so a segment behind the one that made its TCB
+                // (a cookie's ACK and the request right after it, a SYN
+                // and its retransmission) arrives without one: it belongs
+                // to that connection, not to a second one.
+                if let Some(r) = info.lookup(&seg.key) {
+                    self.existing += 1;
+                    anno::set_tcb(&mut p, Some(r));
+                    return Some((1, p));
+                }
                 // §3.10.7.1: "An incoming segment containing a RST is discarded."
                 if seg.has(TcpFlags::RST) {
                     self.drops += 1;
@@ -241,5 +254,5 @@ impl Element for Listen {
         };
         super::push_all(ctx, outs);
     }
-    counter_handlers!(syns, cookies_sent, cookies_accepted, resets, overflows, drops);
+    counter_handlers!(syns, cookies_sent, cookies_accepted, resets, overflows, drops, existing);
 }

@@ -517,6 +517,7 @@ pub struct Timers {
     delayed_acks: u64,
     window_probes: u64,
     keepalive_probes: u64,
+    keepalive_timeouts: u64,
     user_timeouts: u64,
 }
 
@@ -625,6 +626,7 @@ impl Element for Timers {
         delayed_acks,
         window_probes,
         keepalive_probes,
+        keepalive_timeouts,
         user_timeouts
     );
 }
@@ -644,7 +646,14 @@ impl Timers {
     ) -> Option<Packet> {
         let tcb = info.tcbs.get_mut(r)?;
         let ka = tcb.keepalive?;
-        if !matches!(tcb.state, TcpState::Established | TcpState::CloseWait) {
+        // FIN-WAIT-2 too, as Linux does for a socket still open: our FIN
+        // is acknowledged and we wait for the peer's data or FIN, so only
+        // a probe finds out that the peer is gone. (States with data or a
+        // FIN in flight have the retransmission timer instead.)
+        if !matches!(
+            tcb.state,
+            TcpState::Established | TcpState::CloseWait | TcpState::FinWait2
+        ) {
             return None;
         }
         let quiet_since = tcb.last_heard_us;
@@ -654,6 +663,7 @@ impl Timers {
         }
         if tcb.keepalive_probes >= ka.count {
             self.gave_up += 1;
+            self.keepalive_timeouts += 1;
             super::rst_syn::abort(info, r, Some(libc::ETIMEDOUT));
             return None;
         }

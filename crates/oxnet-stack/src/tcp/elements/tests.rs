@@ -556,6 +556,38 @@ fn keepalive_probes_an_idle_peer_and_gives_up_after_its_count() {
     assert_eq!(stream.state(), TcpState::Closed);
     assert_eq!(stream.error(), Some(libc::ETIMEDOUT));
     assert_eq!(rig.handler("timers.keepalive_probes"), "3");
+    assert_eq!(rig.handler("timers.keepalive_timeouts"), "1");
+    assert_eq!(rig.handler("timers.user_timeouts"), "0");
+}
+
+#[test]
+fn keepalive_also_probes_in_fin_wait_2_and_gives_up_there() {
+    let mut rig = Rig::new(&path());
+    let (stream, iss) = accepted(&mut rig);
+    stream.set_keepalive(Some(crate::tcp::tcb::Keepalive {
+        idle_us: 1_000_000,
+        interval_us: 500_000,
+        count: 2,
+    }));
+    // Our FIN, acknowledged: FIN-WAIT-2, waiting for a peer that is gone.
+    stream.shutdown_write().unwrap();
+    let out = rig.exchange(vec![]);
+    assert!(to_client(&out[0]).0.flags.contains(TcpFlags::FIN));
+    rig.exchange(vec![from_client(
+        &seg(CPORT, 81, 1001, Some((iss + 2).0), TcpFlags::empty(), 0),
+        &[],
+    )]);
+    assert_eq!(stream.state(), TcpState::FinWait2);
+    // Probes at SND.NXT - 1 (the FIN's number) after 1 s, then 0.5 s.
+    let (t, out) = next_output(&mut rig);
+    assert_eq!((t, out[0].0.seq), (1_000_000, iss + 1));
+    let (t, _) = next_output(&mut rig);
+    assert_eq!(t, 1_500_000);
+    let output = rig.output.clone();
+    rig.router.run(&|| !output.borrow().is_empty());
+    assert_eq!(stream.error(), Some(libc::ETIMEDOUT));
+    assert_eq!(rig.router.now_us(), 2_000_000);
+    assert_eq!(rig.handler("timers.keepalive_timeouts"), "1");
 }
 
 #[test]
@@ -644,6 +676,40 @@ fn past_the_syn_backlog_a_syn_cookie_makes_the_connection_without_state_until_th
     assert!(out.is_empty() || to_client(&out[0]).0.ack == Some(TcpSeqNumber(7004)));
     assert_eq!(rig.handler("listen.cookies_sent"), "1");
     assert_eq!(rig.handler("listen.cookies_accepted"), "1");
+}
+
+#[test]
+fn segments_behind_the_one_that_made_a_tcb_in_the_same_batch_go_to_that_connection() {
+    let mut rig = Rig::new(&path());
+    rig.info.borrow_mut().settings.syn_backlog = 1;
+    rig.info.borrow_mut().listen(IpEndpoint::new(SERVER, 80), 8).unwrap();
+    // A SYN and its retransmission in one batch: one TCB, one SYN-ACK
+    // each (the second answered by the connection, as a duplicate SYN).
+    let syn = from_client(&seg(CPORT, 80, 1000, None, TcpFlags::SYN, 0), &[]);
+    rig.exchange(vec![syn.clone(), syn]);
+    assert_eq!(rig.info.borrow().tcbs.len(), 1);
+    assert_eq!(rig.handler("listen.syns"), "1");
+    // A cookie's ACK and the request right behind it (Linux sends both at
+    // once) in one batch: one connection, both segments' data taken.
+    let out = rig.exchange(vec![from_client(
+        &seg(CPORT + 1, 80, 7000, None, TcpFlags::SYN, 0),
+        &[],
+    )]);
+    let (cookie_syn_ack, _) = to_client(&out[0]);
+    let ack = Some((cookie_syn_ack.seq + 1).0);
+    rig.exchange(vec![
+        from_client(&seg(CPORT + 1, 80, 7001, ack, TcpFlags::empty(), 0), &[]),
+        from_client(&seg(CPORT + 1, 80, 7001, ack, TcpFlags::PSH, 3), b"abc"),
+    ]);
+    let info = rig.info.borrow();
+    assert_eq!(info.tcbs.len(), 2, "one TCB per connection");
+    let r = info.lookup(&server_key(CPORT + 1, 80)).unwrap();
+    assert_eq!(info.tcbs.get(r).unwrap().recv_queued, 3);
+    let accept_queue = &info.listeners[&IpEndpoint::new(SERVER, 80)].accept_queue;
+    assert_eq!(accept_queue.iter().filter(|&&q| q == r).count(), 1, "accepted once");
+    drop(info);
+    assert_eq!(rig.handler("listen.cookies_accepted"), "1");
+    assert_eq!(rig.handler("listen.existing"), "2");
 }
 
 #[test]
