@@ -76,6 +76,10 @@ pub struct LoadgenArgs {
     /// --seconds or Ctrl-C.
     #[arg(long, value_name = "PORT", conflicts_with_all = ["target", "requests", "rate"])]
     pub serve_echo: Option<u16>,
+    /// With --serve-echo: serve on io_uring (a ring per thread,
+    /// multishot accept, provided-buffer rings) instead of epoll.
+    #[arg(long, requires = "serve_echo")]
+    pub io_uring: bool,
     /// The echo server's address (default: [::], both families, or
     /// 0.0.0.0 where IPv6 is off).
     #[arg(long, requires = "serve_echo")]

@@ -1,0 +1,713 @@
+//! The Linux echo server on io_uring (`--serve-echo PORT --io-uring`):
+//! the second Linux server the echo benchmark compares oxnet with.
+//!
+//! One thread per core, each with its own ring and its own SO_REUSEPORT
+//! listener (as the epoll server, [`super::serve`]). On each ring:
+//!
+//! - one multishot accept (IORING_OP_ACCEPT with IORING_ACCEPT_MULTISHOT,
+//!   Linux 5.19) that keeps yielding connections; where the kernel
+//!   refuses it, single accepts re-armed after each one (said once on
+//!   stderr);
+//! - per connection one recv at a time, its buffer picked by the kernel
+//!   from a provided-buffer ring ([`super::uring_buffers`]) when data
+//!   comes; what came is queued and sent in order, one send at a time, a
+//!   short send resubmitted for the rest; at most [`MAX_CHUNKS`] buffers
+//!   per connection (no recv while that many wait to be echoed);
+//! - the connection closed (IORING_OP_CLOSE) after the client's FIN once
+//!   everything is echoed, or at once after an error (its operations in
+//!   flight cancelled first);
+//! - submissions batched: one io_uring_enter per loop submits every
+//!   queued operation and waits for the next completion.
+//!
+//! A timeout on the ring wakes the loop every 100 ms to notice
+//! SIGINT/SIGTERM or the end of `--seconds`; then every operation in
+//! flight is cancelled and awaited before the buffers are freed.
+
+use super::serve::{ServeOptions, ServeStats};
+use super::sys;
+use super::uring_buffers::{Buffers, BUF_SIZE, GROUP};
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Once};
+use std::time::{Duration, Instant};
+
+/// Submission queue entries per ring.
+const SQ_ENTRIES: u32 = 1024;
+/// Completion queue entries per ring: room for a burst of completions of
+/// every connection (the kernel keeps overflow, but at a cost).
+const CQ_ENTRIES: u32 = 8192;
+/// Buffers in each thread's provided-buffer ring (16 MiB of 16 KiB).
+const RING_BUFFERS: u16 = 1024;
+/// Buffers a connection may hold (received, not yet echoed): 64 KiB.
+pub const MAX_CHUNKS: usize = 4;
+/// How often the loop wakes to look at the stop request and the clock.
+const TICK: Duration = Duration::from_millis(100);
+/// How long the shutdown waits for cancelled operations to complete.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// What a completion is for: the top byte of its user_data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Accept = 1,
+    Recv = 2,
+    Send = 3,
+    Close = 4,
+    Cancel = 5,
+    Tick = 6,
+}
+
+/// user_data: the operation, the connection's generation (24 bits, so
+/// that a late completion or cancel never reaches the slot's next
+/// connection) and its slot.
+fn user_data(op: Op, gen: u32, slot: u32) -> u64 {
+    (op as u64) << 56 | u64::from(gen & 0xff_ffff) << 32 | u64::from(slot)
+}
+
+fn decode(ud: u64) -> (Option<Op>, u32, u32) {
+    let op = match ud >> 56 {
+        1 => Some(Op::Accept),
+        2 => Some(Op::Recv),
+        3 => Some(Op::Send),
+        4 => Some(Op::Close),
+        5 => Some(Op::Cancel),
+        6 => Some(Op::Tick),
+        _ => None,
+    };
+    (op, (ud >> 32) as u32 & 0xff_ffff, ud as u32)
+}
+
+/// Bytes received into a buffer and not yet all sent back.
+#[derive(Clone, Copy, Debug)]
+struct Chunk {
+    buf: u32,
+    /// Sent up to here.
+    start: u32,
+    end: u32,
+}
+
+struct Conn {
+    fd: OwnedFd,
+    gen: u32,
+    /// What waits to be echoed, oldest first; the first is being sent
+    /// whenever the queue is not empty.
+    chunks: VecDeque<Chunk>,
+    recv_pending: bool,
+    /// Without a buffer ring: the buffer the pending recv reads into.
+    recv_buf: Option<u32>,
+    send_pending: bool,
+    /// The client sent its FIN: echo what is queued, then close.
+    eof: bool,
+    /// An error (or the shutdown): close once nothing is in flight.
+    failed: bool,
+    /// The operations in flight were asked to stop.
+    cancelled: bool,
+}
+
+/// The connection in `slot` if it is generation `gen` (a completion for
+/// an older one finds nothing).
+fn conn_of(conns: &mut [Option<Conn>], slot: u32, gen: u32) -> Option<&mut Conn> {
+    conns
+        .get_mut(slot as usize)
+        .and_then(|c| c.as_mut())
+        .filter(|c| c.gen == gen)
+}
+
+/// Says once per process that multishot accept is not available.
+static SINGLE_ACCEPT: Once = Once::new();
+/// Says once per process that buffer rings are not available.
+static OWN_BUFFERS: Once = Once::new();
+
+/// Serves echo on io_uring until the time is up or a signal asks to
+/// stop; the same options and statistics as [`super::serve::run`].
+/// Errors setting up a ring name the cause and the epoll server as the
+/// way out.
+pub fn run(o: &ServeOptions) -> Result<ServeStats, String> {
+    let (listeners, bound) = super::serve::listeners(o)?;
+    for l in &listeners {
+        sys::set_blocking(l.as_raw_fd()).map_err(|e| format!("listener: {e}"))?;
+        sys::set_nodelay(l.as_raw_fd()).map_err(|e| format!("listener: TCP_NODELAY: {e}"))?;
+    }
+    let threads = listeners.len();
+    let connections = Arc::new(AtomicU64::new(0));
+    let bytes = Arc::new(AtomicU64::new(0));
+    let abort = Arc::new(AtomicBool::new(false));
+    let end = o.duration.and_then(|d| Instant::now().checked_add(d));
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+    let mut handles = Vec::new();
+    for (t, l) in listeners.into_iter().enumerate() {
+        let (c, b, a, ready) = (
+            Arc::clone(&connections),
+            Arc::clone(&bytes),
+            Arc::clone(&abort),
+            ready_tx.clone(),
+        );
+        let h = std::thread::Builder::new().name(format!("uecho{t}")).spawn(move || {
+            // The ring is made by the thread that submits to it
+            // (IORING_SETUP_SINGLE_ISSUER ties it to its maker).
+            let mut server = match Server::new(l) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = ready.send(Err(e.clone()));
+                    return Err(e);
+                }
+            };
+            let _ = ready.send(Ok(()));
+            let served = server.serve(end, &a);
+            c.fetch_add(server.connections, Ordering::Relaxed);
+            b.fetch_add(server.bytes, Ordering::Relaxed);
+            server.finish();
+            served
+        });
+        match h {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                abort.store(true, Ordering::Relaxed);
+                return Err(format!("cannot start a server thread: {e}"));
+            }
+        }
+    }
+    drop(ready_tx);
+    let mut setup_error = None;
+    for _ in 0..threads {
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                setup_error.get_or_insert(e);
+            }
+            Err(_) => {
+                setup_error.get_or_insert("a server thread ended before its ring was ready".into());
+            }
+        }
+    }
+    if let Some(e) = setup_error {
+        abort.store(true, Ordering::Relaxed);
+        for h in handles {
+            let _ = h.join();
+        }
+        return Err(e);
+    }
+    eprintln!("oxnet loadgen: echo server (io_uring) listening on {bound} ({threads} threads)");
+    let mut result = Ok(());
+    for h in handles {
+        let r = h
+            .join()
+            .map_err(|_| "a server thread panicked".to_string())
+            .and_then(|r| r);
+        if result.is_ok() {
+            result = r;
+        }
+    }
+    result.map(|()| ServeStats {
+        connections: connections.load(Ordering::Relaxed),
+        bytes: bytes.load(Ordering::Relaxed),
+    })
+}
+
+/// The message for a ring the kernel would not make: the cause by
+/// errno, and the epoll server as the fallback.
+pub fn setup_error(e: &io::Error) -> String {
+    let cause = match e.raw_os_error() {
+        Some(libc::EPERM) => {
+            "io_uring is switched off or restricted here (sysctl kernel.io_uring_disabled, or a seccomp filter)"
+        }
+        Some(libc::ENOSYS) => "this kernel has no io_uring (built without it, or a seccomp filter hides it)",
+        Some(libc::ENOMEM) => {
+            "no memory for the ring (before Linux 5.12 rings count against RLIMIT_MEMLOCK: see `ulimit -l`)"
+        }
+        _ => "the kernel refused to make the ring",
+    };
+    format!("io_uring_setup: {e}: {cause}; run `oxnet loadgen --serve-echo PORT` without --io-uring (the epoll server) instead")
+}
+
+/// A ring with the flags that make a one-thread server cheapest where
+/// the kernel has them (SINGLE_ISSUER and DEFER_TASKRUN, Linux 6.1:
+/// completions are run when this thread waits, not by interrupting it);
+/// a plain ring elsewhere.
+fn new_ring() -> io::Result<IoUring> {
+    let tuned = IoUring::builder()
+        .setup_cqsize(CQ_ENTRIES)
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build(SQ_ENTRIES);
+    match tuned {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            IoUring::builder().setup_cqsize(CQ_ENTRIES).build(SQ_ENTRIES)
+        }
+        r => r,
+    }
+}
+
+/// One thread's server. The ring is declared before the buffers so that
+/// it is dropped first: the kernel must be done with every buffer before
+/// it is freed.
+struct Server {
+    ring: IoUring,
+    buffers: Buffers,
+    listener: OwnedFd,
+    /// Connections by slot; `free_slots` are the empty ones.
+    conns: Vec<Option<Conn>>,
+    free_slots: Vec<u32>,
+    next_gen: u32,
+    /// Connections whose recv found no buffer in the ring (ENOBUFS):
+    /// (slot, generation), re-armed as buffers come back.
+    starved: VecDeque<(u32, u32)>,
+    /// Operations submitted whose last completion has not come (the
+    /// tick excluded): the shutdown waits for them.
+    inflight: usize,
+    multishot: bool,
+    tick_armed: bool,
+    /// The tick's interval, read by the kernel when the timeout is
+    /// submitted (boxed: its address must not move before that).
+    tick: Box<types::Timespec>,
+    stopping: bool,
+    /// Completions of this round: (user_data, result, flags).
+    cqes: Vec<(u64, i32, u32)>,
+    connections: u64,
+    bytes: u64,
+}
+
+impl Server {
+    fn new(listener: OwnedFd) -> Result<Server, String> {
+        let ring = new_ring().map_err(|e| setup_error(&e))?;
+        let buffers = match Buffers::with_ring(&ring.submitter(), RING_BUFFERS) {
+            Ok(b) => b,
+            Err(e) => {
+                OWN_BUFFERS.call_once(|| {
+                    eprintln!(
+                        "oxnet loadgen: io_uring: no provided-buffer rings here ({e}); each recv gets a buffer of its own"
+                    )
+                });
+                Buffers::own()
+            }
+        };
+        Ok(Server {
+            ring,
+            buffers,
+            listener,
+            conns: Vec::new(),
+            free_slots: Vec::new(),
+            next_gen: 0,
+            starved: VecDeque::new(),
+            inflight: 0,
+            multishot: true,
+            tick_armed: false,
+            tick: Box::new(types::Timespec::from(TICK)),
+            stopping: false,
+            cqes: Vec::new(),
+            connections: 0,
+            bytes: 0,
+        })
+    }
+
+    /// The event loop, until `end`, a signal or `abort`.
+    fn serve(&mut self, end: Option<Instant>, abort: &AtomicBool) -> Result<(), String> {
+        self.arm_accept()?;
+        self.arm_tick()?;
+        loop {
+            if end.is_some_and(|e| Instant::now() >= e)
+                || crate::signal::stop_requested()
+                || abort.load(Ordering::Relaxed)
+            {
+                break;
+            }
+            self.round()?;
+        }
+        self.stop()
+    }
+
+    /// One io_uring_enter (submit everything queued, wait for a
+    /// completion), then every completion handled.
+    fn round(&mut self) -> Result<(), String> {
+        match self.ring.submit_and_wait(1) {
+            Ok(_) => {}
+            // A signal, or completions the kernel holds in its overflow
+            // list: reap what is there and go on.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)) => {}
+            Err(e) => return Err(format!("io_uring_enter: {e}")),
+        }
+        self.cqes.clear();
+        self.reap();
+        let mut i = 0;
+        // By index: handling a completion may reap more (SQ full).
+        while i < self.cqes.len() {
+            let (ud, res, flags) = self.cqes[i];
+            i += 1;
+            self.complete(ud, res, flags)?;
+        }
+        self.feed_starved()
+    }
+
+    fn reap(&mut self) {
+        for cqe in self.ring.completion() {
+            self.cqes.push((cqe.user_data(), cqe.result(), cqe.flags()));
+        }
+    }
+
+    /// Queues `e`; when the submission queue is full, submits it first.
+    ///
+    /// # Safety
+    /// Every pointer in `e` must stay valid until its completion: the
+    /// buffers (freed only after the shutdown has awaited every
+    /// operation), the tick's timespec (boxed, read at submission).
+    unsafe fn push(&mut self, e: squeue::Entry, counted: bool) -> Result<(), String> {
+        loop {
+            // SAFETY: the caller's promise.
+            if unsafe { self.ring.submission().push(&e) }.is_ok() {
+                if counted {
+                    self.inflight += 1;
+                }
+                return Ok(());
+            }
+            match self.ring.submit() {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)) => self.reap(),
+                Err(e) => return Err(format!("io_uring_enter: {e}")),
+            }
+        }
+    }
+
+    fn arm_accept(&mut self) -> Result<(), String> {
+        let fd = types::Fd(self.listener.as_raw_fd());
+        let e = if self.multishot {
+            opcode::AcceptMulti::new(fd).flags(libc::SOCK_CLOEXEC).build()
+        } else {
+            opcode::Accept::new(fd, std::ptr::null_mut(), std::ptr::null_mut())
+                .flags(libc::SOCK_CLOEXEC)
+                .build()
+        };
+        // SAFETY: no peer address asked for; no pointers.
+        unsafe { self.push(e.user_data(user_data(Op::Accept, 0, 0)), true) }
+    }
+
+    fn arm_tick(&mut self) -> Result<(), String> {
+        let e = opcode::Timeout::new(&*self.tick)
+            .build()
+            .user_data(user_data(Op::Tick, 0, 0));
+        self.tick_armed = true;
+        // SAFETY: the timespec is boxed in `self` and outlives the submit.
+        unsafe { self.push(e, false) }
+    }
+
+    fn complete(&mut self, ud: u64, res: i32, flags: u32) -> Result<(), String> {
+        let (op, gen, slot) = decode(ud);
+        if op != Some(Op::Tick) && !cqueue::more(flags) {
+            self.inflight = self.inflight.saturating_sub(1);
+        }
+        match op {
+            Some(Op::Accept) => self.accepted(res, flags),
+            Some(Op::Recv) => self.received(slot, gen, res, flags),
+            Some(Op::Send) => self.sent(slot, gen, res),
+            Some(Op::Tick) => {
+                self.tick_armed = false;
+                if self.stopping {
+                    return Ok(());
+                }
+                self.arm_tick()
+            }
+            // A close's or a cancel's result changes nothing.
+            Some(Op::Close | Op::Cancel) | None => Ok(()),
+        }
+    }
+
+    fn accepted(&mut self, res: i32, flags: u32) -> Result<(), String> {
+        if res >= 0 {
+            // SAFETY: a new descriptor the kernel made for us.
+            let fd = unsafe { OwnedFd::from_raw_fd(res) };
+            if self.stopping {
+                return Ok(());
+            }
+            self.connections += 1;
+            let slot = self.new_conn(fd);
+            self.arm_recv(slot)?;
+        } else if -res == libc::EINVAL && self.multishot && self.connections == 0 {
+            // A kernel before 5.19 reads the multishot flag as a bad field.
+            self.multishot = false;
+            SINGLE_ACCEPT.call_once(|| {
+                eprintln!("oxnet loadgen: io_uring: this kernel has no multishot accept (Linux 5.19); accepting one at a time")
+            });
+        } else if -res == libc::EINVAL {
+            return Err(format!("io_uring accept: {}", io::Error::from_raw_os_error(-res)));
+        }
+        // Other errors (ECONNABORTED, EMFILE, ...) concern one connection.
+        if !cqueue::more(flags) && !self.stopping {
+            self.arm_accept()?;
+        }
+        Ok(())
+    }
+
+    fn new_conn(&mut self, fd: OwnedFd) -> u32 {
+        self.next_gen = self.next_gen.wrapping_add(1) & 0xff_ffff;
+        let conn = Conn {
+            fd,
+            gen: self.next_gen,
+            chunks: VecDeque::with_capacity(MAX_CHUNKS),
+            recv_pending: false,
+            recv_buf: None,
+            send_pending: false,
+            eof: false,
+            failed: false,
+            cancelled: false,
+        };
+        match self.free_slots.pop() {
+            Some(slot) => {
+                self.conns[slot as usize] = Some(conn);
+                slot
+            }
+            None => {
+                self.conns.push(Some(conn));
+                (self.conns.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Posts a recv on `slot` if the connection may read now.
+    fn arm_recv(&mut self, slot: u32) -> Result<(), String> {
+        let ring_buffers = self.buffers.is_ring();
+        let Some(c) = self.conns[slot as usize].as_mut() else {
+            return Ok(());
+        };
+        if c.recv_pending || c.eof || c.failed || c.chunks.len() >= MAX_CHUNKS {
+            return Ok(());
+        }
+        let fd = types::Fd(c.fd.as_raw_fd());
+        let e = if ring_buffers {
+            opcode::Recv::new(fd, std::ptr::null_mut(), BUF_SIZE as u32)
+                .buf_group(GROUP)
+                .build()
+                .flags(squeue::Flags::BUFFER_SELECT)
+        } else {
+            let id = self.buffers.take();
+            c.recv_buf = Some(id);
+            opcode::Recv::new(fd, self.buffers.ptr(id), BUF_SIZE as u32).build()
+        };
+        c.recv_pending = true;
+        let ud = user_data(Op::Recv, c.gen, slot);
+        // SAFETY: the buffer (ours, or one the kernel picks from the
+        // ring) lives until the shutdown has awaited every operation.
+        unsafe { self.push(e.user_data(ud), true) }
+    }
+
+    /// Posts a send of the first queued chunk's rest.
+    fn arm_send(&mut self, slot: u32) -> Result<(), String> {
+        let Some(c) = self.conns[slot as usize].as_mut() else {
+            return Ok(());
+        };
+        let Some(&ch) = c.chunks.front() else { return Ok(()) };
+        if c.send_pending || c.failed {
+            return Ok(());
+        }
+        // SAFETY: `start < end <= BUF_SIZE` within the chunk's buffer.
+        let from = unsafe { self.buffers.ptr(ch.buf).add(ch.start as usize) };
+        let e = opcode::Send::new(types::Fd(c.fd.as_raw_fd()), from, ch.end - ch.start)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(user_data(Op::Send, c.gen, slot));
+        c.send_pending = true;
+        // SAFETY: the chunk's buffer is held by the connection until the
+        // send's completion.
+        unsafe { self.push(e, true) }
+    }
+
+    fn received(&mut self, slot: u32, gen: u32, res: i32, flags: u32) -> Result<(), String> {
+        let ring_buf = cqueue::buffer_select(flags).map(u32::from);
+        if let Some(id) = ring_buf {
+            if !self.buffers.is_valid(id) {
+                return Err(format!("io_uring recv: the kernel picked buffer {id}, not one of ours"));
+            }
+            self.buffers.picked(id);
+        }
+        let Some(c) = conn_of(&mut self.conns, slot, gen) else {
+            if let Some(id) = ring_buf {
+                self.buffers.give_back(id);
+            }
+            return Ok(());
+        };
+        c.recv_pending = false;
+        let buf = ring_buf.or(c.recv_buf.take());
+        let mut unused = buf;
+        let mut starved = false;
+        match (res, buf) {
+            (1.., Some(id)) if res as usize <= BUF_SIZE && !self.stopping && !c.failed => {
+                c.chunks.push_back(Chunk {
+                    buf: id,
+                    start: 0,
+                    end: res as u32,
+                });
+                unused = None;
+            }
+            (0, _) => c.eof = true,
+            // Every ring buffer is held by some connection: wait for one.
+            (_, None) if -res == libc::ENOBUFS => starved = true,
+            _ => c.failed = true,
+        }
+        if let Some(id) = unused {
+            self.buffers.give_back(id);
+        }
+        self.arm_send(slot)?;
+        if starved {
+            self.starved.push_back((slot, gen));
+        } else {
+            self.arm_recv(slot)?;
+        }
+        self.settle(slot)
+    }
+
+    fn sent(&mut self, slot: u32, gen: u32, res: i32) -> Result<(), String> {
+        let Some(c) = conn_of(&mut self.conns, slot, gen) else {
+            return Ok(());
+        };
+        c.send_pending = false;
+        let mut done = None;
+        match c.chunks.front_mut() {
+            Some(ch) if res > 0 && !self.stopping => {
+                let n = (res as u32).min(ch.end - ch.start);
+                ch.start += n;
+                self.bytes += u64::from(n);
+                if ch.start == ch.end {
+                    done = c.chunks.pop_front().map(|ch| ch.buf);
+                }
+            }
+            // 0 bytes of a non-empty send, an error (EPIPE, ECONNRESET),
+            // or the shutdown.
+            _ => c.failed = true,
+        }
+        if let Some(id) = done {
+            self.buffers.give_back(id);
+        }
+        // The rest of a short send, or the next chunk.
+        self.arm_send(slot)?;
+        self.arm_recv(slot)?;
+        self.settle(slot)
+    }
+
+    /// Closes the connection in `slot` when it is over and nothing is in
+    /// flight; after an error, cancels what is.
+    fn settle(&mut self, slot: u32) -> Result<(), String> {
+        let Some(c) = self.conns[slot as usize].as_mut() else {
+            return Ok(());
+        };
+        let busy = c.recv_pending || c.send_pending;
+        if c.failed && busy && !c.cancelled {
+            c.cancelled = true;
+            let pending = [(c.recv_pending, Op::Recv), (c.send_pending, Op::Send)];
+            let gen = c.gen;
+            for (_, op) in pending.into_iter().filter(|&(p, _)| p) {
+                let e = opcode::AsyncCancel::new(user_data(op, gen, slot))
+                    .build()
+                    .user_data(user_data(Op::Cancel, gen, slot));
+                // SAFETY: no pointers.
+                unsafe { self.push(e, true)? };
+            }
+            return Ok(());
+        }
+        let over = c.failed || (c.eof && c.chunks.is_empty());
+        if busy || !over {
+            return Ok(());
+        }
+        let Some(c) = self.conns[slot as usize].take() else {
+            return Ok(());
+        };
+        for ch in &c.chunks {
+            self.buffers.give_back(ch.buf);
+        }
+        self.free_slots.push(slot);
+        let e = opcode::Close::new(types::Fd(c.fd.into_raw_fd()))
+            .build()
+            .user_data(user_data(Op::Close, c.gen, slot));
+        // SAFETY: no pointers; the descriptor is the close's now.
+        unsafe { self.push(e, true) }
+    }
+
+    /// Re-arms the recvs that found the ring empty, as many as it has
+    /// buffers now.
+    fn feed_starved(&mut self) -> Result<(), String> {
+        let mut room = self.buffers.available();
+        while room > 0 && !self.stopping {
+            let Some((slot, gen)) = self.starved.pop_front() else {
+                break;
+            };
+            if conn_of(&mut self.conns, slot, gen).is_some() {
+                self.arm_recv(slot)?;
+                room -= 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// The shutdown: every connection failed (nothing more is echoed),
+    /// every operation in flight cancelled and awaited.
+    fn stop(&mut self) -> Result<(), String> {
+        self.stopping = true;
+        // SAFETY: no pointers.
+        unsafe {
+            self.push(
+                opcode::AsyncCancel::new(user_data(Op::Accept, 0, 0))
+                    .build()
+                    .user_data(user_data(Op::Cancel, 0, 0)),
+                true,
+            )?
+        };
+        for slot in 0..self.conns.len() as u32 {
+            if let Some(c) = self.conns[slot as usize].as_mut() {
+                c.failed = true;
+                self.settle(slot)?;
+            }
+        }
+        let deadline = Instant::now() + DRAIN;
+        while self.inflight > 0 && Instant::now() < deadline {
+            if !self.tick_armed {
+                self.arm_tick()?;
+            }
+            self.round()?;
+        }
+        Ok(())
+    }
+
+    /// Frees the thread's resources: the ring first, then the buffers,
+    /// unless operations were still in flight (then they are leaked: the
+    /// kernel might still write into them).
+    fn finish(self) {
+        let Server {
+            ring,
+            buffers,
+            inflight,
+            conns,
+            ..
+        } = self;
+        drop(conns);
+        drop(ring);
+        if inflight > 0 {
+            eprintln!("oxnet loadgen: io_uring: {inflight} operations still in flight at exit; their buffers are left allocated");
+            std::mem::forget(buffers);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_data_round_trips_and_keeps_the_generation_apart() {
+        let ud = user_data(Op::Send, 0x12_3456, 77);
+        assert_eq!(decode(ud), (Some(Op::Send), 0x12_3456, 77));
+        assert_ne!(user_data(Op::Recv, 1, 5), user_data(Op::Recv, 2, 5));
+        assert_eq!(decode(0).0, None);
+    }
+
+    #[test]
+    fn setup_errors_name_the_cause_and_the_epoll_fallback() {
+        for (errno, says) in [
+            (libc::EPERM, "kernel.io_uring_disabled"),
+            (libc::ENOSYS, "no io_uring"),
+            (libc::ENOMEM, "RLIMIT_MEMLOCK"),
+        ] {
+            let m = setup_error(&io::Error::from_raw_os_error(errno));
+            assert!(m.contains(says), "{m}");
+            assert!(m.contains("--serve-echo PORT` without --io-uring"), "{m}");
+        }
+    }
+}
