@@ -199,6 +199,10 @@ pub fn parse_target(text: &str) -> Result<SocketAddr, String> {
 impl LoadgenArgs {
     /// Checks the arguments of a client run.
     pub fn options(&self) -> Result<Options, String> {
+        if self.io_uring {
+            // Checked here: clap's `requires` lets a lone flag through.
+            return Err("--io-uring is for the echo server: give --serve-echo PORT with it".into());
+        }
         let target = self.target.ok_or("--target HOST:PORT is required")?;
         if target.port() == 0 {
             return Err(format!("--target {target}: port 0 is not a server's port"));
