@@ -3,9 +3,10 @@
 //! answered once with its bytes (the client compares them), requests of
 //! 200 KB (many buffers, several sends each), a reader too slow for the
 //! server's sends (short sends) getting every byte in order, clients
-//! that reset mid-request leaving the server serving, and SIGINT ending
-//! it with status 0, the summary's exact counts and nothing left in
-//! flight.
+//! that reset mid-request leaving the server serving, SIGINT ending it
+//! with status 0, the summary's exact counts and nothing left in flight,
+//! and the same from the paths for kernels without multishot accept or
+//! buffer rings (forced with OXNET_IO_URING_FALLBACK).
 //!
 //! Where the kernel refuses io_uring with EPERM (sysctl
 //! kernel.io_uring_disabled, or a seccomp filter such as a container's)
@@ -43,6 +44,11 @@ fn free_port() -> u16 {
 /// connections: the summary's counts are exact). None, after saying
 /// why, where the kernel refuses io_uring (EPERM, ENOSYS).
 fn start(threads: usize) -> Option<Server> {
+    start_with(threads, "")
+}
+
+/// [`start`] with OXNET_IO_URING_FALLBACK set to `fallback`.
+fn start_with(threads: usize, fallback: &str) -> Option<Server> {
     let port = free_port();
     let mut child = Command::new(OXNET)
         .args([
@@ -54,6 +60,7 @@ fn start(threads: usize) -> Option<Server> {
             "--io-uring",
         ])
         .args(["--threads", &threads.to_string()])
+        .env("OXNET_IO_URING_FALLBACK", fallback)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -305,4 +312,34 @@ fn two_threads_share_the_load_and_io_uring_needs_serve_echo() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--serve-echo"), "{stderr}");
+}
+
+#[test]
+fn the_paths_for_older_kernels_single_accepts_and_own_buffers_echo_the_same() {
+    // Forced here: this kernel has multishot accept and buffer rings.
+    let Some(server) = start_with(1, "accept,buffers") else {
+        return;
+    };
+    let a = server.addr;
+    run_exact(a, Mode::Persistent, 1000, 8, 100);
+    run_exact(a, Mode::Short, 300, 4, 64);
+    run_exact(a, Mode::Persistent, 10, 2, 200_000);
+    let (status, stderr) = server.interrupt();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(stderr.contains("no multishot accept here"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "no provided-buffer rings here (OXNET_IO_URING_FALLBACK says so); each recv gets a buffer of its own"
+        ),
+        "{stderr}"
+    );
+    let bytes = 1000 * 100 + 300 * 64 + 10 * 200_000;
+    assert!(
+        stderr.contains(&format!(
+            "echo server: {} connections, {bytes} bytes echoed",
+            8 + 300 + 2
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("still in flight"), "{stderr}");
 }

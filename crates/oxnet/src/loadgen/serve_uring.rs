@@ -47,6 +47,10 @@ pub const MAX_CHUNKS: usize = 4;
 const TICK: Duration = Duration::from_millis(100);
 /// How long the shutdown waits for cancelled operations to complete.
 const DRAIN: Duration = Duration::from_secs(2);
+/// The environment variable that forces the paths for older kernels, a
+/// comma list of `accept` (single accepts) and `buffers` (a buffer per
+/// recv, no buffer ring), so that tests run them on any kernel.
+pub const FALLBACK_ENV: &str = "OXNET_IO_URING_FALLBACK";
 
 /// What a completion is for: the top byte of its user_data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +67,7 @@ enum Op {
 /// that a late completion or cancel never reaches the slot's next
 /// connection) and its slot.
 fn user_data(op: Op, gen: u32, slot: u32) -> u64 {
-    (op as u64) << 56 | u64::from(gen & 0xff_ffff) << 32 | u64::from(slot)
+    ((op as u64) << 56) | (u64::from(gen & 0xff_ffff) << 32) | u64::from(slot)
 }
 
 fn decode(ud: u64) -> (Option<Op>, u32, u32) {
@@ -117,6 +121,12 @@ fn conn_of(conns: &mut [Option<Conn>], slot: u32, gen: u32) -> Option<&mut Conn>
 
 /// Says once per process that multishot accept is not available.
 static SINGLE_ACCEPT: Once = Once::new();
+fn say_single_accept() {
+    SINGLE_ACCEPT.call_once(|| {
+        eprintln!("oxnet loadgen: io_uring: no multishot accept here (Linux 5.19); accepting one at a time")
+    });
+}
+
 /// Says once per process that buffer rings are not available.
 static OWN_BUFFERS: Once = Once::new();
 
@@ -272,7 +282,15 @@ struct Server {
 impl Server {
     fn new(listener: OwnedFd) -> Result<Server, String> {
         let ring = new_ring().map_err(|e| setup_error(&e))?;
-        let buffers = match Buffers::with_ring(&ring.submitter(), RING_BUFFERS) {
+        let forced = std::env::var(FALLBACK_ENV).unwrap_or_default();
+        let forced = |what: &str| forced.split(',').any(|f| f.trim() == what);
+        let no_ring = Err(io::Error::other(format!("{FALLBACK_ENV} says so")));
+        let provided = if forced("buffers") {
+            no_ring
+        } else {
+            Buffers::with_ring(&ring.submitter(), RING_BUFFERS)
+        };
+        let buffers = match provided {
             Ok(b) => b,
             Err(e) => {
                 OWN_BUFFERS.call_once(|| {
@@ -292,7 +310,7 @@ impl Server {
             next_gen: 0,
             starved: VecDeque::new(),
             inflight: 0,
-            multishot: true,
+            multishot: !forced("accept"),
             tick_armed: false,
             tick: Box::new(types::Timespec::from(TICK)),
             stopping: false,
@@ -304,6 +322,9 @@ impl Server {
 
     /// The event loop, until `end`, a signal or `abort`.
     fn serve(&mut self, end: Option<Instant>, abort: &AtomicBool) -> Result<(), String> {
+        if !self.multishot {
+            say_single_accept();
+        }
         self.arm_accept()?;
         self.arm_tick()?;
         loop {
@@ -425,9 +446,7 @@ impl Server {
         } else if -res == libc::EINVAL && self.multishot && self.connections == 0 {
             // A kernel before 5.19 reads the multishot flag as a bad field.
             self.multishot = false;
-            SINGLE_ACCEPT.call_once(|| {
-                eprintln!("oxnet loadgen: io_uring: this kernel has no multishot accept (Linux 5.19); accepting one at a time")
-            });
+            say_single_accept();
         } else if -res == libc::EINVAL {
             return Err(format!("io_uring accept: {}", io::Error::from_raw_os_error(-res)));
         }
@@ -562,7 +581,7 @@ impl Server {
         c.send_pending = false;
         let mut done = None;
         match c.chunks.front_mut() {
-            Some(ch) if res > 0 && !self.stopping => {
+            Some(ch) if res > 0 => {
                 let n = (res as u32).min(ch.end - ch.start);
                 ch.start += n;
                 self.bytes += u64::from(n);
@@ -570,9 +589,12 @@ impl Server {
                     done = c.chunks.pop_front().map(|ch| ch.buf);
                 }
             }
-            // 0 bytes of a non-empty send, an error (EPIPE, ECONNRESET),
-            // or the shutdown.
+            // 0 bytes of a non-empty send, or an error (EPIPE,
+            // ECONNRESET, ECANCELED).
             _ => c.failed = true,
+        }
+        if self.stopping {
+            c.failed = true;
         }
         if let Some(id) = done {
             self.buffers.give_back(id);
