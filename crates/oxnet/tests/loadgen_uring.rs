@@ -5,8 +5,9 @@
 //! server's sends (short sends) getting every byte in order, clients
 //! that reset mid-request leaving the server serving, SIGINT ending it
 //! with status 0, the summary's exact counts and nothing left in flight,
-//! and the same from the paths for kernels without multishot accept or
-//! buffer rings (forced with OXNET_IO_URING_FALLBACK).
+//! a connection that finds the buffer ring empty served once buffers
+//! come back, and the same from the paths for kernels without multishot
+//! accept or buffer rings (forced with OXNET_IO_URING_FALLBACK).
 //!
 //! Where the kernel refuses io_uring with EPERM (sysctl
 //! kernel.io_uring_disabled, or a seccomp filter such as a container's)
@@ -44,11 +45,11 @@ fn free_port() -> u16 {
 /// connections: the summary's counts are exact). None, after saying
 /// why, where the kernel refuses io_uring (EPERM, ENOSYS).
 fn start(threads: usize) -> Option<Server> {
-    start_with(threads, "")
+    start_with(threads, &[])
 }
 
-/// [`start`] with OXNET_IO_URING_FALLBACK set to `fallback`.
-fn start_with(threads: usize, fallback: &str) -> Option<Server> {
+/// [`start`] with these environment variables set.
+fn start_with(threads: usize, env: &[(&str, &str)]) -> Option<Server> {
     let port = free_port();
     let mut child = Command::new(OXNET)
         .args([
@@ -60,7 +61,7 @@ fn start_with(threads: usize, fallback: &str) -> Option<Server> {
             "--io-uring",
         ])
         .args(["--threads", &threads.to_string()])
-        .env("OXNET_IO_URING_FALLBACK", fallback)
+        .envs(env.iter().copied())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -317,7 +318,7 @@ fn two_threads_share_the_load_and_io_uring_needs_serve_echo() {
 #[test]
 fn the_paths_for_older_kernels_single_accepts_and_own_buffers_echo_the_same() {
     // Forced here: this kernel has multishot accept and buffer rings.
-    let Some(server) = start_with(1, "accept,buffers") else {
+    let Some(server) = start_with(1, &[("OXNET_IO_URING_FALLBACK", "accept,buffers")]) else {
         return;
     };
     let a = server.addr;
@@ -339,6 +340,80 @@ fn the_paths_for_older_kernels_single_accepts_and_own_buffers_echo_the_same() {
             "echo server: {} connections, {bytes} bytes echoed",
             8 + 300 + 2
         )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("still in flight"), "{stderr}");
+}
+
+#[test]
+fn a_connection_that_finds_the_buffer_ring_empty_is_served_once_buffers_come_back() {
+    // A ring of 4 buffers, all held by one connection whose client sends
+    // without reading (the server's sends wait, and so do its 4 buffers):
+    // a second connection's recv finds the ring empty (ENOBUFS) and
+    // waits; once the first client reads, buffers come back and the
+    // second is served, every request answered.
+    let Some(server) = start_with(1, &[("OXNET_IO_URING_BUFFERS", "4")]) else {
+        return;
+    };
+    const TOTAL: usize = 16 << 20;
+    let pattern = |i: usize| (i % 253) as u8;
+    let data: Vec<u8> = (0..TOTAL).map(pattern).collect();
+    let mut hog = TcpStream::connect(server.addr).unwrap();
+    let mut w = hog.try_clone().unwrap();
+    let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let progress = std::sync::Arc::clone(&written);
+    let writer = std::thread::spawn(move || {
+        for part in data.chunks(64 * 1024) {
+            w.write_all(part).unwrap();
+            progress.fetch_add(part.len(), std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    // Until the writes stall: the server's send buffer and the client's
+    // receive buffer are full, and so are the server's 4 buffers.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = usize::MAX;
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = written.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            now < TOTAL,
+            "the server took all {TOTAL} bytes without the client reading"
+        );
+        if now == last {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the writes never stalled");
+        last = now;
+    }
+    let target = server.addr;
+    let start = Instant::now();
+    let client = std::thread::spawn(move || run_exact(target, Mode::Persistent, 20, 1, 64));
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(!client.is_finished(), "served although the ring was empty");
+    hog.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let (mut got, mut buf) = (0, vec![0u8; 65536]);
+    while got < TOTAL {
+        let n = hog.read(&mut buf).unwrap();
+        assert!(n > 0, "closed after {got} bytes");
+        assert!(
+            buf[..n].iter().enumerate().all(|(k, &b)| b == pattern(got + k)),
+            "wrong bytes after {got}"
+        );
+        got += n;
+    }
+    writer.join().unwrap();
+    let s = client.join().unwrap();
+    assert!(
+        s.latency.max() as f64 / 1e6 >= 300.0 && start.elapsed() >= Duration::from_millis(400),
+        "the first request did not wait for a buffer: {}",
+        s.line()
+    );
+    drop(hog);
+    std::thread::sleep(Duration::from_millis(100));
+    let (status, stderr) = server.interrupt();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(
+        stderr.contains(&format!("echo server: 2 connections, {} bytes echoed", TOTAL + 20 * 64)),
         "{stderr}"
     );
     assert!(!stderr.contains("still in flight"), "{stderr}");

@@ -41,6 +41,10 @@ const SQ_ENTRIES: u32 = 1024;
 const CQ_ENTRIES: u32 = 8192;
 /// Buffers in each thread's provided-buffer ring (16 MiB of 16 KiB).
 const RING_BUFFERS: u16 = 1024;
+/// The environment variable that sets the buffers per ring instead (a
+/// power of two up to 32768), e.g. few, so that tests see the ring run
+/// out.
+pub const BUFFERS_ENV: &str = "OXNET_IO_URING_BUFFERS";
 /// Buffers a connection may hold (received, not yet echoed): 64 KiB.
 pub const MAX_CHUNKS: usize = 4;
 /// How often the loop wakes to look at the stop request and the clock.
@@ -285,10 +289,17 @@ impl Server {
         let forced = std::env::var(FALLBACK_ENV).unwrap_or_default();
         let forced = |what: &str| forced.split(',').any(|f| f.trim() == what);
         let no_ring = Err(io::Error::other(format!("{FALLBACK_ENV} says so")));
+        let count = match std::env::var(BUFFERS_ENV) {
+            Ok(v) => match v.parse::<u16>() {
+                Ok(n) if n.is_power_of_two() && n <= 32768 => n,
+                _ => return Err(format!("{BUFFERS_ENV}={v}: a power of two from 1 to 32768")),
+            },
+            Err(_) => RING_BUFFERS,
+        };
         let provided = if forced("buffers") {
             no_ring
         } else {
-            Buffers::with_ring(&ring.submitter(), RING_BUFFERS)
+            Buffers::with_ring(&ring.submitter(), count)
         };
         let buffers = match provided {
             Ok(b) => b,
