@@ -24,7 +24,9 @@
 //! sockets and on oxnet's stack), [`on_stack`] (the routers of a run on
 //! oxnet's stack), [`summary`] (histogram,
 //! summary line and JSON), [`serve`] (the epoll echo server),
-//! [`serve_uring`] (the same server on io_uring, `--io-uring`). Later
+//! [`serve_uring`] (the same server on io_uring, `--io-uring`; a
+//! thread's loop in `uring_server.rs`, its buffers in
+//! `uring_buffers.rs`). Later
 //! workloads (mutilate's key/value/inter-arrival distributions, memcached's
 //! protocols, issue 13) add a [`schedule::InterArrival`] variant and a
 //! request/response codec in place of the echo payload; the flags already
@@ -43,6 +45,7 @@ pub mod stack;
 pub mod summary;
 mod sys;
 mod uring_buffers;
+mod uring_server;
 
 pub use options::{LoadgenArgs, Mode, Options};
 pub use summary::Summary;

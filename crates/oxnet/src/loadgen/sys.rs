@@ -1,7 +1,7 @@
 //! The few Linux calls std does not offer: epoll, a timerfd, a
 //! non-blocking connect, SO_LINGER 0 and SO_REUSEPORT. Every `unsafe`
 //! of the load generator is here, but for the io_uring server's
-//! submissions and buffers (`serve_uring.rs`, `uring_buffers.rs`).
+//! submissions and buffers (`uring_server.rs`, `uring_buffers.rs`).
 
 use std::io;
 use std::net::SocketAddr;
