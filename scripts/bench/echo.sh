@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ClickNF's echo benchmark (Figure 9a, and 9b with PART=both): oxnet's
 # echo server on its own TCP/IP stack against the best plain Linux echo
-# server we can write, with the same client, `oxnet loadgen`.
+# servers we can write (epoll, and io_uring), with the same client,
+# `oxnet loadgen`.
 #
 #   oxnet : conf/echo.click run by `oxnet run` in namespace C, on
 #           OX_DEV=tap (default; the `tap:` driver: one read(2) or write(2)
@@ -10,11 +11,15 @@
 #           pair in C, the client on the other end: rings, one kick per
 #           transmit batch; AF_PACKET's receive blocks are retired after at
 #           most 1 ms, so its latency at low load is about that).
-#   Linux : `oxnet loadgen --serve-echo 7 --threads 1` (epoll,
+#   linux : `oxnet loadgen --serve-echo 7 --threads 1` (epoll,
 #           SO_REUSEPORT, non-blocking sockets) in namespace S, reached
 #           from the client in C over a veth pair.
+#   linux_uring : `oxnet loadgen --serve-echo 7 --threads 1 --io-uring`
+#           (a ring per thread, multishot accept, recvs from a
+#           provided-buffer ring, one io_uring_enter per loop), the same
+#           namespace and veth pair.
 #
-# Server on core SERVER_CORE, client on CLIENT_CORE (both servers on one
+# Server on core SERVER_CORE, client on CLIENT_CORE (every server on one
 # core). Short connections (Figure 9a): connect, send 64 bytes, wait for
 # the echo, reset (SO_LINGER 0), closed loop with CONNECTIONS at once.
 # Persistent (Figure 9b, PART=both): 64-byte request/response, closed
@@ -30,8 +35,9 @@
 #   sudo scripts/bench/echo.sh                       # 3 runs x 5 s, short
 #   sudo RUNS=5 SECONDS_PER_RUN=10 PART=both scripts/bench/echo.sh
 #
-# Runs alternate between the servers (oxnet, Linux, oxnet, ...); the table
-# shows medians. Writes target/bench/echo.json (every sample and the
+# Runs alternate between the servers (oxnet, linux, linux_uring, oxnet,
+# ...); the table shows medians and the ratios of oxnet to each Linux
+# server. Writes target/bench/echo.json (every sample and the
 # medians) and target/bench/echo.svg.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -123,7 +129,7 @@ wait_ready() { # wait_ready TARGET
     exit 1
 }
 
-start_server() { # start_server oxnet|linux
+start_server() { # start_server oxnet|linux|linux_uring
     if [ "$1" = oxnet ]; then
         ip netns exec "$NSC" taskset -c "$SERVER_CORE" "$OXNET" run conf/echo.click \
             "DEV=$OX_SPEC" IP=10.81.0.2 $OX_RUN_FLAGS \
@@ -131,7 +137,9 @@ start_server() { # start_server oxnet|linux
         SERVER_PID=$!
         wait_ready "$OX_TARGET"
     else
-        ip netns exec "$NSS" taskset -c "$SERVER_CORE" "$OXNET" loadgen --serve-echo 7 --threads 1 \
+        local uring=()
+        [ "$1" = linux_uring ] && uring=(--io-uring)
+        ip netns exec "$NSS" taskset -c "$SERVER_CORE" "$OXNET" loadgen --serve-echo 7 --threads 1 "${uring[@]}" \
             >"$TMP/server.out" 2>"$TMP/server.err" &
         SERVER_PID=$!
         wait_ready "$LINUX_TARGET"
@@ -166,9 +174,9 @@ measure() { # measure SERVER RUN PART CONNECTIONS TARGET MODE
 
 : >"$TMP/samples.jsonl"
 for ((r = 1; r <= RUNS; r++)); do
-    for server in oxnet linux; do
+    for server in oxnet linux linux_uring; do
         target=$OX_TARGET
-        [ "$server" = linux ] && target=$LINUX_TARGET
+        [ "$server" != oxnet ] && target=$LINUX_TARGET
         start_server "$server"
         measure "$server" "$r" short "$CONNS" "$target" short
         if [ "$PART" = both ]; then
@@ -184,9 +192,10 @@ python3 - "$TMP/samples.jsonl" "$out" "$SECS" "$RUNS" "$OX_DEV" "$OX_RUN_FLAGS" 
 import json, statistics, sys
 samples = [json.loads(l) for l in open(sys.argv[1])]
 out, secs, runs = sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+SERVERS = ["oxnet", "linux", "linux_uring"]
 rows = []
 for part, conns in sorted({(s["part"], s["connections"]) for s in samples}, key=lambda k: (k[0] != "short", k[1])):
-    for server in ["oxnet", "linux"]:
+    for server in SERVERS:
         ss = [s for s in samples if s["server"] == server and s["part"] == part and s["connections"] == conns]
         if not ss:
             continue
@@ -204,29 +213,32 @@ for part, conns in sorted({(s["part"], s["connections"]) for s in samples}, key=
             "p99_us": med(lambda s: s["client"]["latency_us"]["p99"]),
             "errors": sum(s["client"]["errors"]["total"] for s in ss),
         })
-hdr = f'{"part":<11}{"conns":>6} {"server":<7}{"msgs/s":>10}{"us CPU/msg (2 cores)":>22}{"us (srv+cli+irq)":>18}{"server us/msg":>15}{"client us/msg":>15}{"server core":>13}{"p50 us":>9}{"p99 us":>9}{"errors":>8}'
+hdr = f'{"part":<11}{"conns":>6} {"server":<12}{"msgs/s":>10}{"us CPU/msg (2 cores)":>22}{"us (srv+cli+irq)":>18}{"server us/msg":>15}{"client us/msg":>15}{"server core":>13}{"p50 us":>9}{"p99 us":>9}{"errors":>8}'
 print(hdr)
 for r in rows:
-    print(f'{r["part"]:<11}{r["connections"]:>6} {r["server"]:<7}{r["msgs_per_s"]:>10.0f}{r["cpu_us_per_msg_both_cores"]:>22.2f}'
+    print(f'{r["part"]:<11}{r["connections"]:>6} {r["server"]:<12}{r["msgs_per_s"]:>10.0f}{r["cpu_us_per_msg_both_cores"]:>22.2f}'
           f'{r["own_cpu_us_per_msg"]:>18.2f}{r["server_cpu_us_per_msg"]:>15.2f}{r["client_cpu_us_per_msg"]:>15.2f}{r["server_core_share"]*100:>12.0f}%'
           f'{r["p50_us"]:>9.1f}{r["p99_us"]:>9.1f}{r["errors"]:>8}')
+ratio = lambda a, b: f"{a / b:.2f}x" if b > 0 else "n/a"
 for part, conns in sorted({(r["part"], r["connections"]) for r in rows}):
     o = next((r for r in rows if (r["server"], r["part"], r["connections"]) == ("oxnet", part, conns)), None)
-    l = next((r for r in rows if (r["server"], r["part"], r["connections"]) == ("linux", part, conns)), None)
-    if o and l and o["msgs_per_s"] > 0:
-        print(f'{part} c={conns}: oxnet/Linux throughput {o["msgs_per_s"] / l["msgs_per_s"]:.2f}x, '
-              f'CPU per message: both cores {l["cpu_us_per_msg_both_cores"] / o["cpu_us_per_msg_both_cores"]:.2f}x, '
-              f'server+client+irq {l["own_cpu_us_per_msg"] / o["own_cpu_us_per_msg"]:.2f}x, '
-              f'server process {l["server_cpu_us_per_msg"] / o["server_cpu_us_per_msg"]:.2f}x (Linux/oxnet: above 1, oxnet cheaper)')
+    for linux, name in [("linux", "Linux epoll"), ("linux_uring", "Linux io_uring")]:
+        l = next((r for r in rows if (r["server"], r["part"], r["connections"]) == (linux, part, conns)), None)
+        if o and l and o["msgs_per_s"] > 0:
+            print(f'{part} c={conns}: oxnet/{name} throughput {ratio(o["msgs_per_s"], l["msgs_per_s"])}, '
+                  f'CPU per message: both cores {ratio(l["cpu_us_per_msg_both_cores"], o["cpu_us_per_msg_both_cores"])}, '
+                  f'server+client+irq {ratio(l["own_cpu_us_per_msg"], o["own_cpu_us_per_msg"])}, '
+                  f'server process {ratio(l["server_cpu_us_per_msg"], o["server_cpu_us_per_msg"])} ({name}/oxnet: above 1, oxnet cheaper)')
 json.dump({"benchmark": "echo", "seconds_per_run": secs, "runs": runs, "size": 64,
            "oxnet": f"conf/echo.click on {sys.argv[5]}, oxnet run {sys.argv[6]}".strip(), "linux": "oxnet loadgen --serve-echo (epoll, SO_REUSEPORT), over veth",
+           "linux_uring": "oxnet loadgen --serve-echo --io-uring (io_uring: multishot accept, provided-buffer ring, SO_REUSEPORT), over veth",
            "medians": rows, "samples": samples}, open(f"{out}/echo.json", "w"), indent=1)
 
 # The figure: messages per second (bars) and CPU us per message on both
 # cores (labels), one group per test.
 groups = sorted({(r["part"], r["connections"]) for r in rows}, key=lambda k: (k[0] != "short", k[1]))
 top = max(r["msgs_per_s"] for r in rows) * 1.15 or 1
-w, h, x0, y0 = 120 + 130 * len(groups), 340, 70, 280
+w, h, x0, y0 = 120 + 180 * len(groups), 340, 70, 280
 svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
        '<text x="10" y="16">Echo, 64 bytes: messages/s (bars) and CPU us per message on both cores (labels)</text>',
        f'<line x1="{x0}" y1="{y0}" x2="{w - 20}" y2="{y0}" stroke="black"/>',
@@ -234,18 +246,18 @@ svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-f
 for t in range(5):
     v = top * t / 4
     svg.append(f'<text x="5" y="{y0 - 240 * t / 4 + 4:.1f}">{v / 1000:.0f}k</text>')
-colour = {"oxnet": "#2b5797", "linux": "#999999"}
+colour = {"oxnet": "#2b5797", "linux": "#999999", "linux_uring": "#cc7a00"}
 for g, (part, conns) in enumerate(groups):
-    for k, server in enumerate(["oxnet", "linux"]):
+    for k, server in enumerate(SERVERS):
         r = next((r for r in rows if (r["server"], r["part"], r["connections"]) == (server, part, conns)), None)
         if not r:
             continue
         bh = 240 * r["msgs_per_s"] / top
-        x = x0 + 20 + g * 130 + k * 50
+        x = x0 + 20 + g * 180 + k * 50
         svg.append(f'<rect x="{x}" y="{y0 - bh:.1f}" width="40" height="{bh:.1f}" fill="{colour[server]}"/>')
         svg.append(f'<text x="{x}" y="{y0 - bh - 4:.1f}" font-size="10">{r["cpu_us_per_msg_both_cores"]:.1f}us</text>')
         svg.append(f'<text x="{x}" y="{y0 + 14}" font-size="10">{server}</text>')
-    svg.append(f'<text x="{x0 + 20 + g * 130}" y="{y0 + 30}">{part} c={conns}</text>')
+    svg.append(f'<text x="{x0 + 20 + g * 180}" y="{y0 + 30}">{part} c={conns}</text>')
 svg.append('</svg>')
 open(f"{out}/echo.svg", "w").write("\n".join(svg) + "\n")
 print(f"echo.sh: wrote {out}/echo.json and {out}/echo.svg", file=sys.stderr)

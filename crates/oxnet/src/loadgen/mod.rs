@@ -23,7 +23,10 @@
 //! client needs from a stack), [`kernel`] and [`stack`] (that on kernel
 //! sockets and on oxnet's stack), [`on_stack`] (the routers of a run on
 //! oxnet's stack), [`summary`] (histogram,
-//! summary line and JSON), [`serve`] (the epoll echo server). Later
+//! summary line and JSON), [`serve`] (the epoll echo server),
+//! [`serve_uring`] (the same server on io_uring, `--io-uring`; a
+//! thread's loop in `uring_server.rs`, its buffers in
+//! `uring_buffers.rs`). Later
 //! workloads (mutilate's key/value/inter-arrival distributions, memcached's
 //! protocols, issue 13) add a [`schedule::InterArrival`] variant and a
 //! request/response codec in place of the echo payload; the flags already
@@ -37,9 +40,12 @@ pub mod on_stack;
 pub mod options;
 pub mod schedule;
 pub mod serve;
+pub mod serve_uring;
 pub mod stack;
 pub mod summary;
 mod sys;
+mod uring_buffers;
+mod uring_server;
 
 pub use options::{LoadgenArgs, Mode, Options};
 pub use summary::Summary;
@@ -54,7 +60,12 @@ pub fn main(args: &LoadgenArgs) -> Result<bool, String> {
     // Ctrl-C ends a run early with its summary still printed.
     crate::signal::install();
     if let Some(port) = args.serve_echo {
-        let stats = serve::run(&args.serve_options(port)?)?;
+        let options = args.serve_options(port)?;
+        let stats = if args.io_uring {
+            serve_uring::run(&options)?
+        } else {
+            serve::run(&options)?
+        };
         eprintln!(
             "oxnet loadgen: echo server: {} connections, {} bytes echoed",
             stats.connections, stats.bytes

@@ -76,6 +76,10 @@ pub struct LoadgenArgs {
     /// --seconds or Ctrl-C.
     #[arg(long, value_name = "PORT", conflicts_with_all = ["target", "requests", "rate"])]
     pub serve_echo: Option<u16>,
+    /// With --serve-echo: serve on io_uring (a ring per thread,
+    /// multishot accept, provided-buffer rings) instead of epoll.
+    #[arg(long, requires = "serve_echo")]
+    pub io_uring: bool,
     /// The echo server's address (default: [::], both families, or
     /// 0.0.0.0 where IPv6 is off).
     #[arg(long, requires = "serve_echo")]
@@ -195,6 +199,10 @@ pub fn parse_target(text: &str) -> Result<SocketAddr, String> {
 impl LoadgenArgs {
     /// Checks the arguments of a client run.
     pub fn options(&self) -> Result<Options, String> {
+        if self.io_uring {
+            // Checked here: clap's `requires` lets a lone flag through.
+            return Err("--io-uring is for the echo server: give --serve-echo PORT with it".into());
+        }
         let target = self.target.ok_or("--target HOST:PORT is required")?;
         if target.port() == 0 {
             return Err(format!("--target {target}: port 0 is not a server's port"));

@@ -46,24 +46,7 @@ pub struct ServeStats {
 /// errors (port in use, address not here) are returned before any
 /// thread starts; "listening on ADDR" goes to stderr once all listen.
 pub fn run(o: &ServeOptions) -> Result<ServeStats, String> {
-    let addr = match o.bind {
-        Some(ip) => SocketAddr::new(ip, o.port),
-        None => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), o.port),
-    };
-    let mut listeners = Vec::new();
-    let mut bound = addr;
-    for _ in 0..o.threads.max(1) {
-        let l = match sys::listen_reuseport(&bound) {
-            Ok(l) => l,
-            // IPv6 switched off here: both families means IPv4 only.
-            Err(e) if o.bind.is_none() && listeners.is_empty() && e.raw_os_error() == Some(libc::EAFNOSUPPORT) => {
-                bound = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), o.port);
-                sys::listen_reuseport(&bound).map_err(|e| format!("listen on {bound}: {e}"))?
-            }
-            Err(e) => return Err(format!("listen on {bound}: {e}")),
-        };
-        listeners.push(l);
-    }
+    let (listeners, bound) = listeners(o)?;
     eprintln!(
         "oxnet loadgen: echo server listening on {bound} ({} threads)",
         listeners.len()
@@ -89,6 +72,30 @@ pub fn run(o: &ServeOptions) -> Result<ServeStats, String> {
         connections: connections.load(Ordering::Relaxed),
         bytes: bytes.load(Ordering::Relaxed),
     })
+}
+
+/// One SO_REUSEPORT listener per server thread on the options' address
+/// (also the io_uring server's), and the address they are bound to.
+pub(super) fn listeners(o: &ServeOptions) -> Result<(Vec<OwnedFd>, SocketAddr), String> {
+    let addr = match o.bind {
+        Some(ip) => SocketAddr::new(ip, o.port),
+        None => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), o.port),
+    };
+    let mut listeners = Vec::new();
+    let mut bound = addr;
+    for _ in 0..o.threads.max(1) {
+        let l = match sys::listen_reuseport(&bound) {
+            Ok(l) => l,
+            // IPv6 switched off here: both families means IPv4 only.
+            Err(e) if o.bind.is_none() && listeners.is_empty() && e.raw_os_error() == Some(libc::EAFNOSUPPORT) => {
+                bound = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), o.port);
+                sys::listen_reuseport(&bound).map_err(|e| format!("listen on {bound}: {e}"))?
+            }
+            Err(e) => return Err(format!("listen on {bound}: {e}")),
+        };
+        listeners.push(l);
+    }
+    Ok((listeners, bound))
 }
 
 struct Conn {

@@ -1,6 +1,7 @@
 //! The few Linux calls std does not offer: epoll, a timerfd, a
 //! non-blocking connect, SO_LINGER 0 and SO_REUSEPORT. Every `unsafe`
-//! of the load generator is here.
+//! of the load generator is here, but for the io_uring server's
+//! submissions and buffers (`uring_server.rs`, `uring_buffers.rs`).
 
 use std::io;
 use std::net::SocketAddr;
@@ -261,6 +262,21 @@ pub fn listen_reuseport(addr: &SocketAddr) -> io::Result<OwnedFd> {
     // SAFETY: no pointers.
     check(unsafe { libc::listen(raw, 4096) })?;
     Ok(fd)
+}
+
+/// Clears O_NONBLOCK: io_uring waits for a socket itself (it arms a poll
+/// when the socket has nothing), the way it expects blocking sockets.
+pub fn set_blocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: no pointers.
+    let flags = check(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // SAFETY: no pointers.
+    check(unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) }).map(|_| ())
+}
+
+/// TCP_NODELAY on. Set on a listener, Linux copies it to every socket
+/// accepted from it (the child socket is cloned from the listener).
+pub fn set_nodelay(fd: RawFd) -> io::Result<()> {
+    set_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)
 }
 
 /// accept4 with the new socket non-blocking; `None` when none is waiting.
