@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Instructions per echo exchange on oxnet's stack, counted by callgrind
+# (deterministic: the number does not move with the machine's load).
+#
+# Both hosts in ONE router (the client's stack and `oxnet loadgen`'s
+# state machine, the server's stack and its TCPEchoServer), joined by two
+# software 82599 ports wired to each other, in simulated time. Two runs,
+# N and 2N exchanges; the difference divided by N is the cost of one,
+# start-up removed. The model's own work (the simulated NIC and its DMA
+# checks) is in the count: the output shows it apart, and what is left
+# is both stacks, the graph, the drivers and the client (and the C
+# library's memset/memcpy, which the model calls too: not split out).
+#
+#   scripts/bench/echo-instructions.sh [N]        (default 2000)
+#   MODE=persistent scripts/bench/echo-instructions.sh
+#
+# Writes target/bench/echo-instructions.json. Needs valgrind.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+N="${1:-2000}"
+MODE="${MODE:-short}"
+out="${OXNET_BENCH_OUT:-target/bench}"
+command -v valgrind >/dev/null || { echo "echo-instructions.sh: valgrind missing (scripts/install-deps.sh)" >&2; exit 1; }
+mkdir -p "$out"
+cargo build --release -q -p oxnet
+OXNET="$(pwd)/${CARGO_TARGET_DIR:-target}/release/oxnet"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+
+cat >"$TMP/pair.click" <<'EOF'
+define($MACA 02:00:00:00:0c:01, $MACB 02:00:00:00:0d:02)
+FromDevice("sim:eiA,wire=eiB", PROMISC true) -> ca :: Classifier(12/0800, -);
+FromDevice("sim:eiB", PROMISC true) -> cb :: Classifier(12/0800, -);
+ca[1] -> Discard;
+cb[1] -> Discard;
+ca[0] -> ipa :: IPv4Input(10.9.2.1);
+cb[0] -> ipb :: IPv4Input(10.9.2.2);
+tcp :: TCPStack;
+ipa[0] -> tcp;
+ipb[0] -> tcp;
+ipa[1] -> Discard; ipa[2] -> Discard; ipa[3] -> Discard;
+ipb[1] -> Discard; ipb[2] -> Discard; ipb[3] -> Discard;
+route :: IPClassifier(dst host 10.9.2.2, dst host 10.9.2.1);
+tcp -> route;
+route[0] -> EtherEncap(0x0800, $MACA, $MACB) -> ToDevice("sim:eiA,wire=eiB");
+route[1] -> EtherEncap(0x0800, $MACB, $MACA) -> ToDevice("sim:eiB");
+AppExecutor;
+srv :: TCPEchoServer(7, ADDR 10.9.2.2);
+EOF
+
+run() { # run REQUESTS -> callgrind file
+    valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.$1" "$OXNET" loadgen -s 10.9.2.2:7 \
+        --ip 10.9.2.1/24 --simtime --json --mode "$MODE" -c 1 --requests "$1" -t 100000 \
+        --config "$TMP/pair.click" >"$TMP/out.$1" 2>"$TMP/err.$1"
+    python3 - "$TMP/out.$1" "$1" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["requests"] == int(sys.argv[2]) and j["errors"]["total"] == 0, j
+PY
+}
+run "$N"
+run $((2 * N))
+
+python3 - "$TMP/cg.$N" "$TMP/cg.$((2 * N))" "$N" "$MODE" "$out" <<'PY'
+import json, re, subprocess, sys
+a, b, n, mode, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+
+def split(path):
+    """Total instructions, and those of functions of the 82599 model."""
+    text = subprocess.run(["callgrind_annotate", "--inclusive=no", "--auto=no", "--threshold=100", path],
+                          capture_output=True, text=True, check=True).stdout
+    total = model = 0
+    for line in text.splitlines():
+        m = re.match(r"\s*([\d,]+) \(", line)
+        if not m:
+            continue
+        v = int(m.group(1).replace(",", ""))
+        if "PROGRAM TOTALS" in line:
+            total = v
+        else:
+            # file:function; the model's own code (not the driver's
+            # generic code instantiated with the model's registers).
+            f = re.match(r"\s*[\d,]+ \([^)]*\)\s+([^:]*):(.*)$", line)
+            if f and ("/crates/oxnet-sim/" in f.group(1)
+                      or re.match(r"\s*<?oxnet_sim::", f.group(2))):
+                model += v
+    return total, model
+
+(ta, ma), (tb, mb) = split(a), split(b)
+per, model = (tb - ta) / n, (mb - ma) / n
+row = {"mode": mode, "exchanges": n, "instructions_per_exchange": round(per),
+       "model_instructions_per_exchange": round(model),
+       "rest_per_exchange": round(per - model)}
+print(f"{mode}: {per:,.0f} instructions per exchange, both hosts; the 82599 model's own "
+      f"functions {model:,.0f}; the rest (stacks, graph, drivers, client) {per - model:,.0f}")
+json.dump(row, open(f"{out}/echo-instructions.json", "w"), indent=1)
+PY
