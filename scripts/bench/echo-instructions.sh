@@ -27,31 +27,11 @@ OXNET="$(pwd)/${CARGO_TARGET_DIR:-target}/release/oxnet"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 
-cat >"$TMP/pair.click" <<'EOF'
-define($MACA 02:00:00:00:0c:01, $MACB 02:00:00:00:0d:02)
-FromDevice("sim:eiA,wire=eiB", PROMISC true) -> ca :: Classifier(12/0800, -);
-FromDevice("sim:eiB", PROMISC true) -> cb :: Classifier(12/0800, -);
-ca[1] -> Discard;
-cb[1] -> Discard;
-ca[0] -> ipa :: IPv4Input(10.9.2.1);
-cb[0] -> ipb :: IPv4Input(10.9.2.2);
-tcp :: TCPStack;
-ipa[0] -> tcp;
-ipb[0] -> tcp;
-ipa[1] -> Discard; ipa[2] -> Discard; ipa[3] -> Discard;
-ipb[1] -> Discard; ipb[2] -> Discard; ipb[3] -> Discard;
-route :: IPClassifier(dst host 10.9.2.2, dst host 10.9.2.1);
-tcp -> route;
-route[0] -> EtherEncap(0x0800, $MACA, $MACB) -> ToDevice("sim:eiA,wire=eiB");
-route[1] -> EtherEncap(0x0800, $MACB, $MACA) -> ToDevice("sim:eiB");
-AppExecutor;
-srv :: TCPEchoServer(7, ADDR 10.9.2.2);
-EOF
 
 run() { # run REQUESTS -> callgrind file
     valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.$1" "$OXNET" loadgen -s 10.9.2.2:7 \
         --ip 10.9.2.1/24 --simtime --json --mode "$MODE" -c 1 --requests "$1" -t 100000 \
-        --config "$TMP/pair.click" >"$TMP/out.$1" 2>"$TMP/err.$1"
+        --config conf/echo-pair.click >"$TMP/out.$1" 2>"$TMP/err.$1"
     python3 - "$TMP/out.$1" "$1" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))

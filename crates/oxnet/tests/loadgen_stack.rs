@@ -172,26 +172,13 @@ fn a_closed_port_is_refused_and_a_dead_address_times_out() {
 
 /// Both hosts in the client's router (stack_cores.rs's shape), so that
 /// one clock, simulated, rules the whole exchange.
-const ONE_ROUTER: &str = r#"
-define($MACA 02:00:00:00:0c:01, $MACB 02:00:00:00:0d:02)
-FromDevice("sim:lgtA,wire=lgtB", PROMISC true) -> ca :: Classifier(12/0800, -);
-FromDevice("sim:lgtB", PROMISC true) -> cb :: Classifier(12/0800, -);
-ca[1] -> Discard;
-cb[1] -> Discard;
-ca[0] -> ipa :: IPv4Input(10.9.2.1);
-cb[0] -> ipb :: IPv4Input(10.9.2.2);
-tcp :: TCPStack;
-ipa[0] -> tcp;
-ipb[0] -> tcp;
-ipa[1] -> Discard; ipa[2] -> Discard; ipa[3] -> Discard;
-ipb[1] -> Discard; ipb[2] -> Discard; ipb[3] -> Discard;
-route :: IPClassifier(dst host 10.9.2.2, dst host 10.9.2.1);
-tcp -> route;
-route[0] -> EtherEncap(0x0800, $MACA, $MACB) -> ToDevice("sim:lgtA,wire=lgtB");
-route[1] -> EtherEncap(0x0800, $MACB, $MACA) -> ToDevice("sim:lgtB");
-AppExecutor;
-srv :: TCPEchoServer(7, ADDR 10.9.2.2);
-"#;
+/// conf/echo-pair.click with this test's port names.
+fn one_router() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../conf/echo-pair.click");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .replace("define($A pairA, $B pairB)", "define($A lgtA, $B lgtB)")
+}
 
 #[test]
 fn the_open_loop_runs_on_the_routers_simulated_clock() {
@@ -202,7 +189,7 @@ fn the_open_loop_runs_on_the_routers_simulated_clock() {
     let s = StackOptions {
         device: None,
         ip: Some(("10.9.2.1".parse().unwrap(), 24)),
-        config: Some(("one-router".into(), ONE_ROUTER.into())),
+        config: Some(("one-router".into(), one_router())),
         simtime: true,
         ..StackOptions::default()
     };
@@ -251,7 +238,7 @@ fn two_threads_each_with_its_own_queue_get_every_answer() {
 fn the_command_runs_on_the_stack_and_refuses_stack_flags_without_a_device() {
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let config = dir.join("loadgen-one-router.click");
-    std::fs::write(&config, ONE_ROUTER).unwrap();
+    std::fs::write(&config, one_router()).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_oxnet"))
         .args([
             "loadgen",
