@@ -9,29 +9,12 @@
 mod common;
 
 use common::netns::{self, Netns};
+use common::stack::{random_bytes, repo, value};
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const OXNET: &str = env!("CARGO_BIN_EXE_oxnet");
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Random bytes (a fixed-seed xorshift: the same every run).
-fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
 
 /// Sends `data` with socat inside namespace `ns` to `target` (socat's
 /// address) and returns what came back.
@@ -71,17 +54,6 @@ fn wait_for_link(ns: &Netns, link: &str, oxnet: &mut Child) {
         assert!(start.elapsed() < Duration::from_secs(20), "no {link} after 20 s");
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// The value printed after `name:` in oxnet's -h output.
-fn value(stdout: &str, name: &str) -> u64 {
-    let mut lines = stdout.lines();
-    while let Some(l) = lines.next() {
-        if l == format!("{name}:") {
-            return lines.next().unwrap().trim().parse().unwrap();
-        }
-    }
-    panic!("no {name} in\n{stdout}");
 }
 
 #[test]

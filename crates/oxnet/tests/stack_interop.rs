@@ -15,59 +15,13 @@
 mod common;
 
 use common::netns::{self, Netns};
+use common::stack::{random_bytes, repo, sha256, value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const OXNET: &str = env!("CARGO_BIN_EXE_oxnet");
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Random bytes (a fixed-seed xorshift: the same every run).
-fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
-/// SHA-256 of `data` in hex (coreutils' sha256sum).
-fn sha256(data: &[u8]) -> String {
-    let mut child = Command::new("sha256sum")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("sha256sum");
-    let mut stdin = child.stdin.take().unwrap();
-    let data = data.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&data).unwrap());
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_string()
-}
-
-/// The value printed after `name:` in oxnet's -h output.
-fn value(stdout: &str, name: &str) -> u64 {
-    let mut lines = stdout.lines();
-    while let Some(l) = lines.next() {
-        if l == format!("{name}:") {
-            return lines.next().unwrap().trim().parse().unwrap();
-        }
-    }
-    panic!("no {name} in\n{stdout}");
-}
 
 /// An oxnet router run in a namespace on a TAP device it makes, with a
 /// control socket; ended with SIGINT, its -h counters read at exit.

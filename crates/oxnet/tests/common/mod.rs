@@ -5,6 +5,7 @@
 use std::process::{Command, Output};
 
 pub mod netns;
+pub mod stack;
 
 /// Runs the `oxnet` binary of this build with `args`.
 pub fn oxnet(args: &[&str]) -> Output {

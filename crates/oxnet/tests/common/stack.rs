@@ -1,0 +1,54 @@
+//! Helpers of the stack's tests against Linux (stack_echo.rs,
+//! stack_interop.rs).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// The repository's top directory.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Random bytes (a fixed-seed xorshift: the same every run).
+pub fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// SHA-256 of `data` in hex (coreutils' sha256sum).
+pub fn sha256(data: &[u8]) -> String {
+    let mut child = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sha256sum");
+    let mut stdin = child.stdin.take().unwrap();
+    let data = data.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&data).unwrap());
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// The value printed after `name:` in oxnet's -h output.
+pub fn value(stdout: &str, name: &str) -> u64 {
+    let mut lines = stdout.lines();
+    while let Some(l) = lines.next() {
+        if l == format!("{name}:") {
+            return lines.next().unwrap().trim().parse().unwrap();
+        }
+    }
+    panic!("no {name} in\n{stdout}");
+}
