@@ -45,6 +45,7 @@ const PASSING: &[&str] = &[
     "paws.pkt",
     "peer_close.pkt",
     "peer_window.pkt",
+    "peer_window_update.pkt",
     "retransmission.pkt",
     "rst_at_rcv_nxt.pkt",
     "rst_close_wait.pkt",

@@ -163,16 +163,22 @@ impl Element for ProcessAck {
                 // updated ... if (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and
                 // SND.WL2 =< SEG.ACK))".
                 if una <= ack && (tcb.snd_wl1 < seg.seq || (tcb.snd_wl1 == seg.seq && tcb.snd_wl2 <= ack)) {
-                    let was_closed = tcb.snd_wnd == 0;
+                    // The window's right edge before the update (SND.UNA
+                    // has moved to SEG.ACK already).
+                    let old_edge = una + tcb.snd_wnd as usize;
                     tcb.snd_wnd = (seg.window as u32) << tcb.snd_wscale;
                     tcb.max_snd_wnd = tcb.max_snd_wnd.max(tcb.snd_wnd);
                     tcb.snd_wl1 = seg.seq;
                     tcb.snd_wl2 = ack;
                     // The window opened: no more probes; send what waits.
+                    // A window update that acknowledges nothing new moves
+                    // the right edge too (RFC 9293 §3.8.6.2.1: the usable
+                    // window grew): the data it lets go goes now, not when
+                    // the RTO fires.
                     if tcb.snd_wnd > 0 {
                         tcb.persist_deadline = None;
                         tcb.persist_probes = 0;
-                        want_output |= was_closed && tcb.unsent() > 0;
+                        want_output |= ack + tcb.snd_wnd as usize > old_edge && tcb.unsent() > 0;
                     }
                 }
                 if acked > 0 {
