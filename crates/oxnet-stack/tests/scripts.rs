@@ -75,6 +75,7 @@ const PASSING: &[&str] = &[
     "syn_in_syn_received.pkt",
     "syn_retries_give_up.pkt",
     "time_wait_ends.pkt",
+    "ts_recent_invalid_ack.pkt",
     "user_timeout.pkt",
     "window_update.pkt",
     "write_psh.pkt",
