@@ -67,6 +67,7 @@ const PASSING: &[&str] = &[
     "sack_two_holes.pkt",
     "simultaneous_close.pkt",
     "simultaneous_open.pkt",
+    "sws_avoidance.pkt",
     "syn_ack_backoff.pkt",
     "syn_ack_options.pkt",
     "syn_challenge.pkt",

@@ -168,6 +168,7 @@ impl Element for ProcessAck {
                     // The window's right edge before the update (SND.UNA
                     // has moved to SEG.ACK already).
                     let old_edge = una + tcb.snd_wnd as usize;
+                    let was_closed = tcb.snd_wnd == 0;
                     tcb.snd_wnd = (seg.window as u32) << tcb.snd_wscale;
                     tcb.max_snd_wnd = tcb.max_snd_wnd.max(tcb.snd_wnd);
                     tcb.snd_wl1 = seg.seq;
@@ -177,9 +178,14 @@ impl Element for ProcessAck {
                     // the right edge too (RFC 9293 §3.8.6.2.1: the usable
                     // window grew): the data it lets go goes now, not when
                     // the RTO fires.
+                    // (A persist timer armed for data that silly window
+                    // avoidance holds back runs on: if the window stays
+                    // small, its override timeout sends.)
                     if tcb.snd_wnd > 0 {
-                        tcb.persist_deadline = None;
-                        tcb.persist_probes = 0;
+                        if was_closed {
+                            tcb.persist_deadline = None;
+                            tcb.persist_probes = 0;
+                        }
                         want_output |= ack + tcb.snd_wnd as usize > old_edge && tcb.unsent() > 0;
                     }
                 }
