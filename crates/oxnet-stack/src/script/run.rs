@@ -165,6 +165,16 @@ pub fn run_script(script: &Script, options: &RunOptions) -> Result<Report, Failu
     Ok(runner.report)
 }
 
+/// Whether `event` can fail on what the stack does: a segment it expects
+/// (`>`), or a system call whose result is written (not `...`).
+fn checks_something(event: &Event) -> bool {
+    match &event.kind {
+        EventKind::Packet { direction, .. } => *direction == Direction::Outbound,
+        EventKind::Syscall { result, errno, .. } => *result != Expr::Ellipsis || errno.is_some(),
+        EventKind::Shell(_) => false,
+    }
+}
+
 /// The state of one run.
 struct Runner {
     file: String,
@@ -193,6 +203,13 @@ impl Runner {
         };
         if let Some(name) = script.options.keys().find(|k| !KNOWN_OPTIONS.contains(&k.as_str())) {
             return Err(setup(format!("option --{name}: unsupported by the runner")));
+        }
+        // A script that checks nothing passes whatever the stack does (as
+        // four empty scripts once did): refused.
+        if !script.events.iter().any(checks_something) {
+            return Err(setup(
+                "the script checks nothing: it has no `>` segment and no system call with a checked result".to_string(),
+            ));
         }
         let tolerance = match script.options.get("tolerance_usecs") {
             None => DEFAULT_TOLERANCE_US,

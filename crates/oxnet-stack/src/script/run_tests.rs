@@ -374,13 +374,32 @@ fn what_the_runner_does_not_do_is_refused_by_name() {
         (f.line, f.message.as_str()),
         (1, "shell commands are not run (oxnet's runner has no shell)")
     );
-    let f = failure("0 `echo hi`\n");
+    let f = failure("0 `echo hi`\n+0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n");
     assert_eq!(f.message, "shell commands are not run (oxnet's runner has no shell)");
     let f = failure("--mss=1000\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n");
     assert_eq!(
         f.to_string(),
         "t.pkt:0: at t=0: option --mss: unsupported by the runner"
     );
+}
+
+#[test]
+fn a_script_that_checks_nothing_is_refused() {
+    const NOTHING: &str = "t.pkt:0: at t=0: the script checks nothing: it has no `>` segment and no system call \
+                           with a checked result";
+    // Comments and options only (four empty IPv6 scripts once passed so).
+    let f = failure("// Over IPv6: the same as our_close.pkt.\n--ip_version=ipv6\n");
+    assert_eq!(f.to_string(), NOTHING);
+    // Segments injected and calls whose results are not looked at.
+    let f = failure(
+        "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = ...\n+0 < S 0:0(0) win 65535 <mss 1460>\n+0 < . 1:1(0) ack 1 win 5\n",
+    );
+    assert_eq!(f.to_string(), NOTHING);
+    // One expected segment, or one checked result, is enough.
+    run("0 < S 0:0(0) win 65535 <mss 1460>\n+0 > R. 0:0(0) ack 1\n").unwrap();
+    run("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n").unwrap();
+    let f = failure("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 4\n");
+    assert_eq!(f.line, 1, "a checked result that is wrong fails at its line");
 }
 
 #[test]
