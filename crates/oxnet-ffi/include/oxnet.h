@@ -45,9 +45,9 @@ void oxnet_stack_free(oxnet_stack *h);
 
 /* Gives the stack one IP packet (IPv4 or IPv6 header first, len bytes)
  * and lets it process it. 0, or -1: EINVAL for an empty packet, one over
- * 65535 bytes, or one that is neither IPv4 nor IPv6; EMSGSIZE for one
- * larger than the stack's packet buffers (2048 bytes: a segment coalesced
- * past that, as GRO would make, does not fit). */
+ * 65535 bytes, or one that is neither IPv4 nor IPv6; ENOBUFS if the
+ * stack had no buffer for it (one over a 2048-byte packet buffer, a
+ * segment coalesced as GRO would make, takes one of a few large ones). */
 int oxnet_stack_input(oxnet_stack *h, const uint8_t *ip_packet, size_t len);
 
 /* Copies the next IP packet the stack sent into buf and returns its

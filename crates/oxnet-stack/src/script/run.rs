@@ -366,8 +366,16 @@ impl Runner {
         let spec = PacketSpec::of(&event.kind).ok_or("not a segment")?;
         self.map.learn_inbound(spec.flags.syn, spec.seq);
         let bytes = build_inbound(&spec, &self.map, self.ip);
-        self.net.inject(bytes);
+        let (len, dropped) = (bytes.len(), self.net.input_drops());
+        self.net.inject(bytes)?;
         self.collect()?;
+        // Every drop of PlugSource is counted: one here means the stack
+        // never saw the segment, which would pass for a silent stack.
+        if self.net.input_drops() != dropped {
+            return Err(format!(
+                "the {len}-byte IP packet was dropped before the stack (PlugSource: no buffer)"
+            ));
+        }
         Ok("injected".to_string())
     }
 

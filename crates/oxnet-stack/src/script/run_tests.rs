@@ -403,6 +403,17 @@ fn a_script_that_checks_nothing_is_refused() {
 }
 
 #[test]
+fn a_segment_no_ip_packet_can_carry_is_refused() {
+    // 20 + 20 + 65535 bytes: over IPv4's total length.
+    let f = failure(&format!("{}   +0 < P. 1:65536(65535) ack 1 win 257\n", established()));
+    assert_eq!(f.line, 9);
+    assert_eq!(
+        f.message,
+        "the segment makes a 65575-byte IP packet, more than its header's length field can say (65535)"
+    );
+}
+
+#[test]
 fn relative_times_count_from_when_the_previous_event_happened() {
     // The retransmission comes at 1.1 (expected at 1.098, within the
     // tolerance); the next event, +0.1, is at 1.2 counted from 1.1.

@@ -454,10 +454,16 @@ mod tests {
         let mut r = reno();
         r.on_timeout(4000, ISS.wrapping_add(4000));
         for _ in 0..3 {
-            assert_eq!(r.on_dup_ack(ISS.wrapping_add(4000), 1000, ISS.wrapping_add(5000)), AckAction::None);
+            assert_eq!(
+                r.on_dup_ack(ISS.wrapping_add(4000), 1000, ISS.wrapping_add(5000)),
+                AckAction::None
+            );
         }
         assert!(!r.in_recovery());
-        assert_eq!(r.on_dup_ack(ISS.wrapping_add(4000), 1000, ISS.wrapping_add(5000)), AckAction::None);
+        assert_eq!(
+            r.on_dup_ack(ISS.wrapping_add(4000), 1000, ISS.wrapping_add(5000)),
+            AckAction::None
+        );
         let mut r = reno();
         r.on_timeout(4000, ISS.wrapping_add(4000));
         for _ in 0..2 {
