@@ -112,7 +112,9 @@ int oxnet_close(oxnet_stack *h, int fd);
 int oxnet_shutdown(oxnet_stack *h, int fd, int how);
 
 /* setsockopt(2) with an int value: SOL_SOCKET SO_REUSEADDR (kept, no
- * effect), SO_KEEPALIVE; IPPROTO_TCP TCP_NODELAY, TCP_KEEPIDLE and
+ * effect), SO_KEEPALIVE, SO_SNDBUF (bytes written and not yet
+ * acknowledged a socket holds, as given: Linux doubles the value and
+ * counts its overhead); IPPROTO_TCP TCP_NODELAY, TCP_KEEPIDLE and
  * TCP_KEEPINTVL (seconds), TCP_KEEPCNT, TCP_USER_TIMEOUT (milliseconds,
  * 0: off). Set on a listener, options pass to the connections it
  * accepts. Others: ENOPROTOOPT. */

@@ -38,6 +38,8 @@ struct Options {
     keepalive: Keepalive,
     /// TCP_USER_TIMEOUT in milliseconds (0: off).
     user_timeout_ms: u32,
+    /// SO_SNDBUF in bytes (None: the stack's default).
+    send_buffer: Option<u32>,
 }
 
 impl Default for Options {
@@ -48,6 +50,7 @@ impl Default for Options {
             keepalive_on: false,
             keepalive: DEFAULT_KEEPALIVE,
             user_timeout_ms: 0,
+            send_buffer: None,
         }
     }
 }
@@ -57,6 +60,9 @@ impl Options {
         s.set_nodelay(self.nodelay);
         s.set_keepalive(self.keepalive_on.then_some(self.keepalive));
         s.set_user_timeout((self.user_timeout_ms > 0).then(|| u64::from(self.user_timeout_ms) * 1000));
+        if let Some(bytes) = self.send_buffer {
+            s.set_send_buffer(bytes as usize);
+        }
     }
 }
 
@@ -342,7 +348,8 @@ impl FfiStack {
 
     /// setsockopt(2) with an int value: SO_REUSEADDR (kept, no effect),
     /// SO_KEEPALIVE, TCP_NODELAY, TCP_KEEPIDLE / TCP_KEEPINTVL (seconds),
-    /// TCP_KEEPCNT, TCP_USER_TIMEOUT (milliseconds). Others: ENOPROTOOPT.
+    /// TCP_KEEPCNT, TCP_USER_TIMEOUT (milliseconds), SO_SNDBUF (bytes as
+    /// given; Linux doubles it). Others: ENOPROTOOPT.
     pub fn setsockopt(&mut self, fd: i32, level: i32, name: i32, value: i32) -> CallResult {
         let entry = self.fd(fd)?;
         if let Object::Epoll(_) = entry.object {
@@ -360,6 +367,7 @@ impl FfiStack {
             (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => {
                 o.user_timeout_ms = u32::try_from(value).map_err(|_| libc::EINVAL)?
             }
+            (libc::SOL_SOCKET, libc::SO_SNDBUF) => o.send_buffer = Some(positive()?),
             _ => return Err(libc::ENOPROTOOPT),
         }
         let options = *o;
@@ -388,6 +396,14 @@ impl FfiStack {
             (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL) => secs(o.keepalive.interval_us),
             (libc::IPPROTO_TCP, libc::TCP_KEEPCNT) => i32::try_from(o.keepalive.count).unwrap_or(i32::MAX),
             (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => i32::try_from(o.user_timeout_ms).unwrap_or(i32::MAX),
+            (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
+                let default = oxnet_stack::tcp::tcb::TcbSettings::default().send_buffer;
+                let bytes = match &entry.object {
+                    Object::Stream(s) => s.send_buffer().map_or(default, |b| b as u32),
+                    _ => o.send_buffer.unwrap_or(default),
+                };
+                i32::try_from(bytes).unwrap_or(i32::MAX)
+            }
             _ => return Err(libc::ENOPROTOOPT),
         })
     }

@@ -201,6 +201,14 @@ fn options_round_trip_and_pass_from_listener_to_accepted() {
         assert_eq!(set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 5), 0);
         assert_eq!(set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3), 0);
         assert_eq!(set(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 2500), 0);
+        assert_eq!(
+            get(fd, libc::SOL_SOCKET, libc::SO_SNDBUF),
+            262_144,
+            "the stack's default"
+        );
+        assert_eq!(set(libc::SOL_SOCKET, libc::SO_SNDBUF, 0), -1);
+        assert_eq!(set(libc::SOL_SOCKET, libc::SO_SNDBUF, 3000), 0);
+        assert_eq!(get(fd, libc::SOL_SOCKET, libc::SO_SNDBUF), 3000);
         assert_eq!(get(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE), 30);
         assert_eq!(get(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT), 2500);
         assert_eq!(get(fd, libc::SOL_SOCKET, libc::SO_ERROR), 0);
@@ -218,6 +226,7 @@ fn options_round_trip_and_pass_from_listener_to_accepted() {
         assert_eq!(get(c, libc::IPPROTO_TCP, libc::TCP_NODELAY), 1);
         assert_eq!(get(c, libc::SOL_SOCKET, libc::SO_KEEPALIVE), 1);
         assert_eq!(get(c, libc::IPPROTO_TCP, libc::TCP_KEEPCNT), 3);
+        assert_eq!(get(c, libc::SOL_SOCKET, libc::SO_SNDBUF), 3000);
         // Keepalive (RFC 1122 §4.2.3.6): nothing for 30 s of silence,
         // then a probe at SND.NXT - 1 (Linux's form).
         assert_eq!(oxnet_stack_advance(h, 29_999_999), 0);

@@ -66,6 +66,7 @@ const PASSING: &[&str] = &[
     "sack_recovery.pkt",
     "sack_rto.pkt",
     "sack_two_holes.pkt",
+    "send_buffer.pkt",
     "simultaneous_close.pkt",
     "simultaneous_open.pkt",
     "sws_avoidance.pkt",

@@ -8,12 +8,13 @@
 //! | `setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, ...)` | accepted, no effect (oxnet has no port reuse rule to relax) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, [v], ...)` | `set_nodelay` |
 //! | `setsockopt(fd, SOL_SOCKET, SO_RCVBUF, [bytes], ...)` | before `listen` or `connect`: the receive buffer (the window offered) of the connections made from then on, in bytes as given (Linux doubles the value and offers a part of it) |
+//! | `setsockopt(fd, SOL_SOCKET, SO_SNDBUF, [bytes], ...)` | `set_send_buffer`: the bytes written and not yet acknowledged that a socket may hold, in bytes as given (Linux doubles the value and counts its overhead in it); 1 to 2^31 - 1; a listener's passes to the connections it accepts |
 //! | `setsockopt(fd, SOL_SOCKET, SO_LINGER, {onoff=1, linger=0}, ...)` | close aborts with a RST (`TcpStream::abort`); `onoff=0` undoes it; another time is refused |
 //! | `setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, [v], ...)` | `set_keepalive`: on with the three below, or off |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE / TCP_KEEPINTVL / TCP_KEEPCNT, [v], ...)` | seconds idle, seconds between probes, probes (Linux's ranges, else `EINVAL`; defaults 7200, 75, 9) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, [ms], ...)` | `set_user_timeout` (0: off) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, [n], ...)` | `set_syn_retries` (1 to 255) |
-//! | `getsockopt(fd, level, option, [v], ...)` | TCP_NODELAY, SO_KEEPALIVE, the TCP_KEEP* three, TCP_USER_TIMEOUT, TCP_SYNCNT (unset: the stack's limit, 15; Linux's default is 6): the value, compared with `v` |
+//! | `getsockopt(fd, level, option, [v], ...)` | TCP_NODELAY, SO_KEEPALIVE, the TCP_KEEP* three, TCP_USER_TIMEOUT, TCP_SYNCNT (unset: the stack's limit, 15; Linux's default is 6), SO_SNDBUF (unset: the stack's default, 262144): the value, compared with `v` |
 //! | `bind(fd, ..., ...)` | port 8080, packetdrill's default |
 //! | `listen(fd, backlog)` | `TcpListener::bind` on the wildcard address of the script's family (backlog 0: every SYN gets a cookie, as Linux's) |
 //! | `accept(fd, ..., ...)` | `try_accept` |
@@ -53,6 +54,7 @@ const CONSTANTS: &[(&str, i64)] = &[
     ("SO_REUSEADDR", 2),
     ("SO_ERROR", 4),
     ("SO_RCVBUF", SO_RCVBUF),
+    ("SO_SNDBUF", SO_SNDBUF),
     ("SO_LINGER", SO_LINGER),
     ("SO_KEEPALIVE", SO_KEEPALIVE),
     ("TCP_NODELAY", TCP_NODELAY),
@@ -80,6 +82,7 @@ const CONSTANTS: &[(&str, i64)] = &[
 /// Option names (Linux's `socket.h` and `tcp.h`), at levels SOL_SOCKET (1)
 /// and IPPROTO_TCP (6).
 const SO_RCVBUF: i64 = 8;
+const SO_SNDBUF: i64 = 7;
 const SO_LINGER: i64 = 13;
 const SO_KEEPALIVE: i64 = 9;
 const TCP_NODELAY: i64 = 1;
@@ -183,6 +186,8 @@ struct Options {
     syn_retries: Option<i64>,
     /// SO_LINGER on with a time of 0: close aborts with a RST.
     linger_abort: bool,
+    /// SO_SNDBUF in bytes (None: not set, the stack's default).
+    send_buffer: Option<i64>,
 }
 
 impl Default for Options {
@@ -197,6 +202,7 @@ impl Default for Options {
             user_timeout_ms: 0,
             syn_retries: None,
             linger_abort: false,
+            send_buffer: None,
         }
     }
 }
@@ -247,6 +253,12 @@ impl Options {
                     true
                 }
             }
+            (1, SO_SNDBUF) => {
+                in_range(1, i64::from(i32::MAX)) && {
+                    self.send_buffer = Some(v);
+                    true
+                }
+            }
             _ => return Err(format!("setsockopt level {level} option {option}: unsupported")),
         };
         Ok(ok)
@@ -265,33 +277,47 @@ impl Options {
             (6, TCP_SYNCNT) => self
                 .syn_retries
                 .unwrap_or(i64::from(crate::tcp::elements::send::MAX_RETRANSMITS)),
+            (1, SO_SNDBUF) => self
+                .send_buffer
+                .unwrap_or(i64::from(crate::tcp::tcb::TcbSettings::default().send_buffer)),
             _ => return None,
         })
     }
 
     /// Gives a connection these options.
     fn apply(&self, s: &TcpStream) {
-        for option in [TCP_NODELAY, SO_KEEPALIVE, TCP_USER_TIMEOUT, TCP_SYNCNT] {
-            self.apply_one(option, s);
+        for (level, option) in [
+            (6, TCP_NODELAY),
+            (1, SO_KEEPALIVE),
+            (6, TCP_USER_TIMEOUT),
+            (6, TCP_SYNCNT),
+            (1, SO_SNDBUF),
+        ] {
+            self.apply_one(level, option, s);
         }
     }
 
     /// Gives a connection the option just set (the keepalive settings
     /// all at once, as the socket takes them).
-    fn apply_one(&self, option: i64, s: &TcpStream) {
-        match option {
-            TCP_NODELAY => s.set_nodelay(self.nodelay),
-            SO_KEEPALIVE | TCP_KEEPIDLE | TCP_KEEPINTVL | TCP_KEEPCNT => {
+    fn apply_one(&self, level: i64, option: i64, s: &TcpStream) {
+        match (level, option) {
+            (6, TCP_NODELAY) => s.set_nodelay(self.nodelay),
+            (1, SO_KEEPALIVE) | (6, TCP_KEEPIDLE | TCP_KEEPINTVL | TCP_KEEPCNT) => {
                 s.set_keepalive(self.keepalive.then_some(Keepalive {
                     idle_us: self.keep_idle_s as u64 * 1_000_000,
                     interval_us: self.keep_intvl_s as u64 * 1_000_000,
                     count: self.keep_cnt as u32,
                 }))
             }
-            TCP_USER_TIMEOUT => {
+            (6, TCP_USER_TIMEOUT) => {
                 s.set_user_timeout((self.user_timeout_ms > 0).then_some(self.user_timeout_ms as u64 * 1000))
             }
-            TCP_SYNCNT => s.set_syn_retries(self.syn_retries.map(|n| n as u32)),
+            (6, TCP_SYNCNT) => s.set_syn_retries(self.syn_retries.map(|n| n as u32)),
+            (1, SO_SNDBUF) => {
+                if let Some(bytes) = self.send_buffer {
+                    s.set_send_buffer(bytes as usize);
+                }
+            }
             _ => {}
         }
     }
@@ -400,7 +426,7 @@ impl Sockets {
                     return done(Err(libc::EINVAL));
                 }
                 if let Socket::Stream(s) = &entry.socket {
-                    entry.options.apply_one(option, s);
+                    entry.options.apply_one(level, option, s);
                 }
                 done(Ok(0))
             }

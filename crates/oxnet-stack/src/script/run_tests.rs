@@ -566,6 +566,11 @@ fn socket_options_are_kept_read_back_and_refused_out_of_linux_ranges() {
    +0 getsockopt(3, IPPROTO_TCP, TCP_KEEPIDLE, [5], [4]) = 0
    +0 getsockopt(3, SOL_SOCKET, SO_KEEPALIVE, [1], [4]) = 0
    +0 getsockopt(3, IPPROTO_TCP, TCP_USER_TIMEOUT, [1500], [4]) = 0
+   +0 getsockopt(3, SOL_SOCKET, SO_SNDBUF, [262144], [4]) = 0
+   +0 setsockopt(3, SOL_SOCKET, SO_SNDBUF, [0], 4) = -1 EINVAL (Invalid argument)
+   +0 setsockopt(3, SOL_SOCKET, SO_SNDBUF, [5000], 4) = 0
+   +0 getsockopt(3, SOL_SOCKET, SO_SNDBUF, [5000], [4]) = 0
+   +0 getsockopt(3, IPPROTO_TCP, TCP_SYNCNT, [15], [4]) = 0
    +0 getsockopt(9, IPPROTO_TCP, TCP_USER_TIMEOUT, [1500], [4]) = -1 EBADF (Bad file descriptor)
 ";
     run(text).unwrap();

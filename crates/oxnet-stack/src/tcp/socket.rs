@@ -262,6 +262,25 @@ impl TcpStream {
         self.stack.borrow().tcbs.get(self.tcb).and_then(|t| t.error)
     }
 
+    /// SO_SNDBUF: the bytes the send buffer may hold (written and not yet
+    /// acknowledged), at least 1; in bytes as given (Linux doubles the
+    /// value and counts its own overhead in it). Lowered below what is
+    /// queued, writes wait until acknowledgments make room; raised, a
+    /// writer waiting for room is woken.
+    pub fn set_send_buffer(&self, bytes: usize) {
+        if let Some(t) = self.stack.borrow_mut().tcbs.get_mut(self.tcb) {
+            t.send_buffer_limit = bytes.max(1);
+            if t.send_buffer.len() < t.send_buffer_limit {
+                t.writable.notify_all();
+            }
+        }
+    }
+
+    /// SO_SNDBUF's value (None once the connection is gone).
+    pub fn send_buffer(&self) -> Option<usize> {
+        self.stack.borrow().tcbs.get(self.tcb).map(|t| t.send_buffer_limit)
+    }
+
     /// TCP_NODELAY.
     pub fn set_nodelay(&self, on: bool) {
         if let Some(t) = self.stack.borrow_mut().tcbs.get_mut(self.tcb) {
