@@ -116,7 +116,8 @@ int oxnet_shutdown(oxnet_stack *h, int fd, int how);
  * acknowledged a socket holds, as given: Linux doubles the value and
  * counts its overhead); IPPROTO_TCP TCP_NODELAY, TCP_KEEPIDLE and
  * TCP_KEEPINTVL (seconds), TCP_KEEPCNT, TCP_USER_TIMEOUT (milliseconds,
- * 0: off). Set on a listener, options pass to the connections it
+ * 0: off), TCP_MAXSEG (before connect or on a listener: the MSS announced
+ * and used at most; 0 or 88 to 32767). Set on a listener, options pass to the connections it
  * accepts. Others: ENOPROTOOPT. */
 int oxnet_setsockopt(oxnet_stack *h, int fd, int level, int optname, const void *optval,
                      socklen_t optlen);

@@ -209,6 +209,10 @@ fn options_round_trip_and_pass_from_listener_to_accepted() {
         assert_eq!(set(libc::SOL_SOCKET, libc::SO_SNDBUF, 0), -1);
         assert_eq!(set(libc::SOL_SOCKET, libc::SO_SNDBUF, 3000), 0);
         assert_eq!(get(fd, libc::SOL_SOCKET, libc::SO_SNDBUF), 3000);
+        assert_eq!(get(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG), 536, "Linux's default");
+        assert_eq!(set(libc::IPPROTO_TCP, libc::TCP_MAXSEG, 87), -1);
+        assert_eq!(set(libc::IPPROTO_TCP, libc::TCP_MAXSEG, 900), 0);
+        assert_eq!(get(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG), 900);
         assert_eq!(get(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE), 30);
         assert_eq!(get(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT), 2500);
         assert_eq!(get(fd, libc::SOL_SOCKET, libc::SO_ERROR), 0);
@@ -227,6 +231,8 @@ fn options_round_trip_and_pass_from_listener_to_accepted() {
         assert_eq!(get(c, libc::SOL_SOCKET, libc::SO_KEEPALIVE), 1);
         assert_eq!(get(c, libc::IPPROTO_TCP, libc::TCP_KEEPCNT), 3);
         assert_eq!(get(c, libc::SOL_SOCKET, libc::SO_SNDBUF), 3000);
+        // The peer offered 1000 (the handshake's SYN): 900 is used.
+        assert_eq!(get(c, libc::IPPROTO_TCP, libc::TCP_MAXSEG), 900);
         // Keepalive (RFC 1122 §4.2.3.6): nothing for 30 s of silence,
         // then a probe at SND.NXT - 1 (Linux's form).
         assert_eq!(oxnet_stack_advance(h, 29_999_999), 0);

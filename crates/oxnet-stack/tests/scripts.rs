@@ -35,6 +35,7 @@ const PASSING: &[&str] = &[
     "ipv6_zero_window_persist.pkt",
     "keepalive.pkt",
     "large_segment.pkt",
+    "max_segment.pkt",
     "mss_segments.pkt",
     "nagle.pkt",
     "newreno_partial_ack.pkt",

@@ -8,6 +8,7 @@
 //! | `setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, ...)` | accepted, no effect (oxnet has no port reuse rule to relax) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, [v], ...)` | `set_nodelay` |
 //! | `setsockopt(fd, SOL_SOCKET, SO_RCVBUF, [bytes], ...)` | before `listen` or `connect`: the receive buffer (the window offered) of the connections made from then on, in bytes as given (Linux doubles the value and offers a part of it) |
+//! | `setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, [mss], ...)` | before `connect`, or on a listener (before or after `listen`): the MSS announced and the largest sent are at most `mss` (`set_max_segment`; 0 or 88 to 32767, as Linux); getsockopt on a connection gives the full segment's payload in use |
 //! | `setsockopt(fd, SOL_SOCKET, SO_SNDBUF, [bytes], ...)` | `set_send_buffer`: the bytes written and not yet acknowledged that a socket may hold, in bytes as given (Linux doubles the value and counts its overhead in it); 1 to 2^31 - 1; a listener's passes to the connections it accepts |
 //! | `setsockopt(fd, SOL_SOCKET, SO_LINGER, {onoff=1, linger=0}, ...)` | close aborts with a RST (`TcpStream::abort`); `onoff=0` undoes it; another time is refused |
 //! | `setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, [v], ...)` | `set_keepalive`: on with the three below, or off |
@@ -58,6 +59,7 @@ const CONSTANTS: &[(&str, i64)] = &[
     ("SO_LINGER", SO_LINGER),
     ("SO_KEEPALIVE", SO_KEEPALIVE),
     ("TCP_NODELAY", TCP_NODELAY),
+    ("TCP_MAXSEG", TCP_MAXSEG),
     ("TCP_KEEPIDLE", TCP_KEEPIDLE),
     ("TCP_KEEPINTVL", TCP_KEEPINTVL),
     ("TCP_KEEPCNT", TCP_KEEPCNT),
@@ -86,6 +88,7 @@ const SO_SNDBUF: i64 = 7;
 const SO_LINGER: i64 = 13;
 const SO_KEEPALIVE: i64 = 9;
 const TCP_NODELAY: i64 = 1;
+const TCP_MAXSEG: i64 = 2;
 const TCP_KEEPIDLE: i64 = 4;
 const TCP_KEEPINTVL: i64 = 5;
 const TCP_KEEPCNT: i64 = 6;
@@ -188,6 +191,8 @@ struct Options {
     linger_abort: bool,
     /// SO_SNDBUF in bytes (None: not set, the stack's default).
     send_buffer: Option<i64>,
+    /// TCP_MAXSEG (None: not set, or set to 0).
+    max_segment: Option<i64>,
 }
 
 impl Default for Options {
@@ -203,6 +208,7 @@ impl Default for Options {
             syn_retries: None,
             linger_abort: false,
             send_buffer: None,
+            max_segment: None,
         }
     }
 }
@@ -253,6 +259,14 @@ impl Options {
                     true
                 }
             }
+            // Linux: 0 (the interface's MSS again) or 88 (TCP_MIN_MSS)
+            // to 32767 (MAX_TCP_WINDOW).
+            (6, TCP_MAXSEG) => {
+                (v == 0 || in_range(88, 32767)) && {
+                    self.max_segment = (v != 0).then_some(v);
+                    true
+                }
+            }
             (1, SO_SNDBUF) => {
                 in_range(1, i64::from(i32::MAX)) && {
                     self.send_buffer = Some(v);
@@ -277,6 +291,9 @@ impl Options {
             (6, TCP_SYNCNT) => self
                 .syn_retries
                 .unwrap_or(i64::from(crate::tcp::elements::send::MAX_RETRANSMITS)),
+            // Before a connection: what was set, else Linux's default
+            // (TCP_MSS_DEFAULT, 536); a connection's is read from it.
+            (6, TCP_MAXSEG) => self.max_segment.unwrap_or(536),
             (1, SO_SNDBUF) => self
                 .send_buffer
                 .unwrap_or(i64::from(crate::tcp::tcb::TcbSettings::default().send_buffer)),
@@ -292,6 +309,7 @@ impl Options {
             (6, TCP_USER_TIMEOUT),
             (6, TCP_SYNCNT),
             (1, SO_SNDBUF),
+            (6, TCP_MAXSEG),
         ] {
             self.apply_one(level, option, s);
         }
@@ -318,6 +336,7 @@ impl Options {
                     s.set_send_buffer(bytes as usize);
                 }
             }
+            (6, TCP_MAXSEG) => s.set_max_segment(self.max_segment.map(|m| m as u16)),
             _ => {}
         }
     }
@@ -425,8 +444,12 @@ impl Sockets {
                 if !entry.options.set(level, option, arg(3)?)? {
                     return done(Err(libc::EINVAL));
                 }
-                if let Socket::Stream(s) = &entry.socket {
-                    entry.options.apply_one(level, option, s);
+                match &entry.socket {
+                    Socket::Stream(s) => entry.options.apply_one(level, option, s),
+                    Socket::Listener(l) if (level, option) == (6, TCP_MAXSEG) => {
+                        l.set_max_segment(entry.options.max_segment.map(|m| m as u16))
+                    }
+                    _ => {}
                 }
                 done(Ok(0))
             }
@@ -436,7 +459,11 @@ impl Sockets {
                     return done(Err(libc::EBADF));
                 };
                 if (level, option) != (1, 4) {
-                    let Some(value) = entry.options.get(level, option) else {
+                    let value = match &entry.socket {
+                        Socket::Stream(s) if (level, option) == (6, TCP_MAXSEG) => s.max_segment().map(i64::from),
+                        _ => entry.options.get(level, option),
+                    };
+                    let Some(value) = value else {
                         return Err(format!("getsockopt level {level} option {option}: unsupported"));
                     };
                     let want = arg(3)?;
@@ -486,6 +513,7 @@ impl Sockets {
                 let local = IpEndpoint::new(any, super::run_segment::LOCAL_PORT);
                 match TcpListener::bind(&self.stack, local, usize::try_from(backlog).unwrap_or(0)) {
                     Ok(listener) => {
+                        listener.set_max_segment(entry.options.max_segment.map(|m| m as u16));
                         entry.socket = Socket::Listener(listener);
                         done(Ok(0))
                     }

@@ -588,6 +588,30 @@ fn socket_options_are_kept_read_back_and_refused_out_of_linux_ranges() {
 }
 
 #[test]
+fn tcp_maxseg_before_connect_limits_the_mss_announced_and_used() {
+    let text = "
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 fcntl(3, F_SETFL, O_RDWR|O_NONBLOCK) = 0
+   +0 getsockopt(3, IPPROTO_TCP, TCP_MAXSEG, [536], [4]) = 0
+   +0 setsockopt(3, IPPROTO_TCP, TCP_MAXSEG, [1000], 4) = 0
+   +0 connect(3, ..., ...) = -1 EINPROGRESS (Operation now in progress)
+   +0 > S 0:0(0) win 65535 <mss 1000,sackOK,TS val 0 ecr 0,nop,wscale 7>
+ +0.1 < S. 0:0(0) ack 1 win 65535 <mss 1460>
+   +0 > . 1:1(0) ack 1
+   +0 getsockopt(3, IPPROTO_TCP, TCP_MAXSEG, [1000], [4]) = 0
+   +0 write(3, ..., 1500) = 1500
+   +0 > . 1:1001(1000) ack 1
+   +0 > P. 1001:1501(500) ack 1
+";
+    run(text).unwrap();
+    // 0 gives the interface's MSS back; 32768 is over Linux's bound.
+    let f = failure(&text.replace("[1000], 4) = 0", "[32768], 4) = 0"));
+    assert_eq!(f.message, "setsockopt returned -1 EINVAL, expected 0");
+    let f = failure(&text.replace("[1000], 4) = 0", "[0], 4) = 0"));
+    assert!(f.message.contains("mss 1460"), "{}", f.message);
+}
+
+#[test]
 fn a_listeners_options_pass_to_the_connections_it_accepts() {
     // Keepalive set on the listener: the accepted connection probes after
     // 1 s of silence (RFC 1122 §4.2.3.6), at SND.NXT - 1.

@@ -30,6 +30,15 @@ pub struct TcpListener {
 }
 
 impl TcpListener {
+    /// TCP_MAXSEG on a listener: the MSS the connections it makes
+    /// announce in their SYN-ACK and send at most (None: the
+    /// interface's).
+    pub fn set_max_segment(&self, mss: Option<u16>) {
+        if let Some(l) = self.stack.borrow_mut().listeners.get_mut(&self.local) {
+            l.user_mss = mss;
+        }
+    }
+
     /// Listens on `local` (an unspecified address: every address of its
     /// family), with `backlog` established connections waiting at most.
     pub fn bind(stack: &Stack, local: IpEndpoint, backlog: usize) -> Result<TcpListener, i32> {
@@ -274,6 +283,24 @@ impl TcpStream {
                 t.writable.notify_all();
             }
         }
+    }
+
+    /// TCP_MAXSEG before the connection opens (Linux's "user MSS"): the
+    /// MSS our SYN announces and the largest segment sent are at most
+    /// `mss` (None: the interface's). Set later, it changes nothing.
+    pub fn set_max_segment(&self, mss: Option<u16>) {
+        if let Some(t) = self.stack.borrow_mut().tcbs.get_mut(self.tcb) {
+            t.user_mss = mss;
+        }
+    }
+
+    /// TCP_MAXSEG as getsockopt gives it on a connection: the payload of
+    /// a full segment (the MSS in use less the timestamps option, as
+    /// Linux's `mss_cache`); None once the connection is gone.
+    pub fn max_segment(&self) -> Option<u16> {
+        let info = self.stack.borrow();
+        let t = info.tcbs.get(self.tcb)?;
+        Some(t.snd_mss.saturating_sub(if t.timestamps { 12 } else { 0 }))
     }
 
     /// SO_SNDBUF's value (None once the connection is gone).

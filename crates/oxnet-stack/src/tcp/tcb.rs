@@ -153,6 +153,9 @@ pub struct Tcb {
     pub writable: Event,
     /// Bytes the send buffer may hold (SO_SNDBUF).
     pub send_buffer_limit: usize,
+    /// TCP_MAXSEG, set before the connection opens: the MSS it announces
+    /// and the largest segment it sends are at most this.
+    pub user_mss: Option<u16>,
     /// TCP_NODELAY: no Nagle (RFC 1122 §4.2.3.4 lets an application turn
     /// it off).
     pub nodelay: bool,
@@ -252,6 +255,7 @@ impl Tcb {
             readable: Event::new(),
             writable: Event::new(),
             send_buffer_limit: settings.send_buffer as usize,
+            user_mss: None,
             nodelay: false,
             output_queued: false,
             send_ack: false,
