@@ -45,9 +45,9 @@ void oxnet_stack_free(oxnet_stack *h);
 
 /* Gives the stack one IP packet (IPv4 or IPv6 header first, len bytes)
  * and lets it process it. 0, or -1: EINVAL for an empty packet, one over
- * 65535 bytes, or one that is neither IPv4 nor IPv6; EMSGSIZE for one
- * larger than the stack's packet buffers (2048 bytes: a segment coalesced
- * past that, as GRO would make, does not fit). */
+ * 65535 bytes, or one that is neither IPv4 nor IPv6; ENOBUFS if the
+ * stack had no buffer for it (one over a 2048-byte packet buffer, a
+ * segment coalesced as GRO would make, takes one of a few large ones). */
 int oxnet_stack_input(oxnet_stack *h, const uint8_t *ip_packet, size_t len);
 
 /* Copies the next IP packet the stack sent into buf and returns its
@@ -112,9 +112,12 @@ int oxnet_close(oxnet_stack *h, int fd);
 int oxnet_shutdown(oxnet_stack *h, int fd, int how);
 
 /* setsockopt(2) with an int value: SOL_SOCKET SO_REUSEADDR (kept, no
- * effect), SO_KEEPALIVE; IPPROTO_TCP TCP_NODELAY, TCP_KEEPIDLE and
+ * effect), SO_KEEPALIVE, SO_SNDBUF (bytes written and not yet
+ * acknowledged a socket holds, as given: Linux doubles the value and
+ * counts its overhead); IPPROTO_TCP TCP_NODELAY, TCP_KEEPIDLE and
  * TCP_KEEPINTVL (seconds), TCP_KEEPCNT, TCP_USER_TIMEOUT (milliseconds,
- * 0: off). Set on a listener, options pass to the connections it
+ * 0: off), TCP_MAXSEG (before connect or on a listener: the MSS announced
+ * and used at most; 0 or 88 to 32767). Set on a listener, options pass to the connections it
  * accepts. Others: ENOPROTOOPT. */
 int oxnet_setsockopt(oxnet_stack *h, int fd, int level, int optname, const void *optval,
                      socklen_t optlen);

@@ -123,7 +123,8 @@ pub unsafe extern "C" fn oxnet_stack_free(h: *mut OxnetStack) {
 
 /// Gives the stack an IP packet (IPv4 or IPv6 header first). 0, or -1:
 /// EINVAL for an empty packet, one over 65535 bytes or not IPv4/IPv6;
-/// EMSGSIZE for one larger than the stack's packet buffers (2048 bytes).
+/// ENOBUFS if the stack had no buffer for it (one over a 2 KiB buffer
+/// takes one of the few large ones, `oxnet_stack::plug`).
 ///
 /// # Safety
 /// `h` a live handle; `packet` points to `len` bytes.

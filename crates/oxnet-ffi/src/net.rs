@@ -47,22 +47,28 @@ impl Net {
         self.plug.next_deadline()
     }
 
-    /// The largest packet the stack takes: the data room of the router's
-    /// pool (made with the default layout; a packet is one buffer, so a
-    /// segment coalesced past it, as packetdrill's scripts inject to
-    /// mimic GRO, does not fit).
+    /// The largest packet the stack takes: PlugSource puts one over a
+    /// buffer of the router's pool (2 KiB; a segment coalesced past one
+    /// MTU, as packetdrill's scripts inject to mimic GRO) in a large
+    /// buffer of its own ([`oxnet_stack::plug::MAX_INPUT`]).
     pub fn max_input(&self) -> usize {
-        oxnet_driver::mempool::DEFAULT_DATA_ROOM
+        oxnet_stack::plug::MAX_INPUT
     }
 
     /// Queues an IP packet and lets the stack take it. EMSGSIZE for one
-    /// over [`Net::max_input`], which the router could only drop.
+    /// over [`Net::max_input`]; ENOBUFS if PlugSource dropped it (its
+    /// large buffers all held by the stack).
     pub fn input(&mut self, bytes: Vec<u8>) -> Result<(), i32> {
         if bytes.len() > self.max_input() {
             return Err(libc::EMSGSIZE);
         }
+        let dropped = self.plug.drops.total();
         self.plug.input.borrow_mut().push_back(bytes);
-        self.settle()
+        self.settle()?;
+        if self.plug.drops.total() != dropped {
+            return Err(libc::ENOBUFS);
+        }
+        Ok(())
     }
 
     /// Runs rounds at the current time until nothing happens; what came

@@ -38,6 +38,10 @@ struct Options {
     keepalive: Keepalive,
     /// TCP_USER_TIMEOUT in milliseconds (0: off).
     user_timeout_ms: u32,
+    /// SO_SNDBUF in bytes (None: the stack's default).
+    send_buffer: Option<u32>,
+    /// TCP_MAXSEG (None: not set, or set to 0).
+    max_segment: Option<u16>,
 }
 
 impl Default for Options {
@@ -48,6 +52,8 @@ impl Default for Options {
             keepalive_on: false,
             keepalive: DEFAULT_KEEPALIVE,
             user_timeout_ms: 0,
+            send_buffer: None,
+            max_segment: None,
         }
     }
 }
@@ -57,6 +63,10 @@ impl Options {
         s.set_nodelay(self.nodelay);
         s.set_keepalive(self.keepalive_on.then_some(self.keepalive));
         s.set_user_timeout((self.user_timeout_ms > 0).then(|| u64::from(self.user_timeout_ms) * 1000));
+        if let Some(bytes) = self.send_buffer {
+            s.set_send_buffer(bytes as usize);
+        }
+        s.set_max_segment(self.max_segment);
     }
 }
 
@@ -198,6 +208,7 @@ impl FfiStack {
         // Linux raises a backlog of 0 or less to 1 (and caps it).
         let backlog = usize::try_from(backlog).unwrap_or(0).clamp(1, 4096);
         let l = TcpListener::bind(&net_stack, local, backlog)?;
+        l.set_max_segment(entry.options.max_segment);
         entry.object = Object::Listener(l);
         let r = Ok(0);
         self.settled(r)
@@ -342,7 +353,9 @@ impl FfiStack {
 
     /// setsockopt(2) with an int value: SO_REUSEADDR (kept, no effect),
     /// SO_KEEPALIVE, TCP_NODELAY, TCP_KEEPIDLE / TCP_KEEPINTVL (seconds),
-    /// TCP_KEEPCNT, TCP_USER_TIMEOUT (milliseconds). Others: ENOPROTOOPT.
+    /// TCP_KEEPCNT, TCP_USER_TIMEOUT (milliseconds), SO_SNDBUF (bytes as
+    /// given; Linux doubles it), TCP_MAXSEG (before connect, or on a
+    /// listener; 0 or 88 to 32767 as Linux). Others: ENOPROTOOPT.
     pub fn setsockopt(&mut self, fd: i32, level: i32, name: i32, value: i32) -> CallResult {
         let entry = self.fd(fd)?;
         if let Object::Epoll(_) = entry.object {
@@ -360,11 +373,19 @@ impl FfiStack {
             (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => {
                 o.user_timeout_ms = u32::try_from(value).map_err(|_| libc::EINVAL)?
             }
+            (libc::SOL_SOCKET, libc::SO_SNDBUF) => o.send_buffer = Some(positive()?),
+            (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => match value {
+                0 => o.max_segment = None,
+                88..=32767 => o.max_segment = Some(value as u16),
+                _ => return Err(libc::EINVAL),
+            },
             _ => return Err(libc::ENOPROTOOPT),
         }
         let options = *o;
-        if let Object::Stream(s) = &entry.object {
-            options.apply(s);
+        match &entry.object {
+            Object::Stream(s) => options.apply(s),
+            Object::Listener(l) => l.set_max_segment(options.max_segment),
+            _ => {}
         }
         self.settled(Ok(0))
     }
@@ -388,6 +409,20 @@ impl FfiStack {
             (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL) => secs(o.keepalive.interval_us),
             (libc::IPPROTO_TCP, libc::TCP_KEEPCNT) => i32::try_from(o.keepalive.count).unwrap_or(i32::MAX),
             (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => i32::try_from(o.user_timeout_ms).unwrap_or(i32::MAX),
+            // A connection's full segment in use; before, what was set or
+            // Linux's default (536).
+            (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => match &entry.object {
+                Object::Stream(s) => i32::from(s.max_segment().unwrap_or(536)),
+                _ => i32::from(o.max_segment.unwrap_or(536)),
+            },
+            (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
+                let default = oxnet_stack::tcp::tcb::TcbSettings::default().send_buffer;
+                let bytes = match &entry.object {
+                    Object::Stream(s) => s.send_buffer().map_or(default, |b| b as u32),
+                    _ => o.send_buffer.unwrap_or(default),
+                };
+                i32::try_from(bytes).unwrap_or(i32::MAX)
+            }
             _ => return Err(libc::ENOPROTOOPT),
         })
     }

@@ -201,6 +201,18 @@ fn options_round_trip_and_pass_from_listener_to_accepted() {
         assert_eq!(set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 5), 0);
         assert_eq!(set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3), 0);
         assert_eq!(set(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 2500), 0);
+        assert_eq!(
+            get(fd, libc::SOL_SOCKET, libc::SO_SNDBUF),
+            262_144,
+            "the stack's default"
+        );
+        assert_eq!(set(libc::SOL_SOCKET, libc::SO_SNDBUF, 0), -1);
+        assert_eq!(set(libc::SOL_SOCKET, libc::SO_SNDBUF, 3000), 0);
+        assert_eq!(get(fd, libc::SOL_SOCKET, libc::SO_SNDBUF), 3000);
+        assert_eq!(get(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG), 536, "Linux's default");
+        assert_eq!(set(libc::IPPROTO_TCP, libc::TCP_MAXSEG, 87), -1);
+        assert_eq!(set(libc::IPPROTO_TCP, libc::TCP_MAXSEG, 900), 0);
+        assert_eq!(get(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG), 900);
         assert_eq!(get(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE), 30);
         assert_eq!(get(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT), 2500);
         assert_eq!(get(fd, libc::SOL_SOCKET, libc::SO_ERROR), 0);
@@ -218,6 +230,9 @@ fn options_round_trip_and_pass_from_listener_to_accepted() {
         assert_eq!(get(c, libc::IPPROTO_TCP, libc::TCP_NODELAY), 1);
         assert_eq!(get(c, libc::SOL_SOCKET, libc::SO_KEEPALIVE), 1);
         assert_eq!(get(c, libc::IPPROTO_TCP, libc::TCP_KEEPCNT), 3);
+        assert_eq!(get(c, libc::SOL_SOCKET, libc::SO_SNDBUF), 3000);
+        // The peer offered 1000 (the handshake's SYN): 900 is used.
+        assert_eq!(get(c, libc::IPPROTO_TCP, libc::TCP_MAXSEG), 900);
         // Keepalive (RFC 1122 §4.2.3.6): nothing for 30 s of silence,
         // then a probe at SND.NXT - 1 (Linux's form).
         assert_eq!(oxnet_stack_advance(h, 29_999_999), 0);
@@ -437,26 +452,28 @@ fn an_ipv6_connect_sends_a_syn_from_the_stacks_ipv6_address() {
 /// (as GRO would make them); the router could only drop those, so input
 /// refuses them with EMSGSIZE instead of taking them and losing them.
 #[test]
-fn input_takes_a_packet_that_fills_a_buffer_and_refuses_a_larger_one() {
+fn input_takes_a_packet_larger_than_a_buffer_and_refuses_one_over_65535_bytes() {
     let h = new_stack();
     unsafe {
         let l = listener(h, libc::SOCK_NONBLOCK);
         let iss = handshake(h);
         let c = oxnet_accept(h, l, null_mut(), null_mut());
         assert_eq!(c, 4);
-        // 20 + 20 + 2008 = 2048 bytes: one whole buffer.
-        let fits = vec![b'a'; 2008];
-        input(h, &segment(ACK | PSH, PEER_ISN + 1, iss + 1, &fits));
+        // 20 + 20 + 3000 bytes: more than one 2 KiB buffer (GRO-sized).
+        let data: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+        input(h, &segment(ACK | PSH, PEER_ISN + 1, iss + 1, &data));
         let mut buf = vec![0u8; 4096];
-        assert_eq!(oxnet_read(h, c, buf.as_mut_ptr().cast(), 4096), 2008);
+        assert_eq!(oxnet_read(h, c, buf.as_mut_ptr().cast(), 4096), 3000);
+        assert_eq!(&buf[..3000], &data[..], "every byte, in order");
         let ack = next(h).expect("an ACK once read");
-        assert_eq!(ack.ack, PEER_ISN + 1 + 2008);
-        // One byte more: refused, and nothing of it reaches the socket.
-        let big = segment(ACK | PSH, PEER_ISN + 1 + 2008, iss + 1, &[b'b'; 2009]);
-        assert_eq!(big.len(), 2049);
+        assert_eq!(ack.ack, PEER_ISN + 1 + 3000);
+        // Over 65535 bytes (what IPv4's total length can say): refused,
+        // and nothing of it reaches the socket.
+        let big = segment(ACK | PSH, PEER_ISN + 1 + 3000, iss + 1, &vec![b'b'; 65_497]);
+        assert_eq!(big.len(), 65_537);
         assert_eq!(
             check(oxnet_stack_input(h, big.as_ptr(), big.len()).into()),
-            Err(libc::EMSGSIZE)
+            Err(libc::EINVAL)
         );
         assert_eq!(
             check(oxnet_read(h, c, buf.as_mut_ptr().cast(), 4096) as i64),

@@ -714,9 +714,8 @@ fn tcp_seeds() -> Vec<(String, Vec<u8>)> {
         ),
         s(
             "write-then-duplicate-acks",
-            // The first data acknowledged first: duplicates of the ACK of
-            // a connection's first data are left to the timer (RFC 6582
-            // §3.2 step 1, tcp/newreno.rs).
+            // The first data acknowledged first, then duplicates of that
+            // ACK (RFC 6582 §3.2 step 1, tcp/newreno.rs).
             vec![
                 write(1000),
                 seg(ACK, 0, 0, 1000, 0),

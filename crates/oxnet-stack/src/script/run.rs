@@ -165,6 +165,16 @@ pub fn run_script(script: &Script, options: &RunOptions) -> Result<Report, Failu
     Ok(runner.report)
 }
 
+/// Whether `event` can fail on what the stack does: a segment it expects
+/// (`>`), or a system call whose result is written (not `...`).
+fn checks_something(event: &Event) -> bool {
+    match &event.kind {
+        EventKind::Packet { direction, .. } => *direction == Direction::Outbound,
+        EventKind::Syscall { result, errno, .. } => *result != Expr::Ellipsis || errno.is_some(),
+        EventKind::Shell(_) => false,
+    }
+}
+
 /// The state of one run.
 struct Runner {
     file: String,
@@ -193,6 +203,13 @@ impl Runner {
         };
         if let Some(name) = script.options.keys().find(|k| !KNOWN_OPTIONS.contains(&k.as_str())) {
             return Err(setup(format!("option --{name}: unsupported by the runner")));
+        }
+        // A script that checks nothing passes whatever the stack does (as
+        // four empty scripts once did): refused.
+        if !script.events.iter().any(checks_something) {
+            return Err(setup(
+                "the script checks nothing: it has no `>` segment and no system call with a checked result".to_string(),
+            ));
         }
         let tolerance = match script.options.get("tolerance_usecs") {
             None => DEFAULT_TOLERANCE_US,
@@ -349,8 +366,16 @@ impl Runner {
         let spec = PacketSpec::of(&event.kind).ok_or("not a segment")?;
         self.map.learn_inbound(spec.flags.syn, spec.seq);
         let bytes = build_inbound(&spec, &self.map, self.ip);
-        self.net.inject(bytes);
+        let (len, dropped) = (bytes.len(), self.net.input_drops());
+        self.net.inject(bytes)?;
         self.collect()?;
+        // Every drop of PlugSource is counted: one here means the stack
+        // never saw the segment, which would pass for a silent stack.
+        if self.net.input_drops() != dropped {
+            return Err(format!(
+                "the {len}-byte IP packet was dropped before the stack (PlugSource: no buffer)"
+            ));
+        }
         Ok("injected".to_string())
     }
 

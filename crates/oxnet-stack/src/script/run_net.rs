@@ -48,9 +48,36 @@ impl Net {
         self.plug.next_deadline()
     }
 
-    /// Queues an IP packet for the stack.
-    pub(super) fn inject(&mut self, bytes: Vec<u8>) {
+    /// Queues an IP packet for the stack; Err if PlugSource cannot take
+    /// it (over [`crate::plug::MAX_INPUT`]).
+    pub(super) fn inject(&mut self, bytes: Vec<u8>) -> Result<(), String> {
+        // The IP header's length field (IPv4's total length, IPv6's
+        // payload length; no jumbograms) cannot say more than 65535.
+        let counted = match bytes.first().map(|b| b >> 4) {
+            Some(4) => bytes.len(),
+            Some(6) => bytes.len().saturating_sub(40),
+            _ => 0,
+        };
+        if counted > usize::from(u16::MAX) {
+            return Err(format!(
+                "the segment makes a {}-byte IP packet, more than its header's length field can say (65535)",
+                bytes.len()
+            ));
+        }
+        if bytes.len() > crate::plug::MAX_INPUT {
+            return Err(format!(
+                "the segment makes a {}-byte IP packet, over the {} bytes the runner's input takes",
+                bytes.len(),
+                crate::plug::MAX_INPUT
+            ));
+        }
         self.plug.input.borrow_mut().push_back(bytes);
+        Ok(())
+    }
+
+    /// Packets PlugSource dropped so far (its counters, summed).
+    pub(super) fn input_drops(&self) -> u64 {
+        self.plug.drops.total()
     }
 
     /// Runs rounds at the current time until nothing happens, and returns

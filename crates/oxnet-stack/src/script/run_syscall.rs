@@ -8,12 +8,14 @@
 //! | `setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, ...)` | accepted, no effect (oxnet has no port reuse rule to relax) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, [v], ...)` | `set_nodelay` |
 //! | `setsockopt(fd, SOL_SOCKET, SO_RCVBUF, [bytes], ...)` | before `listen` or `connect`: the receive buffer (the window offered) of the connections made from then on, in bytes as given (Linux doubles the value and offers a part of it) |
+//! | `setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, [mss], ...)` | before `connect`, or on a listener (before or after `listen`): the MSS announced and the largest sent are at most `mss` (`set_max_segment`; 0 or 88 to 32767, as Linux); getsockopt on a connection gives the full segment's payload in use |
+//! | `setsockopt(fd, SOL_SOCKET, SO_SNDBUF, [bytes], ...)` | `set_send_buffer`: the bytes written and not yet acknowledged that a socket may hold, in bytes as given (Linux doubles the value and counts its overhead in it); 1 to 2^31 - 1; a listener's passes to the connections it accepts |
 //! | `setsockopt(fd, SOL_SOCKET, SO_LINGER, {onoff=1, linger=0}, ...)` | close aborts with a RST (`TcpStream::abort`); `onoff=0` undoes it; another time is refused |
 //! | `setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, [v], ...)` | `set_keepalive`: on with the three below, or off |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE / TCP_KEEPINTVL / TCP_KEEPCNT, [v], ...)` | seconds idle, seconds between probes, probes (Linux's ranges, else `EINVAL`; defaults 7200, 75, 9) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, [ms], ...)` | `set_user_timeout` (0: off) |
 //! | `setsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, [n], ...)` | `set_syn_retries` (1 to 255) |
-//! | `getsockopt(fd, level, option, [v], ...)` | TCP_NODELAY, SO_KEEPALIVE, the TCP_KEEP* three, TCP_USER_TIMEOUT, TCP_SYNCNT (unset: the stack's limit, 15; Linux's default is 6): the value, compared with `v` |
+//! | `getsockopt(fd, level, option, [v], ...)` | TCP_NODELAY, SO_KEEPALIVE, the TCP_KEEP* three, TCP_USER_TIMEOUT, TCP_SYNCNT (unset: the stack's limit, 15; Linux's default is 6), SO_SNDBUF (unset: the stack's default, 262144): the value, compared with `v` |
 //! | `bind(fd, ..., ...)` | port 8080, packetdrill's default |
 //! | `listen(fd, backlog)` | `TcpListener::bind` on the wildcard address of the script's family (backlog 0: every SYN gets a cookie, as Linux's) |
 //! | `accept(fd, ..., ...)` | `try_accept` |
@@ -53,9 +55,11 @@ const CONSTANTS: &[(&str, i64)] = &[
     ("SO_REUSEADDR", 2),
     ("SO_ERROR", 4),
     ("SO_RCVBUF", SO_RCVBUF),
+    ("SO_SNDBUF", SO_SNDBUF),
     ("SO_LINGER", SO_LINGER),
     ("SO_KEEPALIVE", SO_KEEPALIVE),
     ("TCP_NODELAY", TCP_NODELAY),
+    ("TCP_MAXSEG", TCP_MAXSEG),
     ("TCP_KEEPIDLE", TCP_KEEPIDLE),
     ("TCP_KEEPINTVL", TCP_KEEPINTVL),
     ("TCP_KEEPCNT", TCP_KEEPCNT),
@@ -80,9 +84,11 @@ const CONSTANTS: &[(&str, i64)] = &[
 /// Option names (Linux's `socket.h` and `tcp.h`), at levels SOL_SOCKET (1)
 /// and IPPROTO_TCP (6).
 const SO_RCVBUF: i64 = 8;
+const SO_SNDBUF: i64 = 7;
 const SO_LINGER: i64 = 13;
 const SO_KEEPALIVE: i64 = 9;
 const TCP_NODELAY: i64 = 1;
+const TCP_MAXSEG: i64 = 2;
 const TCP_KEEPIDLE: i64 = 4;
 const TCP_KEEPINTVL: i64 = 5;
 const TCP_KEEPCNT: i64 = 6;
@@ -183,6 +189,10 @@ struct Options {
     syn_retries: Option<i64>,
     /// SO_LINGER on with a time of 0: close aborts with a RST.
     linger_abort: bool,
+    /// SO_SNDBUF in bytes (None: not set, the stack's default).
+    send_buffer: Option<i64>,
+    /// TCP_MAXSEG (None: not set, or set to 0).
+    max_segment: Option<i64>,
 }
 
 impl Default for Options {
@@ -197,6 +207,8 @@ impl Default for Options {
             user_timeout_ms: 0,
             syn_retries: None,
             linger_abort: false,
+            send_buffer: None,
+            max_segment: None,
         }
     }
 }
@@ -247,6 +259,20 @@ impl Options {
                     true
                 }
             }
+            // Linux: 0 (the interface's MSS again) or 88 (TCP_MIN_MSS)
+            // to 32767 (MAX_TCP_WINDOW).
+            (6, TCP_MAXSEG) => {
+                (v == 0 || in_range(88, 32767)) && {
+                    self.max_segment = (v != 0).then_some(v);
+                    true
+                }
+            }
+            (1, SO_SNDBUF) => {
+                in_range(1, i64::from(i32::MAX)) && {
+                    self.send_buffer = Some(v);
+                    true
+                }
+            }
             _ => return Err(format!("setsockopt level {level} option {option}: unsupported")),
         };
         Ok(ok)
@@ -265,33 +291,52 @@ impl Options {
             (6, TCP_SYNCNT) => self
                 .syn_retries
                 .unwrap_or(i64::from(crate::tcp::elements::send::MAX_RETRANSMITS)),
+            // Before a connection: what was set, else Linux's default
+            // (TCP_MSS_DEFAULT, 536); a connection's is read from it.
+            (6, TCP_MAXSEG) => self.max_segment.unwrap_or(536),
+            (1, SO_SNDBUF) => self
+                .send_buffer
+                .unwrap_or(i64::from(crate::tcp::tcb::TcbSettings::default().send_buffer)),
             _ => return None,
         })
     }
 
     /// Gives a connection these options.
     fn apply(&self, s: &TcpStream) {
-        for option in [TCP_NODELAY, SO_KEEPALIVE, TCP_USER_TIMEOUT, TCP_SYNCNT] {
-            self.apply_one(option, s);
+        for (level, option) in [
+            (6, TCP_NODELAY),
+            (1, SO_KEEPALIVE),
+            (6, TCP_USER_TIMEOUT),
+            (6, TCP_SYNCNT),
+            (1, SO_SNDBUF),
+            (6, TCP_MAXSEG),
+        ] {
+            self.apply_one(level, option, s);
         }
     }
 
     /// Gives a connection the option just set (the keepalive settings
     /// all at once, as the socket takes them).
-    fn apply_one(&self, option: i64, s: &TcpStream) {
-        match option {
-            TCP_NODELAY => s.set_nodelay(self.nodelay),
-            SO_KEEPALIVE | TCP_KEEPIDLE | TCP_KEEPINTVL | TCP_KEEPCNT => {
+    fn apply_one(&self, level: i64, option: i64, s: &TcpStream) {
+        match (level, option) {
+            (6, TCP_NODELAY) => s.set_nodelay(self.nodelay),
+            (1, SO_KEEPALIVE) | (6, TCP_KEEPIDLE | TCP_KEEPINTVL | TCP_KEEPCNT) => {
                 s.set_keepalive(self.keepalive.then_some(Keepalive {
                     idle_us: self.keep_idle_s as u64 * 1_000_000,
                     interval_us: self.keep_intvl_s as u64 * 1_000_000,
                     count: self.keep_cnt as u32,
                 }))
             }
-            TCP_USER_TIMEOUT => {
+            (6, TCP_USER_TIMEOUT) => {
                 s.set_user_timeout((self.user_timeout_ms > 0).then_some(self.user_timeout_ms as u64 * 1000))
             }
-            TCP_SYNCNT => s.set_syn_retries(self.syn_retries.map(|n| n as u32)),
+            (6, TCP_SYNCNT) => s.set_syn_retries(self.syn_retries.map(|n| n as u32)),
+            (1, SO_SNDBUF) => {
+                if let Some(bytes) = self.send_buffer {
+                    s.set_send_buffer(bytes as usize);
+                }
+            }
+            (6, TCP_MAXSEG) => s.set_max_segment(self.max_segment.map(|m| m as u16)),
             _ => {}
         }
     }
@@ -399,8 +444,12 @@ impl Sockets {
                 if !entry.options.set(level, option, arg(3)?)? {
                     return done(Err(libc::EINVAL));
                 }
-                if let Socket::Stream(s) = &entry.socket {
-                    entry.options.apply_one(option, s);
+                match &entry.socket {
+                    Socket::Stream(s) => entry.options.apply_one(level, option, s),
+                    Socket::Listener(l) if (level, option) == (6, TCP_MAXSEG) => {
+                        l.set_max_segment(entry.options.max_segment.map(|m| m as u16))
+                    }
+                    _ => {}
                 }
                 done(Ok(0))
             }
@@ -410,7 +459,11 @@ impl Sockets {
                     return done(Err(libc::EBADF));
                 };
                 if (level, option) != (1, 4) {
-                    let Some(value) = entry.options.get(level, option) else {
+                    let value = match &entry.socket {
+                        Socket::Stream(s) if (level, option) == (6, TCP_MAXSEG) => s.max_segment().map(i64::from),
+                        _ => entry.options.get(level, option),
+                    };
+                    let Some(value) = value else {
                         return Err(format!("getsockopt level {level} option {option}: unsupported"));
                     };
                     let want = arg(3)?;
@@ -460,6 +513,7 @@ impl Sockets {
                 let local = IpEndpoint::new(any, super::run_segment::LOCAL_PORT);
                 match TcpListener::bind(&self.stack, local, usize::try_from(backlog).unwrap_or(0)) {
                     Ok(listener) => {
+                        listener.set_max_segment(entry.options.max_segment.map(|m| m as u16));
                         entry.socket = Socket::Listener(listener);
                         done(Ok(0))
                     }

@@ -374,12 +374,42 @@ fn what_the_runner_does_not_do_is_refused_by_name() {
         (f.line, f.message.as_str()),
         (1, "shell commands are not run (oxnet's runner has no shell)")
     );
-    let f = failure("0 `echo hi`\n");
+    let f = failure("0 `echo hi`\n+0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n");
     assert_eq!(f.message, "shell commands are not run (oxnet's runner has no shell)");
     let f = failure("--mss=1000\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n");
     assert_eq!(
         f.to_string(),
         "t.pkt:0: at t=0: option --mss: unsupported by the runner"
+    );
+}
+
+#[test]
+fn a_script_that_checks_nothing_is_refused() {
+    const NOTHING: &str = "t.pkt:0: at t=0: the script checks nothing: it has no `>` segment and no system call \
+                           with a checked result";
+    // Comments and options only (four empty IPv6 scripts once passed so).
+    let f = failure("// Over IPv6: the same as our_close.pkt.\n--ip_version=ipv6\n");
+    assert_eq!(f.to_string(), NOTHING);
+    // Segments injected and calls whose results are not looked at.
+    let f = failure(
+        "0 socket(..., SOCK_STREAM, IPPROTO_TCP) = ...\n+0 < S 0:0(0) win 65535 <mss 1460>\n+0 < . 1:1(0) ack 1 win 5\n",
+    );
+    assert_eq!(f.to_string(), NOTHING);
+    // One expected segment, or one checked result, is enough.
+    run("0 < S 0:0(0) win 65535 <mss 1460>\n+0 > R. 0:0(0) ack 1\n").unwrap();
+    run("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n").unwrap();
+    let f = failure("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 4\n");
+    assert_eq!(f.line, 1, "a checked result that is wrong fails at its line");
+}
+
+#[test]
+fn a_segment_no_ip_packet_can_carry_is_refused() {
+    // 20 + 20 + 65535 bytes: over IPv4's total length.
+    let f = failure(&format!("{}   +0 < P. 1:65536(65535) ack 1 win 257\n", established()));
+    assert_eq!(f.line, 9);
+    assert_eq!(
+        f.message,
+        "the segment makes a 65575-byte IP packet, more than its header's length field can say (65535)"
     );
 }
 
@@ -536,6 +566,11 @@ fn socket_options_are_kept_read_back_and_refused_out_of_linux_ranges() {
    +0 getsockopt(3, IPPROTO_TCP, TCP_KEEPIDLE, [5], [4]) = 0
    +0 getsockopt(3, SOL_SOCKET, SO_KEEPALIVE, [1], [4]) = 0
    +0 getsockopt(3, IPPROTO_TCP, TCP_USER_TIMEOUT, [1500], [4]) = 0
+   +0 getsockopt(3, SOL_SOCKET, SO_SNDBUF, [262144], [4]) = 0
+   +0 setsockopt(3, SOL_SOCKET, SO_SNDBUF, [0], 4) = -1 EINVAL (Invalid argument)
+   +0 setsockopt(3, SOL_SOCKET, SO_SNDBUF, [5000], 4) = 0
+   +0 getsockopt(3, SOL_SOCKET, SO_SNDBUF, [5000], [4]) = 0
+   +0 getsockopt(3, IPPROTO_TCP, TCP_SYNCNT, [15], [4]) = 0
    +0 getsockopt(9, IPPROTO_TCP, TCP_USER_TIMEOUT, [1500], [4]) = -1 EBADF (Bad file descriptor)
 ";
     run(text).unwrap();
@@ -550,6 +585,30 @@ fn socket_options_are_kept_read_back_and_refused_out_of_linux_ranges() {
         established()
     ));
     assert_eq!(f.message, "SO_RCVBUF on a connection: unsupported (set it before)");
+}
+
+#[test]
+fn tcp_maxseg_before_connect_limits_the_mss_announced_and_used() {
+    let text = "
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 fcntl(3, F_SETFL, O_RDWR|O_NONBLOCK) = 0
+   +0 getsockopt(3, IPPROTO_TCP, TCP_MAXSEG, [536], [4]) = 0
+   +0 setsockopt(3, IPPROTO_TCP, TCP_MAXSEG, [1000], 4) = 0
+   +0 connect(3, ..., ...) = -1 EINPROGRESS (Operation now in progress)
+   +0 > S 0:0(0) win 65535 <mss 1000,sackOK,TS val 0 ecr 0,nop,wscale 7>
+ +0.1 < S. 0:0(0) ack 1 win 65535 <mss 1460>
+   +0 > . 1:1(0) ack 1
+   +0 getsockopt(3, IPPROTO_TCP, TCP_MAXSEG, [1000], [4]) = 0
+   +0 write(3, ..., 1500) = 1500
+   +0 > . 1:1001(1000) ack 1
+   +0 > P. 1001:1501(500) ack 1
+";
+    run(text).unwrap();
+    // 0 gives the interface's MSS back; 32768 is over Linux's bound.
+    let f = failure(&text.replace("[1000], 4) = 0", "[32768], 4) = 0"));
+    assert_eq!(f.message, "setsockopt returned -1 EINVAL, expected 0");
+    let f = failure(&text.replace("[1000], 4) = 0", "[0], 4) = 0"));
+    assert!(f.message.contains("mss 1460"), "{}", f.message);
 }
 
 #[test]

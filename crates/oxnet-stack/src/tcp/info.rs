@@ -93,6 +93,8 @@ pub struct Listener {
     pub accept_queue: VecDeque<TcbRef>,
     /// Notified when a connection joins `accept_queue`.
     pub accept_event: Event,
+    /// TCP_MAXSEG: the MSS its connections announce and send at most.
+    pub user_mss: Option<u16>,
 }
 
 /// Counters, readable as handlers of the TCP elements.
@@ -203,6 +205,7 @@ impl TcpInfo {
                 half_open: 0,
                 accept_queue: VecDeque::new(),
                 accept_event: Event::new(),
+                user_mss: None,
             },
         );
         Ok(())
@@ -312,11 +315,23 @@ impl TcpInfo {
 
     /// The MSS we announce for a connection of `key`'s family.
     pub fn our_mss(&self, key: &FlowKey) -> u16 {
-        if key.local.addr.is_ipv4() {
+        let mss = if key.local.addr.is_ipv4() {
             self.settings.mss_v4
         } else {
             self.settings.mss_v6
-        }
+        };
+        // TCP_MAXSEG of the connection (set before it connected), else
+        // of the listener its SYN came to.
+        let user = self
+            .flows
+            .get(key)
+            .and_then(|r| self.tcbs.get(*r))
+            .and_then(|t| t.user_mss)
+            .or_else(|| {
+                let at = self.listener_for(&key.local)?;
+                self.listeners.get(&at)?.user_mss
+            });
+        user.map_or(mss, |u| mss.min(u))
     }
 
     /// Connections in each state, for the `states` handler.

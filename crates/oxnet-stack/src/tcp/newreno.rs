@@ -291,10 +291,13 @@ impl NewReno {
         }
         // RFC 6582 §3.2 step 1: only if the ACK covers more than
         // `recover`; otherwise these duplicates are from segments sent
-        // before an earlier loss, and ssthresh stays as it is. (So the
-        // loss of a connection's first data segment is left to the
-        // retransmission timer, as the RFC says.)
-        if !after(ack.wrapping_sub(1), self.recover) {
+        // before an earlier loss, and ssthresh stays as it is. "Covers
+        // more than recover" is read as SEG.ACK > recover (as FreeBSD
+        // does): with `recover` at the ISS, duplicates of ISS + 1 (the
+        // connection's first data segment lost) do enter fast retransmit.
+        // The test exists to avoid a false fast retransmit after a
+        // timeout (§4), which a connection's start has not had.
+        if !after(ack, self.recover) {
             return AckAction::None;
         }
         self.recover = high_data;
@@ -426,15 +429,51 @@ mod tests {
     }
 
     #[test]
-    fn the_first_data_segment_lost_is_left_to_the_timer() {
-        // RFC 6582 §3.2 step 1 with recover = ISS: an ACK of only the SYN
-        // (ISS + 1) does not cover more than recover.
+    fn the_first_data_segment_lost_enters_fast_retransmit() {
+        // RFC 6582 §3.2 step 1 read as SEG.ACK > recover, recover = ISS:
+        // three duplicates of ISS + 1 (only the SYN acknowledged) do
+        // enter fast retransmit.
         let mut r = reno();
         let syn_acked = ISS.wrapping_add(1);
+        for _ in 0..2 {
+            assert_eq!(r.on_dup_ack(syn_acked, 4000, ISS.wrapping_add(4000)), AckAction::None);
+        }
+        assert_eq!(
+            r.on_dup_ack(syn_acked, 4000, ISS.wrapping_add(4000)),
+            AckAction::Retransmit { restart_timer: true }
+        );
+        assert!(r.in_recovery());
+        assert_eq!(r.recover(), ISS.wrapping_add(4000));
+    }
+
+    #[test]
+    fn duplicates_of_an_ack_at_recover_do_not_enter_recovery_again() {
+        // After a timeout `recover` is the highest sequence number sent;
+        // duplicate ACKs that do not pass it are from segments sent
+        // before the timeout (RFC 6582 §4).
+        let mut r = reno();
+        r.on_timeout(4000, ISS.wrapping_add(4000));
         for _ in 0..3 {
-            assert_eq!(r.on_dup_ack(syn_acked, 4000, ISS.wrapping_add(4001)), AckAction::None);
+            assert_eq!(
+                r.on_dup_ack(ISS.wrapping_add(4000), 1000, ISS.wrapping_add(5000)),
+                AckAction::None
+            );
         }
         assert!(!r.in_recovery());
+        assert_eq!(
+            r.on_dup_ack(ISS.wrapping_add(4000), 1000, ISS.wrapping_add(5000)),
+            AckAction::None
+        );
+        let mut r = reno();
+        r.on_timeout(4000, ISS.wrapping_add(4000));
+        for _ in 0..2 {
+            r.on_dup_ack(ISS.wrapping_add(4001), 1000, ISS.wrapping_add(5000));
+        }
+        assert_eq!(
+            r.on_dup_ack(ISS.wrapping_add(4001), 1000, ISS.wrapping_add(5000)),
+            AckAction::Retransmit { restart_timer: true },
+            "an ACK one past recover covers more than it"
+        );
     }
 
     #[test]

@@ -30,6 +30,15 @@ pub struct TcpListener {
 }
 
 impl TcpListener {
+    /// TCP_MAXSEG on a listener: the MSS the connections it makes
+    /// announce in their SYN-ACK and send at most (None: the
+    /// interface's).
+    pub fn set_max_segment(&self, mss: Option<u16>) {
+        if let Some(l) = self.stack.borrow_mut().listeners.get_mut(&self.local) {
+            l.user_mss = mss;
+        }
+    }
+
     /// Listens on `local` (an unspecified address: every address of its
     /// family), with `backlog` established connections waiting at most.
     pub fn bind(stack: &Stack, local: IpEndpoint, backlog: usize) -> Result<TcpListener, i32> {
@@ -260,6 +269,43 @@ impl TcpStream {
     /// The connection's error (SO_ERROR), if it ended with one.
     pub fn error(&self) -> Option<i32> {
         self.stack.borrow().tcbs.get(self.tcb).and_then(|t| t.error)
+    }
+
+    /// SO_SNDBUF: the bytes the send buffer may hold (written and not yet
+    /// acknowledged), at least 1; in bytes as given (Linux doubles the
+    /// value and counts its own overhead in it). Lowered below what is
+    /// queued, writes wait until acknowledgments make room; raised, a
+    /// writer waiting for room is woken.
+    pub fn set_send_buffer(&self, bytes: usize) {
+        if let Some(t) = self.stack.borrow_mut().tcbs.get_mut(self.tcb) {
+            t.send_buffer_limit = bytes.max(1);
+            if t.send_buffer.len() < t.send_buffer_limit {
+                t.writable.notify_all();
+            }
+        }
+    }
+
+    /// TCP_MAXSEG before the connection opens (Linux's "user MSS"): the
+    /// MSS our SYN announces and the largest segment sent are at most
+    /// `mss` (None: the interface's). Set later, it changes nothing.
+    pub fn set_max_segment(&self, mss: Option<u16>) {
+        if let Some(t) = self.stack.borrow_mut().tcbs.get_mut(self.tcb) {
+            t.user_mss = mss;
+        }
+    }
+
+    /// TCP_MAXSEG as getsockopt gives it on a connection: the payload of
+    /// a full segment (the MSS in use less the timestamps option, as
+    /// Linux's `mss_cache`); None once the connection is gone.
+    pub fn max_segment(&self) -> Option<u16> {
+        let info = self.stack.borrow();
+        let t = info.tcbs.get(self.tcb)?;
+        Some(t.snd_mss.saturating_sub(if t.timestamps { 12 } else { 0 }))
+    }
+
+    /// SO_SNDBUF's value (None once the connection is gone).
+    pub fn send_buffer(&self) -> Option<usize> {
+        self.stack.borrow().tcbs.get(self.tcb).map(|t| t.send_buffer_limit)
     }
 
     /// TCP_NODELAY.

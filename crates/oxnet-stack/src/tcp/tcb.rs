@@ -153,6 +153,9 @@ pub struct Tcb {
     pub writable: Event,
     /// Bytes the send buffer may hold (SO_SNDBUF).
     pub send_buffer_limit: usize,
+    /// TCP_MAXSEG, set before the connection opens: the MSS it announces
+    /// and the largest segment it sends are at most this.
+    pub user_mss: Option<u16>,
     /// TCP_NODELAY: no Nagle (RFC 1122 §4.2.3.4 lets an application turn
     /// it off).
     pub nodelay: bool,
@@ -178,12 +181,17 @@ pub struct Tcb {
     /// received since our last ACK.
     pub delayed_ack_deadline: Option<u64>,
     pub unacked_segments: u32,
-    /// The persist timer (a zero window and data to send), and the
-    /// probes sent since the window was last open; the next segment is a
-    /// one-octet window probe.
+    /// The persist timer (a zero window and data to send, or data held
+    /// back by the sender's silly window avoidance), and the probes sent
+    /// since the window was last open; the next segment is a one-octet
+    /// window probe.
     pub persist_deadline: Option<u64>,
     pub persist_probes: u32,
     pub window_probe: bool,
+    /// The override timeout of the sender's silly window avoidance (RFC
+    /// 9293 §3.8.6.2.1, the persist timer) fired: the next send may be a
+    /// segment the usable window cuts short.
+    pub sws_override: bool,
     /// SO_KEEPALIVE and its TCP_KEEPIDLE / TCP_KEEPINTVL / TCP_KEEPCNT.
     pub keepalive: Option<Keepalive>,
     pub keepalive_deadline: Option<u64>,
@@ -247,6 +255,7 @@ impl Tcb {
             readable: Event::new(),
             writable: Event::new(),
             send_buffer_limit: settings.send_buffer as usize,
+            user_mss: None,
             nodelay: false,
             output_queued: false,
             send_ack: false,
@@ -260,6 +269,7 @@ impl Tcb {
             persist_deadline: None,
             persist_probes: 0,
             window_probe: false,
+            sws_override: false,
             keepalive: None,
             keepalive_deadline: None,
             keepalive_probes: 0,

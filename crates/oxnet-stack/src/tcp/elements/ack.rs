@@ -16,8 +16,8 @@ use super::{info, reset_for, ts_now, turn_into_ack, Info, Seg};
 use crate::anno::{self, TcpFlags as Anno};
 use crate::tcp::newreno::AckAction;
 use crate::tcp::output::write_segment;
-use crate::tcp::tcb::TcpState;
-use crate::wire::TcpFlags;
+use crate::tcp::tcb::{Tcb, TcpState};
+use crate::wire::{TcpFlags, TcpOptions};
 use oxnet_driver::PacketBatch;
 use oxnet_graph::args::Args;
 use oxnet_graph::element::{Element, PORTS_1_1, PUSH};
@@ -76,6 +76,7 @@ impl Element for ProcessAck {
                     if !(tcb.snd_una < ack && ack <= tcb.snd_nxt) {
                         return write_segment(&mut p, &seg.key, &reset_for(&seg), &[]).then_some((1, p));
                     }
+                    record_ts_recent(tcb, &seg, &options);
                     tcb.state = TcpState::Established;
                     tcb.snd_una = ack;
                     // The SYN-ACK is acknowledged: its timer stops.
@@ -107,6 +108,7 @@ impl Element for ProcessAck {
                     self.bad_acks += 1;
                     return turn_into_ack(&mut p, tcb, now).then_some((1, p));
                 }
+                record_ts_recent(tcb, &seg, &options);
                 if ack > tcb.snd_nxt {
                     tcb.snd_nxt = ack;
                 }
@@ -163,16 +165,28 @@ impl Element for ProcessAck {
                 // updated ... if (SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and
                 // SND.WL2 =< SEG.ACK))".
                 if una <= ack && (tcb.snd_wl1 < seg.seq || (tcb.snd_wl1 == seg.seq && tcb.snd_wl2 <= ack)) {
+                    // The window's right edge before the update (SND.UNA
+                    // has moved to SEG.ACK already).
+                    let old_edge = una + tcb.snd_wnd as usize;
                     let was_closed = tcb.snd_wnd == 0;
                     tcb.snd_wnd = (seg.window as u32) << tcb.snd_wscale;
                     tcb.max_snd_wnd = tcb.max_snd_wnd.max(tcb.snd_wnd);
                     tcb.snd_wl1 = seg.seq;
                     tcb.snd_wl2 = ack;
                     // The window opened: no more probes; send what waits.
+                    // A window update that acknowledges nothing new moves
+                    // the right edge too (RFC 9293 §3.8.6.2.1: the usable
+                    // window grew): the data it lets go goes now, not when
+                    // the RTO fires.
+                    // (A persist timer armed for data that silly window
+                    // avoidance holds back runs on: if the window stays
+                    // small, its override timeout sends.)
                     if tcb.snd_wnd > 0 {
-                        tcb.persist_deadline = None;
-                        tcb.persist_probes = 0;
-                        want_output |= was_closed && tcb.unsent() > 0;
+                        if was_closed {
+                            tcb.persist_deadline = None;
+                            tcb.persist_probes = 0;
+                        }
+                        want_output |= ack + tcb.snd_wnd as usize > old_edge && tcb.unsent() > 0;
                     }
                 }
                 if acked > 0 {
@@ -208,6 +222,22 @@ impl Element for ProcessAck {
         super::push_all(ctx, outs);
     }
     counter_handlers!(established, bad_acks, acked_bytes, dup_acks, drops);
+}
+
+/// RFC 7323 §4.3 (2): TS.Recent follows the peer's TSval when the segment
+/// starts at or before what we last acknowledged (SEG.SEQ =< Last.ACK.sent:
+/// RCV.NXT, which the segment's data has not moved yet) and its TSval is
+/// not older. Called only for a segment the ACK check took: §5.3 R3
+/// records TS.Recent for an accepted segment, and one dropped because its
+/// ACK is of something not sent (RFC 9293 §3.10.7.4 "fifth") or too old
+/// (RFC 5961 §5.2) must not move it, or one forged segment would make
+/// PAWS drop every genuine one after it.
+fn record_ts_recent(tcb: &mut Tcb, seg: &Seg, options: &TcpOptions) {
+    if let (true, Some((tsval, _))) = (tcb.timestamps, options.timestamps) {
+        if seg.seq <= tcb.rcv_nxt && (tsval.wrapping_sub(tcb.ts_recent) as i32) >= 0 {
+            tcb.ts_recent = tsval;
+        }
+    }
 }
 
 /// TCPEstimateRTT: feeds the RTT sample annotation into the connection's

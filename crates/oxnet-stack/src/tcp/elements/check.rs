@@ -213,13 +213,8 @@ impl Element for CheckSeqNo {
                 // Heard from the peer: keepalive starts counting again.
                 tcb.last_heard_us = now;
                 tcb.keepalive_probes = 0;
-                // RFC 7323 §4.3 (2): TS.Recent follows the peer's TSval when the
-                // segment starts at or before what we last acknowledged.
-                if let Some((tsval, _)) = options.and_then(|o| o.timestamps) {
-                    if seg.seq <= tcb.rcv_nxt && (tsval.wrapping_sub(tcb.ts_recent) as i32) >= 0 {
-                        tcb.ts_recent = tsval;
-                    }
-                }
+                // TS.Recent is recorded later, once the ACK check took the
+                // segment (TCPProcessAck, RFC 7323 §5.3 R3).
                 // Trim to the window: what precedes RCV.NXT, what lies past
                 // RCV.NXT + RCV.WND.
                 let front = (tcb.rcv_nxt - seg.seq).max(0) as usize;

@@ -14,7 +14,7 @@
 //! | TCPOutput | 0/1 | task: a send request for each connection the socket calls, ACKs or timers asked about |
 //! | TCPNagle | 1/1 | holds back a small segment while data is unacknowledged (RFC 1122 §4.2.3.4), unless NODELAY |
 //! | TCPRateControl | 1/1 | what min(cwnd, the peer's window) lets out now, into the allowance annotation (RFC 5681 §3.1; for a connection under TCPSackRecovery, cwnd less RFC 6675's pipe) |
-//! | TCPSegmentation | 1/1 | the segments: at most one MSS each (RFC 9293 §3.7.1), ACK set, PSH on the last, the FIN after the data; arms the RTO (RFC 6298 §5.1); with TCPSettings' TSO, new IPv4 data as one large segment for the device to cut, with CHECKSUM_OFFLOAD the checksums left to the device ([`crate::tcp::offload`]) |
+//! | TCPSegmentation | 1/1 | the segments: at most one MSS each (RFC 9293 §3.7.1), none the window cuts silly-short (§3.8.6.2.1), ACK set, PSH on the last, the FIN after the data; arms the RTO (RFC 6298 §5.1); with TCPSettings' TSO, new IPv4 data as one large segment for the device to cut, with CHECKSUM_OFFLOAD the checksums left to the device ([`crate::tcp::offload`]) |
 //! | TCPTimers | 0/1 | task: the retransmission timeout (RFC 6298 §5.4-5.7) and the end of TIME-WAIT |
 
 use super::{info, ts_now, Info};
@@ -134,6 +134,21 @@ pub fn nagle_allows(tcb: &Tcb) -> bool {
         || tcb.send_rst
 }
 
+/// RFC 9293 §3.8.6.2.1 (RFC 1122 §4.2.3.4), the sender's silly window
+/// avoidance: with `unsent` bytes queued and full segments of `mss`, what
+/// the peer's usable window U = SND.UNA + SND.WND - SND.NXT lets go now,
+/// min(D, U), may go if it is a full segment, if it is all that is
+/// queued (whether that may go with data in flight is Nagle's test,
+/// TCPNagle), if it is at least half the largest window the peer ever
+/// offered (Fs = 1/2), or if the override timeout (the persist timer)
+/// fired. Otherwise it waits for the window to open. (cwnd is not U: a
+/// segment the congestion window cuts short still goes, RFC 5681.)
+pub fn sws_allows(tcb: &Tcb, unsent: usize, mss: usize) -> bool {
+    let usable = (tcb.snd_wnd as usize).saturating_sub(tcb.flight_size() as usize);
+    let sendable = unsent.min(usable);
+    sendable >= mss || sendable == unsent || 2 * sendable as u64 >= tcb.max_snd_wnd as u64 || tcb.sws_override
+}
+
 impl Element for Nagle {
     fn class_name(&self) -> &'static str {
         "TCPNagle"
@@ -238,6 +253,8 @@ pub struct Segmentation {
     no_buffers: u64,
     /// Large segments handed to the device to cut (TSO).
     tso: u64,
+    /// Requests that sent less because silly window avoidance held data.
+    sws_held: u64,
 }
 
 /// Our SYN is to be sent (a connection just opened, or its SYN timed
@@ -420,6 +437,7 @@ impl Element for Segmentation {
                 if tcb.flight_size() == 0 && tcb.unacked_since.is_none() && (tcb.unsent() > 0 || syn_due(tcb)) {
                     tcb.unacked_since = Some(now);
                 }
+                let mut sws_held = false;
                 loop {
                     let unsent = tcb.unsent();
                     // TSO: new data (past SND.MAX: never sent, so no
@@ -435,6 +453,12 @@ impl Element for Segmentation {
                     if len == 0 && !fin_now {
                         break;
                     }
+                    if !sws_allows(tcb, unsent, mss) {
+                        sws_held = true;
+                        self.sws_held += 1;
+                        break;
+                    }
+                    tcb.sws_override = false;
                     let offset = tcb.send_buffer.len() - unsent;
                     let mut flags = TcpFlags::empty();
                     if len == unsent && len > 0 {
@@ -496,14 +520,25 @@ impl Element for Segmentation {
                 // RFC 6298 §5.1: a segment with data (or a FIN) left and
                 // the timer is not running: start it.
                 let arm = sent_any && tcb.rto_deadline.is_none();
+                // Data held back by silly window avoidance with nothing in
+                // flight (no ACK will come to ask again): the override
+                // timeout, on the persist timer (RFC 9293 §3.8.6.2.1).
+                if sent_any && tcb.snd_wnd > 0 {
+                    // In flight now: the RTO covers it, not the override.
+                    tcb.persist_deadline = None;
+                }
+                let arm_persist = sws_held && tcb.flight_size() == 0 && tcb.persist_deadline.is_none();
                 if arm {
                     info.arm_rto(r, now);
+                }
+                if arm_persist {
+                    info.arm_persist(r, now);
                 }
             }
         }
         ctx.push(0, out);
     }
-    counter_handlers!(segments, bytes, retransmits, no_buffers, resets, tso);
+    counter_handlers!(segments, bytes, retransmits, no_buffers, resets, tso, sws_held);
 }
 
 #[derive(Default)]
@@ -516,6 +551,7 @@ pub struct Timers {
     time_waits: u64,
     delayed_acks: u64,
     window_probes: u64,
+    sws_overrides: u64,
     keepalive_probes: u64,
     keepalive_timeouts: u64,
     user_timeouts: u64,
@@ -586,6 +622,13 @@ impl Element for Timers {
                             tcb.window_probe = true;
                             info.want_output(r);
                             info.arm_persist(r, now);
+                        } else if tcb.unsent() > 0 && tcb.flight_size() == 0 {
+                            // The override timeout of silly window
+                            // avoidance (RFC 9293 §3.8.6.2.1 (4)): what
+                            // the small window allows goes.
+                            self.sws_overrides += 1;
+                            tcb.sws_override = true;
+                            info.want_output(r);
                         }
                     }
                     TimerKind::Keepalive if tcb.keepalive_deadline == Some(at) => {
@@ -625,6 +668,7 @@ impl Element for Timers {
         time_waits,
         delayed_acks,
         window_probes,
+        sws_overrides,
         keepalive_probes,
         keepalive_timeouts,
         user_timeouts
