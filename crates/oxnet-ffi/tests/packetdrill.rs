@@ -72,6 +72,30 @@ struct Ud(*mut c_void);
 // SAFETY: the shim serializes every call with its own mutex.
 unsafe impl Send for Ud {}
 
+/// Waits (real time, up to 10 s) until thread `tid` of this process is
+/// asleep, as packetdrill does before it goes on past a blocking call
+/// (it looks for its syscall thread sleeping): a fixed pause is not
+/// enough on a loaded machine, where the thread may not have run yet.
+fn wait_until_asleep(tid: &std::sync::mpsc::Receiver<i32>) {
+    let tid = tid
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the thread started");
+    let start = std::time::Instant::now();
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+        // The state is the field after the command name's closing ')'.
+        let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
+        if matches!(state, Some('S') | Some('D')) {
+            return;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "thread {tid} never blocked"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 #[test]
 fn a_passive_open_exchange_through_the_function_table() {
     let ifc = init(c"local4=192.168.0.1");
@@ -119,17 +143,19 @@ fn a_passive_open_exchange_through_the_function_table() {
         let iss = synack.seq;
         // +0 accept(3, ..., ...) = 4: blocks, on packetdrill's syscall
         // thread, until the ACK below.
+        let (tid_tx, tid) = std::sync::mpsc::channel();
         let accepter = {
             let (ud, accept) = (Ud(ud), ifc.accept.unwrap());
             std::thread::spawn(move || {
                 let ud = ud;
+                tid_tx.send(libc::gettid()).unwrap();
                 let mut peer: libc::sockaddr_in = std::mem::zeroed();
                 let mut plen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
                 let fd = accept(ud.0, 3, (&mut peer as *mut libc::sockaddr_in).cast(), &mut plen);
                 (fd, u16::from_be(peer.sin_port))
             })
         };
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        wait_until_asleep(&tid);
         assert!(!accepter.is_finished(), "accept waits for the handshake");
         // +.1 < . 1:1(0) ack 1 win 257
         usleep(&ifc, 100_000);
@@ -250,10 +276,12 @@ fn a_blocking_connect_waits_for_the_handshake() {
         let fd = ifc.socket.unwrap()(ud, libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_TCP);
         assert_eq!(fd, 3);
         // +0 connect(3, ..., ...) = 0, on the syscall thread.
+        let (tid_tx, tid) = std::sync::mpsc::channel();
         let connecter = {
             let (ud, connect) = (Ud(ud), ifc.connect.unwrap());
             std::thread::spawn(move || {
                 let ud = ud;
+                tid_tx.send(libc::gettid()).unwrap();
                 let a = libc::sockaddr_in {
                     sin_family: libc::AF_INET as libc::sa_family_t,
                     sin_port: REMOTE_PORT.to_be(),
@@ -268,7 +296,7 @@ fn a_blocking_connect_waits_for_the_handshake() {
         };
         // The main thread goes on once the call blocks (packetdrill looks
         // for the thread sleeping): the SYN is out by then.
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        wait_until_asleep(&tid);
         assert!(!connecter.is_finished(), "connect waits for the handshake");
         // +0 > S 0:0(0) <...>
         let (syn, _) = receive(&ifc);
@@ -330,10 +358,12 @@ fn a_blocking_read_ends_at_the_time_of_the_packet_that_woke_it() {
     let ud = ifc.userdata;
     unsafe {
         let (c, iss) = passive_open(&ifc);
+        let (tid_tx, tid) = std::sync::mpsc::channel();
         let reader = {
             let (ud, read, gettimeofday) = (Ud(ud), ifc.read.unwrap(), ifc.gettimeofday.unwrap());
             std::thread::spawn(move || {
                 let ud = ud;
+                tid_tx.send(libc::gettid()).unwrap();
                 let mut buf = [0u8; 100];
                 let n = read(ud.0, c, buf.as_mut_ptr().cast(), 100);
                 let mut tv = libc::timeval { tv_sec: 0, tv_usec: 0 };
@@ -341,9 +371,9 @@ fn a_blocking_read_ends_at_the_time_of_the_packet_that_woke_it() {
                 (n, tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64)
             })
         };
-        // Time for the read to start waiting (packetdrill waits for the
-        // syscall thread to sleep).
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        // The read waits (packetdrill waits for the syscall thread to
+        // sleep).
+        wait_until_asleep(&tid);
         assert!(!reader.is_finished(), "read waits for data");
         usleep(&ifc, 100_000);
         let sent_at = now(&ifc);
