@@ -17,7 +17,10 @@ define($DEV tap:ox1, $IP 10.0.1.2, $IP6 fd00:1::2, $MAC 02:00:00:00:01:02,
        $LOSS 0, $KEEPALIVE 0, $KEEPALIVE_INTERVAL 75s, $KEEPALIVE_COUNT 9, $USER_TIMEOUT 0)
 
 dev :: FromDevice("$DEV", PROMISC true);
-out :: ToDevice("$DEV");
+// TIMEOUT 0: what the stack pushes goes at once (it pushes whole
+// batches already); ToDevice's default, 100 us for a partial burst to
+// fill, would add up to that to every answer of a quiet connection.
+out :: ToDevice("$DEV", TIMEOUT 0);
 eth :: Classifier(12/0800, 12/86dd, 12/0806, -);
 dev -> loss :: RandomSample(DROP $LOSS) -> eth;
 arp :: ARPResolver($IP, $MAC) -> out;
