@@ -153,6 +153,11 @@ pub const TX_REQUEST_MASK: u32 = TX_IP_CSUM | TX_TCP_CSUM | TX_UDP_CSUM | TX_TSO
 /// Set in a chain head's request word (not a request: it sends a chained
 /// packet down the same slow path as the requests).
 pub(crate) const REQUEST_CHAINED: u32 = 1 << 31;
+/// Set in the request word of an attached segment ([`crate::shared`]):
+/// its data lies in another buffer. Not a request either: it sends the
+/// packet down the transmit slow paths, which read it by IOVA or through
+/// `Deref` (both of which know), and it makes the bytes read-only.
+pub(crate) const REQUEST_ATTACHED: u32 = 1 << 30;
 /// The request word's copy of the buffer's DMA domain (bits 29:28 =
 /// `DmaDomain as u8`), written with every reset of the word: a transmit
 /// fast path subtracts its own domain's value from the length-and-request
@@ -246,8 +251,13 @@ pub(crate) struct BufferHeader {
     pub(crate) mss: u16,
     /// The pool's DMA domain, written once when the pool is made: a
     /// transmit path compares it with its own in the cache line it reads
-    /// anyway ([`crate::domain`]).
+    /// anyway ([`crate::domain`]); an attached segment's is its direct
+    /// buffer's.
     pub(crate) domain: crate::domain::DmaDomain,
+    /// References to a shared buffer ([`crate::shared::SharedBuffer`]
+    /// handles and attached segments); read and written only while the
+    /// buffer is shared, so plain packets never touch it.
+    pub(crate) refs: std::sync::atomic::AtomicU32,
 }
 
 const _: () = assert!(std::mem::size_of::<BufferHeader>() == ANNO_OFFSET);
@@ -307,11 +317,39 @@ impl Packet {
         unsafe { self.header.as_mut() }
     }
 
+    /// Start of the room the data offset counts from: the head room after
+    /// the header and annotation lines, or for an attached segment the
+    /// first byte of the range it refers to ([`crate::shared`]).
     #[inline]
     fn room_ptr(&self) -> *mut u8 {
+        if self.h().request & REQUEST_ATTACHED != 0 {
+            return crate::shared::attached_data(self.header);
+        }
         // SAFETY: the head room starts right after the header and
         // annotation lines.
         unsafe { (self.header.as_ptr() as *mut u8).add(HEADER_SIZE) }
+    }
+
+    /// True for an attached segment: its data is a range of another
+    /// buffer, shared and read-only ([`crate::shared`]).
+    #[inline]
+    pub fn is_attached(&self) -> bool {
+        self.h().request & REQUEST_ATTACHED != 0
+    }
+
+    /// True if a device can send the packet as it is, one buffer by its
+    /// address: no request, not chained (an attached segment qualifies:
+    /// its address is its direct buffer's). The transmit slow paths'
+    /// test; the fast paths test the whole word at once.
+    #[inline]
+    pub(crate) fn needs_no_tx_work(&self) -> bool {
+        self.h().request & !(REQUEST_DOMAIN_MASK | REQUEST_ATTACHED) == 0
+    }
+
+    /// The header pointer (for [`crate::shared`]).
+    #[inline]
+    pub(crate) fn header_ptr(&self) -> NonNull<BufferHeader> {
+        self.header
     }
 
     /// Length of the data in bytes.
@@ -508,11 +546,20 @@ impl Packet {
     }
 
     /// Asks the transmitting device for checksums / segmentation (see
-    /// [`TxOffload`]); unknown flag bits are ignored.
+    /// [`TxOffload`]); unknown flag bits are ignored. An attached segment
+    /// takes no request bits (a device fulfils them by writing into the
+    /// head's bytes, and an attached segment's are shared): chain it
+    /// behind a header packet of its own, which carries the request.
     #[inline]
     pub fn set_tx_offload(&mut self, offload: TxOffload) {
         let h = self.h_mut();
-        h.request = (h.request & (REQUEST_CHAINED | REQUEST_DOMAIN_MASK)) | (offload.flags & TX_REQUEST_MASK);
+        let keep = h.request & (REQUEST_CHAINED | REQUEST_DOMAIN_MASK | REQUEST_ATTACHED);
+        let flags = if keep & REQUEST_ATTACHED != 0 {
+            0
+        } else {
+            offload.flags & TX_REQUEST_MASK
+        };
+        h.request = keep | flags;
         h.l2_len = offload.l2_len;
         h.l3_len = offload.l3_len;
         h.l4_len = offload.l4_len;
@@ -635,8 +682,14 @@ impl Packet {
     }
 
     /// Grows the data at the front by `n` bytes taken from the head room and
-    /// returns them (a driver header, an encapsulation).
+    /// returns them (a driver header, an encapsulation). Refused on an
+    /// attached segment (its bytes are shared).
     pub fn prepend(&mut self, n: usize) -> Result<&mut [u8]> {
+        if self.is_attached() {
+            return Err(Error::Config(
+                "cannot prepend to an attached segment: its bytes are shared and read-only".into(),
+            ));
+        }
         if n > self.headroom() {
             return Err(Error::Config(format!(
                 "cannot prepend {n} bytes: only {} bytes of head room",
@@ -650,9 +703,13 @@ impl Packet {
     }
 
     /// The `n` bytes of head room just in front of the data (where a driver
-    /// writes its header), or `None` if the head room is shorter.
+    /// writes its header), or `None` if the head room is shorter or the
+    /// packet is an attached segment (whose bytes are shared).
     #[inline]
     pub fn head_room_mut(&mut self, n: usize) -> Option<&mut [u8]> {
+        if self.is_attached() {
+            return None;
+        }
         let start = self.headroom().checked_sub(n)?;
         // SAFETY: [start, data_offset) lies inside our own head room.
         Some(unsafe { std::slice::from_raw_parts_mut(self.room_ptr().add(start), n) })
@@ -701,7 +758,9 @@ impl Packet {
         let h = self.h_mut();
         h.data_offset = headroom;
         h.len = 0;
-        h.request = request_domain_bits(h.domain);
+        // An attached segment stays one (its pool's head room is 0: the
+        // data restarts at the start of its range).
+        h.request = request_domain_bits(h.domain) | (h.request & REQUEST_ATTACHED);
         h.segments = 1;
         h.meta = Metadata::default();
     }
@@ -719,7 +778,12 @@ impl Packet {
 
     /// The whole data room after the head room, whatever `len` is: what a
     /// device may write on receive.
+    ///
+    /// # Panics
+    /// On an attached segment (its bytes are shared and read-only; only
+    /// a program error reaches this: receive paths use fresh buffers).
     pub fn data_room_mut(&mut self) -> &mut [u8] {
+        assert!(!self.is_attached(), "an attached segment's bytes are read-only");
         let cap = self.capacity();
         // SAFETY: the buffer is ours and `data_offset + cap` is its room.
         unsafe { std::slice::from_raw_parts_mut(self.room_ptr().add(self.headroom()), cap) }
@@ -735,9 +799,14 @@ impl std::ops::Deref for Packet {
     }
 }
 
+/// # Panics
+/// On an attached segment: its bytes are shared with other packets (and
+/// maybe other threads) and read-only; copy it ([`crate::offload::linearize`])
+/// to change them. Only a program error reaches this.
 impl std::ops::DerefMut for Packet {
     #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
+        assert!(!self.is_attached(), "an attached segment's bytes are read-only");
         // SAFETY: as in deref; the packet owns its buffer exclusively.
         unsafe { std::slice::from_raw_parts_mut(self.room_ptr().add(self.headroom()), self.len()) }
     }

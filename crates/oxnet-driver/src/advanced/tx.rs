@@ -474,7 +474,9 @@ impl<N: Nic> TxQueue<N> {
         let mut frames = Vec::new();
         while !batch.is_empty() {
             frames.clear();
-            let plain = batch[0].len_and_request() >> 32 == 0;
+            // Plain: no request, no chain (a standalone attached segment
+            // too: it is read by its address like any buffer).
+            let plain = batch[0].needs_no_tx_work();
             let foreign = !domain::in_domain(&batch[0], self.domain);
             if plain && !foreign {
                 // A plain packet of this queue's domain after one that
