@@ -174,7 +174,7 @@ impl Mempool {
                     l4_len: 0,
                     mss: 0,
                     domain: pool.memory.dma_domain(),
-                    refs: std::sync::atomic::AtomicU32::new(0),
+                    refs: 0,
                 });
                 stack.push(NonNull::new_unchecked(header));
             }

@@ -256,8 +256,10 @@ pub(crate) struct BufferHeader {
     pub(crate) domain: crate::domain::DmaDomain,
     /// References to a shared buffer ([`crate::shared::SharedBuffer`]
     /// handles and attached segments); read and written only while the
-    /// buffer is shared, so plain packets never touch it.
-    pub(crate) refs: std::sync::atomic::AtomicU32,
+    /// buffer is shared, atomically through `crate::shared` (a plain
+    /// field: an atomic type here would take `&BufferHeader`'s
+    /// no-mutation guarantee from every packet).
+    pub(crate) refs: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<BufferHeader>() == ANNO_OFFSET);
@@ -317,17 +319,27 @@ impl Packet {
         unsafe { self.header.as_mut() }
     }
 
-    /// Start of the room the data offset counts from: the head room after
-    /// the header and annotation lines, or for an attached segment the
-    /// first byte of the range it refers to ([`crate::shared`]).
+    /// The head room after the header and annotation lines (of a packet
+    /// known not to be attached).
     #[inline]
-    fn room_ptr(&self) -> *mut u8 {
-        if self.h().request & REQUEST_ATTACHED != 0 {
-            return crate::shared::attached_data(self.header);
-        }
+    fn own_room_ptr(&self) -> *mut u8 {
         // SAFETY: the head room starts right after the header and
         // annotation lines.
         unsafe { (self.header.as_ptr() as *mut u8).add(HEADER_SIZE) }
+    }
+
+    /// `Deref` of an attached segment: its range, from the start the
+    /// segment keeps in its own room (out of line: the test for it is
+    /// all a plain packet pays).
+    #[cold]
+    #[inline(never)]
+    fn attached_bytes(&self) -> &[u8] {
+        // SAFETY: the range lies inside the direct buffer, which the
+        // segment's reference keeps alive.
+        unsafe {
+            let start = crate::shared::attached_data(self.header);
+            std::slice::from_raw_parts(start.add(self.headroom()), self.len())
+        }
     }
 
     /// True for an attached segment: its data is a range of another
@@ -712,7 +724,7 @@ impl Packet {
         }
         let start = self.headroom().checked_sub(n)?;
         // SAFETY: [start, data_offset) lies inside our own head room.
-        Some(unsafe { std::slice::from_raw_parts_mut(self.room_ptr().add(start), n) })
+        Some(unsafe { std::slice::from_raw_parts_mut(self.own_room_ptr().add(start), n) })
     }
 
     /// Removes `n` bytes from the front of the data (they become head room).
@@ -783,10 +795,12 @@ impl Packet {
     /// On an attached segment (its bytes are shared and read-only; only
     /// a program error reaches this: receive paths use fresh buffers).
     pub fn data_room_mut(&mut self) -> &mut [u8] {
-        assert!(!self.is_attached(), "an attached segment's bytes are read-only");
+        if self.is_attached() {
+            attached_is_read_only();
+        }
         let cap = self.capacity();
         // SAFETY: the buffer is ours and `data_offset + cap` is its room.
-        unsafe { std::slice::from_raw_parts_mut(self.room_ptr().add(self.headroom()), cap) }
+        unsafe { std::slice::from_raw_parts_mut(self.own_room_ptr().add(self.headroom()), cap) }
     }
 }
 
@@ -794,8 +808,11 @@ impl std::ops::Deref for Packet {
     type Target = [u8];
     #[inline]
     fn deref(&self) -> &[u8] {
+        if self.is_attached() {
+            return self.attached_bytes();
+        }
         // SAFETY: data_offset + len never exceeds the room (set_len checks).
-        unsafe { std::slice::from_raw_parts(self.room_ptr().add(self.headroom()), self.len()) }
+        unsafe { std::slice::from_raw_parts(self.own_room_ptr().add(self.headroom()), self.len()) }
     }
 }
 
@@ -806,10 +823,19 @@ impl std::ops::Deref for Packet {
 impl std::ops::DerefMut for Packet {
     #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
-        assert!(!self.is_attached(), "an attached segment's bytes are read-only");
+        if self.is_attached() {
+            attached_is_read_only();
+        }
         // SAFETY: as in deref; the packet owns its buffer exclusively.
-        unsafe { std::slice::from_raw_parts_mut(self.room_ptr().add(self.headroom()), self.len()) }
+        unsafe { std::slice::from_raw_parts_mut(self.own_room_ptr().add(self.headroom()), self.len()) }
     }
+}
+
+/// The panic of a write to an attached segment (out of line).
+#[cold]
+#[inline(never)]
+fn attached_is_read_only() -> ! {
+    panic!("an attached segment's bytes are read-only (crate::shared)");
 }
 
 impl Drop for Packet {

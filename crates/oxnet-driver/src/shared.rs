@@ -56,7 +56,7 @@ use crate::memory::MemoryKind;
 use crate::mempool::{give_back, Mempool};
 use crate::packet::{request_domain_bits, BufferHeader, Packet, HEADER_SIZE, REQUEST_ATTACHED};
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{fence, AtomicU32, Ordering};
 
 /// Where an attached segment keeps what it refers to: in its own (unused)
 /// room, the address of its range's first byte, then its direct buffer's
@@ -71,7 +71,9 @@ const ATTACH_ROOM: usize = 64;
 const MAX_REFS: u32 = u32::MAX / 2;
 
 /// Headers for attached segments: a pool whose buffers have no data room
-/// of their own (CPU memory; no device ever reads a header).
+/// of their own (CPU memory; no device ever reads a header). Cloning
+/// gives another handle to the same pool.
+#[derive(Clone)]
 pub struct AttachPool {
     pool: Mempool,
 }
@@ -126,20 +128,33 @@ impl SharedBuffer {
         }
         let header = packet.into_header();
         // SAFETY: we own the buffer exclusively until this store is seen.
-        unsafe { header.as_ref() }.refs.store(1, Ordering::Relaxed);
+        unsafe { refs(header) }.store(1, Ordering::Relaxed);
         Ok(SharedBuffer { header })
     }
 
+    /// The direct buffer's fields, fixed while it is shared. Read through
+    /// the raw pointer, field by field: a `&BufferHeader` would assert
+    /// that nothing changes under it, while other holders change the
+    /// count.
     #[inline]
-    fn h(&self) -> &BufferHeader {
-        // SAFETY: our reference keeps the buffer out of its pool.
-        unsafe { self.header.as_ref() }
+    fn direct(&self) -> Direct {
+        let h = self.header.as_ptr();
+        // SAFETY: our reference keeps the buffer out of its pool; these
+        // fields are not written while it is shared.
+        unsafe {
+            Direct {
+                iova: (*h).iova,
+                len: (*h).len as usize,
+                data_offset: (*h).data_offset as usize,
+                domain: (*h).domain,
+            }
+        }
     }
 
     /// Bytes of data.
     #[inline]
     pub fn len(&self) -> usize {
-        self.h().len as usize
+        self.direct().len
     }
 
     /// True if the buffer holds no data.
@@ -151,17 +166,19 @@ impl SharedBuffer {
     /// References held now (handles and attached segments): a snapshot,
     /// exact only when no other thread holds one.
     pub fn ref_count(&self) -> usize {
-        self.h().refs.load(Ordering::Acquire) as usize
+        // SAFETY: our reference keeps the header valid.
+        unsafe { refs(self.header) }.load(Ordering::Acquire) as usize
     }
 
     /// IOVA of the first data byte.
     pub fn data_iova(&self) -> u64 {
-        self.h().iova + self.h().data_offset as u64
+        let d = self.direct();
+        d.iova + d.data_offset as u64
     }
 
     /// The buffer's DMA domain (every attached segment has it too).
     pub fn dma_domain(&self) -> crate::domain::DmaDomain {
-        self.h().domain
+        self.direct().domain
     }
 
     /// A packet whose data is bytes `offset..offset + len` of this buffer,
@@ -179,9 +196,10 @@ impl SharedBuffer {
             }
         }
         let segment = pool.pool.alloc()?;
-        let d = self.h();
-        let start = d.data_offset as usize + offset;
-        take_ref(d);
+        let d = self.direct();
+        let start = d.data_offset + offset;
+        // SAFETY: our reference keeps the header valid.
+        take_ref(unsafe { refs(self.header) });
         let header = segment.header_ptr();
         // SAFETY: a fresh header of an attach pool, ours alone; its room
         // holds ATTACH_ROOM >= 16 bytes for the two slots (8-aligned: the
@@ -211,10 +229,12 @@ impl SharedBuffer {
     /// else the handle back.
     pub fn try_into_packet(self) -> std::result::Result<Packet, SharedBuffer> {
         // Acquire: the other holders' reads happen before we write.
-        if self.h().refs.load(Ordering::Acquire) != 1 {
+        // SAFETY: our reference keeps the header valid.
+        let count = unsafe { refs(self.header) };
+        if count.load(Ordering::Acquire) != 1 {
             return Err(self);
         }
-        self.h().refs.store(0, Ordering::Relaxed);
+        count.store(0, Ordering::Relaxed);
         let header = self.header;
         std::mem::forget(self);
         // SAFETY: the last reference: nobody else reaches the buffer, and
@@ -226,13 +246,13 @@ impl SharedBuffer {
 impl std::ops::Deref for SharedBuffer {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        let h = self.h();
+        let d = self.direct();
         // SAFETY: the data lies in the buffer (a packet's invariant, kept
         // since nobody writes a shared buffer).
         unsafe {
             std::slice::from_raw_parts(
-                (self.header.as_ptr() as *const u8).add(HEADER_SIZE + h.data_offset as usize),
-                h.len as usize,
+                (self.header.as_ptr() as *const u8).add(HEADER_SIZE + d.data_offset),
+                d.len,
             )
         }
     }
@@ -240,7 +260,8 @@ impl std::ops::Deref for SharedBuffer {
 
 impl Clone for SharedBuffer {
     fn clone(&self) -> SharedBuffer {
-        take_ref(self.h());
+        // SAFETY: our reference keeps the header valid.
+        take_ref(unsafe { refs(self.header) });
         SharedBuffer { header: self.header }
     }
 }
@@ -258,11 +279,34 @@ impl std::fmt::Debug for SharedBuffer {
     }
 }
 
+/// A direct buffer's fixed fields ([`SharedBuffer::direct`]).
+struct Direct {
+    iova: u64,
+    len: usize,
+    data_offset: usize,
+    domain: crate::domain::DmaDomain,
+}
+
+/// The reference count of the buffer at `header`, as an atomic. The field
+/// is a plain `u32` (an atomic type in the header would make every
+/// `&BufferHeader` of every packet one that may change under it, and the
+/// compiler would reload fields on the data path); only this module
+/// touches it, atomically, and only while the buffer is shared.
+///
+/// # Safety
+/// `header` is a live buffer header, valid for `'a`.
+#[inline]
+unsafe fn refs<'a>(header: NonNull<BufferHeader>) -> &'a AtomicU32 {
+    // SAFETY: the field is 4-aligned inside a live header, and every
+    // access to it while shared is atomic (through here).
+    unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*header.as_ptr()).refs)) }
+}
+
 /// Counts one more reference (Relaxed, as `Arc::clone`: the new holder got
 /// the buffer through an existing reference).
 #[inline]
-fn take_ref(direct: &BufferHeader) {
-    if direct.refs.fetch_add(1, Ordering::Relaxed) > MAX_REFS {
+fn take_ref(count: &AtomicU32) {
+    if count.fetch_add(1, Ordering::Relaxed) > MAX_REFS {
         std::process::abort();
     }
 }
@@ -273,15 +317,15 @@ fn take_ref(direct: &BufferHeader) {
 /// # Safety
 /// The caller holds a reference and gives it up.
 unsafe fn release_direct(direct: NonNull<BufferHeader>) {
-    // SAFETY: the caller's reference keeps the header valid until here.
-    let h = unsafe { direct.as_ref() };
     // Release / Acquire: every holder's reads of the bytes happen before
     // the buffer is reused (as `Arc`'s drop).
-    if h.refs.fetch_sub(1, Ordering::Release) == 1 {
+    // SAFETY: the caller's reference keeps the header valid until here.
+    if unsafe { refs(direct) }.fetch_sub(1, Ordering::Release) == 1 {
         fence(Ordering::Acquire);
-        // SAFETY: the last reference: the buffer is a plain single buffer
-        // of its pool (SharedBuffer::new) given up exactly once, here.
-        unsafe { give_back(h.pool, &[direct]) };
+        // SAFETY: the last reference: nobody else reaches the header; the
+        // buffer is a plain single buffer of its pool (SharedBuffer::new),
+        // given up exactly once, here.
+        unsafe { give_back((*direct.as_ptr()).pool, &[direct]) };
     }
 }
 
@@ -292,11 +336,14 @@ pub(crate) fn attached_data(header: NonNull<BufferHeader>) -> *mut u8 {
     unsafe { ((header.as_ptr() as *const u8).add(DATA_SLOT) as *const *mut u8).read() }
 }
 
-/// Drops the references of attached segments going back to their pool.
+/// Drops the references of attached segments going back to their pool
+/// (out of line: `give_back` is on every free path).
 ///
 /// # Safety
 /// Each header is an attached segment ([`SharedBuffer::attach`]) being
 /// freed, once.
+#[cold]
+#[inline(never)]
 pub(crate) unsafe fn release_attached(headers: &[NonNull<BufferHeader>]) {
     for header in headers {
         // SAFETY: attach wrote the direct buffer's header in DIRECT_SLOT,
