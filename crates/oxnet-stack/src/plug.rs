@@ -88,7 +88,11 @@ impl Element for PlugSink {
     }
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, _ctx: &mut Ctx<'_>) {
         for p in batch.iter() {
-            self.0.borrow_mut().push_back(p.to_vec());
+            // Every segment of a chain (TCP's zero-copy segments are a
+            // header packet and attached data).
+            let mut frame = Vec::with_capacity(p.total_len());
+            p.copy_chain_to(&mut frame);
+            self.0.borrow_mut().push_back(frame);
         }
         batch.clear();
     }
