@@ -163,29 +163,14 @@ impl SendBuffer {
 
     /// The bytes `offset..offset + len` (clamped to what is held), as
     /// pieces in order.
-    pub fn pieces(&self, offset: usize, len: usize) -> impl Iterator<Item = Piece<'_>> {
-        let end = (offset + len).min(self.len);
-        let mut at = 0; // buffer position of the current chunk's first live byte
-        let mut first = true;
-        self.chunks.iter().filter_map(move |chunk| {
-            let skip = if std::mem::take(&mut first) { self.front } else { 0 };
-            let size = chunk.len() - skip;
-            let (start, stop) = (at, at + size);
-            at = stop;
-            if stop <= offset || start >= end {
-                return None;
-            }
-            let from = skip + offset.saturating_sub(start);
-            let to = skip + (end - start).min(size);
-            Some(match chunk {
-                Chunk::Bytes(b) => Piece::Bytes(&b[from..to]),
-                Chunk::Shared(s) => Piece::Shared {
-                    buffer: s,
-                    offset: from,
-                    len: to - from,
-                },
-            })
-        })
+    pub fn pieces(&self, offset: usize, len: usize) -> Pieces<'_> {
+        Pieces {
+            chunks: self.chunks.iter(),
+            skip: self.front,
+            at: 0,
+            offset,
+            end: offset.saturating_add(len).min(self.len),
+        }
     }
 
     /// True if any byte of `offset..offset + len` lies in a shared buffer.
@@ -207,6 +192,46 @@ impl SendBuffer {
     /// Shared buffers held (for tests and statistics).
     pub fn shared_count(&self) -> usize {
         self.chunks.iter().filter(|c| matches!(c, Chunk::Shared(_))).count()
+    }
+}
+
+/// The iterator of [`SendBuffer::pieces`]: walks the chunks up to the
+/// range's end, no further.
+pub struct Pieces<'a> {
+    chunks: std::collections::vec_deque::Iter<'a, Chunk>,
+    /// Acknowledged bytes at the start of the next chunk (the first only).
+    skip: usize,
+    /// Buffer position of the next chunk's first live byte.
+    at: usize,
+    offset: usize,
+    end: usize,
+}
+
+impl<'a> Iterator for Pieces<'a> {
+    type Item = Piece<'a>;
+
+    fn next(&mut self) -> Option<Piece<'a>> {
+        while self.at < self.end && self.offset < self.end {
+            let chunk = self.chunks.next()?;
+            let skip = std::mem::take(&mut self.skip);
+            let size = chunk.len() - skip;
+            let start = self.at;
+            self.at += size;
+            if self.at <= self.offset {
+                continue;
+            }
+            let from = skip + self.offset.saturating_sub(start);
+            let to = skip + (self.end - start).min(size);
+            return Some(match chunk {
+                Chunk::Bytes(b) => Piece::Bytes(&b[from..to]),
+                Chunk::Shared(s) => Piece::Shared {
+                    buffer: s,
+                    offset: from,
+                    len: to - from,
+                },
+            });
+        }
+        None
     }
 }
 
@@ -259,7 +284,16 @@ mod tests {
         b.extend_from_slice(&[9; 40_000]);
         model.extend_from_slice(&[9; 40_000]);
         assert_eq!(b.len(), model.len());
-        for (o, l) in [(0, 5), (3, 10), (5, 1500), (1000, 20_000), (0, 100_000), (41_000, 10)] {
+        for (o, l) in [
+            (0, 5),
+            (3, 10),
+            (5, 1500),
+            (1000, 20_000),
+            (0, 100_000),
+            (41_000, 10),
+            (50_000, 3),
+            (7, 0),
+        ] {
             let end = (o + l).min(model.len());
             assert_eq!(all(&b, o, l), &model[o.min(end)..end], "{o}+{l}");
         }
