@@ -48,11 +48,6 @@ pub(crate) struct PoolInner {
     headroom: usize,
     num_entries: usize,
     lock: AtomicBool,
-    /// The pool holds the headers of attached segments
-    /// ([`crate::shared::AttachPool`]): a buffer coming back drops its
-    /// reference to the buffer it refers to. Next to `lock`, which
-    /// `give_back` reads anyway.
-    pub(crate) holds_attached: bool,
     /// Headers of the free buffers; guarded by `lock`.
     free_stack: UnsafeCell<Vec<NonNull<BufferHeader>>>,
     alloc_failures: AtomicU64,
@@ -91,19 +86,6 @@ impl Mempool {
         data_room: usize,
         kind: MemoryKind,
     ) -> Result<Mempool> {
-        Mempool::make(name, num_entries, headroom, data_room, kind, false)
-    }
-
-    /// [`Mempool::with_layout`], for a pool of attached-segment headers
-    /// when `holds_attached` ([`crate::shared::AttachPool`]).
-    pub(crate) fn make(
-        name: &str,
-        num_entries: usize,
-        headroom: usize,
-        data_room: usize,
-        kind: MemoryKind,
-        holds_attached: bool,
-    ) -> Result<Mempool> {
         let entry_size = HEADER_SIZE + headroom + data_room;
         if num_entries == 0 || num_entries > u32::MAX as usize {
             return Err(Error::Config(format!(
@@ -138,7 +120,6 @@ impl Mempool {
             headroom,
             num_entries,
             lock: AtomicBool::new(false),
-            holds_attached,
             free_stack: UnsafeCell::new(Vec::with_capacity(num_entries)),
             alloc_failures: AtomicU64::new(0),
             fresh_word: fresh_request_word(headroom as u16, DmaDomain::of(kind)),
@@ -367,12 +348,6 @@ impl PoolInner {
 pub(crate) unsafe fn give_back(pool: NonNull<PoolInner>, headers: &[NonNull<BufferHeader>]) {
     // SAFETY: the packets being returned hold refs, so the pool is alive.
     let inner = unsafe { pool.as_ref() };
-    if inner.holds_attached {
-        // Before the headers are free (and reusable by another thread):
-        // each drops its reference to the buffer it refers to.
-        // SAFETY: each header is an attached segment being given up.
-        unsafe { crate::shared::release_attached(headers) };
-    }
     inner.lock();
     // SAFETY: guarded by the lock.
     let stack = unsafe { &mut *inner.free_stack.get() };

@@ -158,6 +158,13 @@ pub(crate) const REQUEST_CHAINED: u32 = 1 << 31;
 /// packet down the transmit slow paths, which read it by IOVA or through
 /// `Deref` (both of which know), and it makes the bytes read-only.
 pub(crate) const REQUEST_ATTACHED: u32 = 1 << 30;
+/// The request bits that make freeing a packet more than giving its buffer
+/// back: a chain head (its other segments; `REQUEST_CHAINED` is set
+/// exactly on a head whose `next` is set) or an attached segment (its
+/// reference). Every free path tests this word, in the header line it
+/// reads anyway, instead of `next`: the same one test, and attached
+/// segments cost a plain packet's free nothing.
+const FREE_SPECIAL: u32 = REQUEST_CHAINED | REQUEST_ATTACHED;
 /// The request word's copy of the buffer's DMA domain (bits 29:28 =
 /// `DmaDomain as u8`), written with every reset of the word: a transmit
 /// fast path subtracts its own domain's value from the length-and-request
@@ -347,15 +354,6 @@ impl Packet {
     #[inline]
     pub fn is_attached(&self) -> bool {
         self.h().request & REQUEST_ATTACHED != 0
-    }
-
-    /// True if a device can send the packet as it is, one buffer by its
-    /// address: no request, not chained (an attached segment qualifies:
-    /// its address is its direct buffer's). The transmit slow paths'
-    /// test; the fast paths test the whole word at once.
-    #[inline]
-    pub(crate) fn needs_no_tx_work(&self) -> bool {
-        self.h().request & !(REQUEST_DOMAIN_MASK | REQUEST_ATTACHED) == 0
     }
 
     /// The header pointer (for [`crate::shared`]).
@@ -679,6 +677,27 @@ impl Packet {
         }
     }
 
+    /// True if freeing this packet takes more than giving its buffer back
+    /// ([`FREE_SPECIAL`]).
+    #[inline]
+    fn needs_free_work(&self) -> bool {
+        self.h().request & FREE_SPECIAL != 0
+    }
+
+    /// The rest of freeing a chain head or an attached segment, before its
+    /// buffer goes back (after that it may be reused at once): the other
+    /// segments freed, the attached reference dropped.
+    #[cold]
+    fn before_free(&mut self) {
+        if self.h().next.is_some() {
+            self.free_rest_of_chain();
+        }
+        if self.is_attached() {
+            // SAFETY: an attached segment being freed, once.
+            unsafe { crate::shared::release_attached(self.header) };
+        }
+    }
+
     /// Frees every segment after this one.
     #[cold]
     fn free_rest_of_chain(&mut self) {
@@ -816,16 +835,16 @@ impl std::ops::Deref for Packet {
     }
 }
 
-/// # Panics
-/// On an attached segment: its bytes are shared with other packets (and
-/// maybe other threads) and read-only; copy it ([`crate::offload::linearize`])
-/// to change them. Only a program error reaches this.
+/// An attached segment's bytes are shared with other packets (and maybe
+/// other threads) and read-only; copy it ([`crate::offload::linearize`])
+/// to change them. Writing one is a program error: debug builds panic,
+/// release builds write into a scratch area of the segment's own that
+/// nothing reads (`crate::shared`; a test here would cost every byte
+/// write of every plain packet).
 impl std::ops::DerefMut for Packet {
     #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
-        if self.is_attached() {
-            attached_is_read_only();
-        }
+        debug_assert!(!self.is_attached(), "an attached segment's bytes are read-only");
         // SAFETY: as in deref; the packet owns its buffer exclusively.
         unsafe { std::slice::from_raw_parts_mut(self.own_room_ptr().add(self.headroom()), self.len()) }
     }
@@ -841,8 +860,8 @@ fn attached_is_read_only() -> ! {
 impl Drop for Packet {
     #[inline]
     fn drop(&mut self) {
-        if self.h().next.is_some() {
-            self.free_rest_of_chain();
+        if self.needs_free_work() {
+            self.before_free();
         }
         // SAFETY: this packet owns its buffer and one pool reference.
         unsafe { give_back(self.h().pool, &[self.header]) };
@@ -879,8 +898,8 @@ impl BulkFree {
     /// Takes a packet to be freed.
     #[inline]
     pub fn push(&mut self, mut packet: Packet) {
-        if packet.is_chained() {
-            packet.free_rest_of_chain();
+        if packet.needs_free_work() {
+            packet.before_free();
         }
         let pool = packet.pool_ptr();
         if self.pool != Some(pool) || self.count == BulkFree::CAPACITY {
@@ -929,7 +948,9 @@ impl Drop for BulkFree {
 ///
 /// # Safety
 /// Every element of `run` is an initialised packet that the caller gives up
-/// (it must not read or drop them afterwards).
+/// (it must not read or drop them afterwards), a plain single buffer: not
+/// chained, not attached (a plain ring holds no other kind; the transmit
+/// paths copy the others or post them on the offload path).
 #[inline]
 pub(crate) unsafe fn free_ring_run(run: &[std::mem::MaybeUninit<Packet>]) {
     // SAFETY: Packet is a transparent NonNull<BufferHeader>; the caller
@@ -956,11 +977,12 @@ pub fn free_batch(batch: &mut PacketBatch) {
     let Some(first) = packets.first() else { return };
     let pool = first.h().pool;
     // One pass over the headers checks both conditions of the fast way out
-    // (same pool, no chain): a separate pass for chains cost 5 instructions
-    // per packet of alloc + free.
+    // (same pool, no chain and no attached segment: FREE_SPECIAL): a
+    // separate pass for chains cost 5 instructions per packet of alloc +
+    // free.
     if packets.iter().all(|p| {
         let h = p.h();
-        h.pool == pool && h.next.is_none()
+        h.pool == pool && h.request & FREE_SPECIAL == 0
     }) {
         // SAFETY: the length is set to 0 first, so the packets are owned
         // only by give_back, which returns each one once; all are plain

@@ -134,28 +134,49 @@ fn one_buffer_in_two_chains_goes_out_twice_byte_exact_and_returns_after_both() {
 }
 
 /// A standalone attached segment (no header packet) is a frame of its
-/// own: sent by address too.
+/// own: the offload path posts it by address; the plain path (every
+/// switch off), whose ring cleaning frees runs of plain buffers without
+/// looking at them, copies it (counted in `tx_software_fallback`).
 #[test]
-fn a_standalone_attached_segment_is_sent_by_address() {
-    let port = "shared-solo";
-    let config = Config {
-        rx_ring_size: 128,
-        tx_ring_size: 128,
-        ..Config::default()
-    };
-    let mut dev = common::capturing_sim_port(port, &config);
-    let pool = Mempool::new("frames", 4, MemoryKind::Plain).unwrap();
-    let heads = AttachPool::new("attached", 4).unwrap();
-    let mut frame = head(&pool, 0xC);
-    frame.set_len(200).unwrap();
-    let frame = SharedBuffer::new(frame).unwrap();
-    let mut batch = PacketBatch::with_capacity(2);
-    batch.push(frame.attach_all(&heads).unwrap());
-    batch.push(frame.attach_all(&heads).unwrap());
-    assert_eq!(dev.tx_batch(0, &mut batch), 2);
-    assert_eq!(wire(port), vec![frame.to_vec(), frame.to_vec()]);
-    assert_eq!(descriptor_addresses(port, 2), vec![frame.data_iova(); 2]);
-    drop(frame);
-    drop(dev);
-    assert_eq!((pool.free_count(), heads.free_count()), (4, 4));
+fn a_standalone_attached_segment_is_sent_by_address_or_copied_on_the_plain_path() {
+    for (port, offloads, in_place) in [
+        (
+            "shared-solo-offload",
+            Offloads {
+                tx_checksum: true,
+                ..Offloads::default()
+            },
+            true,
+        ),
+        ("shared-solo-plain", Offloads::default(), false),
+    ] {
+        let config = Config {
+            rx_ring_size: 128,
+            tx_ring_size: 128,
+            offloads,
+            ..Config::default()
+        };
+        let mut dev = common::capturing_sim_port(port, &config);
+        let pool = Mempool::new("frames", 4, MemoryKind::Plain).unwrap();
+        let heads = AttachPool::new("attached", 4).unwrap();
+        let mut frame = head(&pool, 0xC);
+        frame.set_len(200).unwrap();
+        let frame = SharedBuffer::new(frame).unwrap();
+        let mut batch = PacketBatch::with_capacity(2);
+        batch.push(frame.attach_all(&heads).unwrap());
+        batch.push(frame.attach_all(&heads).unwrap());
+        assert_eq!(dev.tx_batch(0, &mut batch), 2, "{port}");
+        assert_eq!(wire(port), vec![frame.to_vec(), frame.to_vec()], "{port}");
+        let q = dev.queue_stats()[0].clone();
+        if in_place {
+            assert_eq!(descriptor_addresses(port, 2), vec![frame.data_iova(); 2], "{port}");
+            assert_eq!(q.tx_software_fallback, 0, "{port}");
+        } else {
+            assert_eq!(q.tx_software_fallback, 2, "{port}: copied");
+            assert_eq!(heads.free_count(), 4, "{port}: the originals freed at once");
+        }
+        drop(frame);
+        drop(dev);
+        assert_eq!((pool.free_count(), heads.free_count()), (4, 4), "{port}");
+    }
 }

@@ -474,9 +474,10 @@ impl<N: Nic> TxQueue<N> {
         let mut frames = Vec::new();
         while !batch.is_empty() {
             frames.clear();
-            // Plain: no request, no chain (a standalone attached segment
-            // too: it is read by its address like any buffer).
-            let plain = batch[0].needs_no_tx_work();
+            // Plain: no request, no chain, not attached (a standalone
+            // attached segment is copied below: `clean` frees the plain
+            // ring's runs without looking at them, free_ring_run).
+            let plain = batch[0].len_and_request() >> 32 == 0;
             let foreign = !domain::in_domain(&batch[0], self.domain);
             if plain && !foreign {
                 // A plain packet of this queue's domain after one that
