@@ -835,16 +835,17 @@ impl std::ops::Deref for Packet {
     }
 }
 
-/// An attached segment's bytes are shared with other packets (and maybe
-/// other threads) and read-only; copy it ([`crate::offload::linearize`])
-/// to change them. Writing one is a program error: debug builds panic,
-/// release builds write into a scratch area of the segment's own that
-/// nothing reads (`crate::shared`; a test here would cost every byte
-/// write of every plain packet).
+/// # Panics
+/// On an attached segment: its bytes are shared with other packets (and
+/// maybe other threads) and read-only; copy it ([`crate::offload::linearize`])
+/// to change them. Only a program error reaches this. The test is the one
+/// `Deref` makes (a byte read and written pays it once).
 impl std::ops::DerefMut for Packet {
     #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
-        debug_assert!(!self.is_attached(), "an attached segment's bytes are read-only");
+        if self.is_attached() {
+            attached_is_read_only();
+        }
         // SAFETY: as in deref; the packet owns its buffer exclusively.
         unsafe { std::slice::from_raw_parts_mut(self.own_room_ptr().add(self.headroom()), self.len()) }
     }

@@ -39,8 +39,7 @@
 //! AF_PACKET, AF_XDP and memif copies, [`crate::offload::linearize`],
 //! software segmentation). A flag in its request word
 //! (`REQUEST_ATTACHED`) sends it down the transmit slow paths and makes
-//! it read-only: `data_room_mut` panics (a program error), `DerefMut`
-//! writes into a scratch area of the segment's own (debug builds panic),
+//! it read-only: `DerefMut` and `data_room_mut` panic (a program error),
 //! [`Packet::prepend`] is refused and [`Packet::head_room_mut`] is `None`
 //! (virtio's net header goes in front of the head's data, so virtio
 //! refuses an attached *head*, counted, and takes attached segments after
@@ -52,9 +51,10 @@
 //! word of the header for a chain; it now tests the request word for
 //! `REQUEST_CHAINED | REQUEST_ATTACHED` instead (the same one test), so an
 //! attached segment takes the chains' slow way out and a plain packet's
-//! free costs what it did. `Deref` tests the flag in the header line it
-//! reads anyway and jumps out of line for an attached segment; `DerefMut`
-//! tests nothing (the scratch area, [`MAX_ATTACH_LEN`]). Plain rings (the 82599's and 82576's plain path) hold no
+//! free costs what it did. `Deref` and `DerefMut` test the flag in the
+//! header line they read anyway (the same test: code that reads and then
+//! writes a byte pays it once) and jump out of line for an attached
+//! segment. Plain rings (the 82599's and 82576's plain path) hold no
 //! attached segment: a standalone one is copied there (counted in
 //! `tx_software_fallback`), so their bulk free needs no test.
 
@@ -65,24 +65,14 @@ use crate::packet::{request_domain_bits, BufferHeader, Packet, HEADER_SIZE, REQU
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 
-/// The longest range an attached segment may have: a default buffer's
-/// head room and data room (a range lies inside one direct buffer).
-pub const MAX_ATTACH_LEN: usize = crate::mempool::DEFAULT_HEADROOM + crate::mempool::DEFAULT_DATA_ROOM;
-/// An attached segment's own room starts with a scratch area as long as
-/// the longest range: `DerefMut` computes a plain packet's address with
-/// no test for attached segments (the forwarding loop's byte write would
-/// pay for one), so on an attached segment it lands here, in memory of
-/// the segment's own, never in the shared bytes (debug builds panic:
-/// writing an attached segment is a program error).
-const SCRATCH: usize = MAX_ATTACH_LEN;
-/// Where an attached segment keeps what it refers to, after the scratch
-/// area: the address of its range's first byte, then its direct buffer's
+/// Where an attached segment keeps what it refers to: in its own (unused)
+/// room, the address of its range's first byte, then its direct buffer's
 /// header.
-const DATA_SLOT: usize = HEADER_SIZE + SCRATCH;
-const DIRECT_SLOT: usize = DATA_SLOT + 8;
-/// An attached segment's own room: the scratch area and the two pointers,
-/// rounded up to the pools' 64-byte entry granularity.
-const ATTACH_ROOM: usize = SCRATCH + 64;
+const DATA_SLOT: usize = HEADER_SIZE;
+const DIRECT_SLOT: usize = HEADER_SIZE + 8;
+/// An attached segment's own room: the two pointers above, rounded up to
+/// the pools' 64-byte entry granularity.
+const ATTACH_ROOM: usize = 64;
 /// More references than this is a leak (a handle cloned in a loop): abort
 /// rather than wrap, as `Arc` does.
 const MAX_REFS: u32 = u32::MAX / 2;
@@ -200,14 +190,14 @@ impl SharedBuffer {
 
     /// A packet whose data is bytes `offset..offset + len` of this buffer,
     /// holding a reference to it; its header comes from `pool`. Refused if
-    /// the range is outside the data, longer than [`MAX_ATTACH_LEN`], or
-    /// the pool is empty (counted in [`AttachPool::alloc_failures`]).
+    /// the range is outside the data or the pool is empty (counted in
+    /// [`AttachPool::alloc_failures`]).
     pub fn attach(&self, offset: usize, len: usize, pool: &AttachPool) -> Result<Packet> {
         match offset.checked_add(len) {
-            Some(end) if end <= self.len() && len <= MAX_ATTACH_LEN => {}
+            Some(end) if end <= self.len() => {}
             _ => {
                 return Err(Error::Config(format!(
-                    "cannot attach bytes {offset}..+{len} of a {}-byte buffer (at most {MAX_ATTACH_LEN} at once)",
+                    "cannot attach bytes {offset}..+{len} of a {}-byte buffer",
                     self.len()
                 )))
             }
@@ -219,9 +209,8 @@ impl SharedBuffer {
         take_ref(unsafe { refs(self.header) });
         let header = segment.header_ptr();
         // SAFETY: a fresh header of an attach pool, ours alone; its room
-        // holds the scratch area and the two slots after it (8-aligned:
-        // the header is 64-aligned). The range lies inside the direct
-        // buffer and is at most SCRATCH long (checked above).
+        // holds ATTACH_ROOM >= 16 bytes for the two slots (8-aligned: the
+        // header is 64-aligned). The range lies inside the direct buffer.
         unsafe {
             let h = &mut *header.as_ptr();
             h.iova = d.iova + start as u64;

@@ -185,21 +185,6 @@ fn references_dropped_on_other_threads_balance() {
     }
 }
 
-/// An attached segment's own room has a scratch area as long as the
-/// longest range (what a write through `DerefMut` reaches in release
-/// builds): longer ranges are refused.
-#[test]
-fn a_range_longer_than_the_scratch_area_is_refused() {
-    let big = Mempool::with_layout("jumbo", 1, 128, 4096, MemoryKind::Plain).unwrap();
-    let heads = AttachPool::new("heads", 2).unwrap();
-    let shared = SharedBuffer::new(filled(&big, 4000)).unwrap();
-    assert!(shared.attach(0, MAX_ATTACH_LEN + 1, &heads).is_err());
-    let a = shared.attach(100, MAX_ATTACH_LEN, &heads).unwrap();
-    assert_eq!((a.len(), &a[..]), (MAX_ATTACH_LEN, &shared[100..100 + MAX_ATTACH_LEN]));
-    drop((a, shared));
-    assert_eq!((big.free_count(), heads.free_count()), (1, 2));
-}
-
 #[test]
 fn an_empty_attach_pool_is_an_error_that_is_counted_and_takes_no_reference() {
     let pool = Mempool::new("direct", 1, MemoryKind::Plain).unwrap();

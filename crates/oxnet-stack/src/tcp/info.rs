@@ -135,10 +135,9 @@ pub struct TcpInfo {
 }
 
 /// Attached segments in flight at once, over every connection of a
-/// stack (each entry 2368 bytes of CPU memory: the header and a scratch
-/// area, `oxnet_driver::shared`; 4.6 MiB in all): past it, segments are
-/// copied (counted in the connection's `ZeroCopyStats::attach_failures`).
-pub const ATTACH_HEADERS: usize = 2048;
+/// stack (each a 192-byte header): past it, segments are copied
+/// (counted in the connection's `ZeroCopyStats::attach_failures`).
+pub const ATTACH_HEADERS: usize = 4096;
 
 /// The NIC's receive-side scaling as the drivers program it (Toeplitz
 /// with oxnet's key over the TCP/IPv4 4-tuple, the default redirection
