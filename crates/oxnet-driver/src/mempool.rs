@@ -155,6 +155,7 @@ impl Mempool {
                     l4_len: 0,
                     mss: 0,
                     domain: pool.memory.dma_domain(),
+                    refs: 0,
                 });
                 stack.push(NonNull::new_unchecked(header));
             }

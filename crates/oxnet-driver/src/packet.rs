@@ -153,6 +153,18 @@ pub const TX_REQUEST_MASK: u32 = TX_IP_CSUM | TX_TCP_CSUM | TX_UDP_CSUM | TX_TSO
 /// Set in a chain head's request word (not a request: it sends a chained
 /// packet down the same slow path as the requests).
 pub(crate) const REQUEST_CHAINED: u32 = 1 << 31;
+/// Set in the request word of an attached segment ([`crate::shared`]):
+/// its data lies in another buffer. Not a request either: it sends the
+/// packet down the transmit slow paths, which read it by IOVA or through
+/// `Deref` (both of which know), and it makes the bytes read-only.
+pub(crate) const REQUEST_ATTACHED: u32 = 1 << 30;
+/// The request bits that make freeing a packet more than giving its buffer
+/// back: a chain head (its other segments; `REQUEST_CHAINED` is set
+/// exactly on a head whose `next` is set) or an attached segment (its
+/// reference). Every free path tests this word, in the header line it
+/// reads anyway, instead of `next`: the same one test, and attached
+/// segments cost a plain packet's free nothing.
+const FREE_SPECIAL: u32 = REQUEST_CHAINED | REQUEST_ATTACHED;
 /// The request word's copy of the buffer's DMA domain (bits 29:28 =
 /// `DmaDomain as u8`), written with every reset of the word: a transmit
 /// fast path subtracts its own domain's value from the length-and-request
@@ -246,8 +258,15 @@ pub(crate) struct BufferHeader {
     pub(crate) mss: u16,
     /// The pool's DMA domain, written once when the pool is made: a
     /// transmit path compares it with its own in the cache line it reads
-    /// anyway ([`crate::domain`]).
+    /// anyway ([`crate::domain`]); an attached segment's is its direct
+    /// buffer's.
     pub(crate) domain: crate::domain::DmaDomain,
+    /// References to a shared buffer ([`crate::shared::SharedBuffer`]
+    /// handles and attached segments); read and written only while the
+    /// buffer is shared, atomically through `crate::shared` (a plain
+    /// field: an atomic type here would take `&BufferHeader`'s
+    /// no-mutation guarantee from every packet).
+    pub(crate) refs: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<BufferHeader>() == ANNO_OFFSET);
@@ -307,11 +326,40 @@ impl Packet {
         unsafe { self.header.as_mut() }
     }
 
+    /// The head room after the header and annotation lines (of a packet
+    /// known not to be attached).
     #[inline]
-    fn room_ptr(&self) -> *mut u8 {
+    fn own_room_ptr(&self) -> *mut u8 {
         // SAFETY: the head room starts right after the header and
         // annotation lines.
         unsafe { (self.header.as_ptr() as *mut u8).add(HEADER_SIZE) }
+    }
+
+    /// `Deref` of an attached segment: its range, from the start the
+    /// segment keeps in its own room (out of line: the test for it is
+    /// all a plain packet pays).
+    #[cold]
+    #[inline(never)]
+    fn attached_bytes(&self) -> &[u8] {
+        // SAFETY: the range lies inside the direct buffer, which the
+        // segment's reference keeps alive.
+        unsafe {
+            let start = crate::shared::attached_data(self.header);
+            std::slice::from_raw_parts(start.add(self.headroom()), self.len())
+        }
+    }
+
+    /// True for an attached segment: its data is a range of another
+    /// buffer, shared and read-only ([`crate::shared`]).
+    #[inline]
+    pub fn is_attached(&self) -> bool {
+        self.h().request & REQUEST_ATTACHED != 0
+    }
+
+    /// The header pointer (for [`crate::shared`]).
+    #[inline]
+    pub(crate) fn header_ptr(&self) -> NonNull<BufferHeader> {
+        self.header
     }
 
     /// Length of the data in bytes.
@@ -520,11 +568,20 @@ impl Packet {
     }
 
     /// Asks the transmitting device for checksums / segmentation (see
-    /// [`TxOffload`]); unknown flag bits are ignored.
+    /// [`TxOffload`]); unknown flag bits are ignored. An attached segment
+    /// takes no request bits (a device fulfils them by writing into the
+    /// head's bytes, and an attached segment's are shared): chain it
+    /// behind a header packet of its own, which carries the request.
     #[inline]
     pub fn set_tx_offload(&mut self, offload: TxOffload) {
         let h = self.h_mut();
-        h.request = (h.request & (REQUEST_CHAINED | REQUEST_DOMAIN_MASK)) | (offload.flags & TX_REQUEST_MASK);
+        let keep = h.request & (REQUEST_CHAINED | REQUEST_DOMAIN_MASK | REQUEST_ATTACHED);
+        let flags = if keep & REQUEST_ATTACHED != 0 {
+            0
+        } else {
+            offload.flags & TX_REQUEST_MASK
+        };
+        h.request = keep | flags;
         h.l2_len = offload.l2_len;
         h.l3_len = offload.l3_len;
         h.l4_len = offload.l4_len;
@@ -632,6 +689,27 @@ impl Packet {
         }
     }
 
+    /// True if freeing this packet takes more than giving its buffer back
+    /// ([`FREE_SPECIAL`]).
+    #[inline]
+    fn needs_free_work(&self) -> bool {
+        self.h().request & FREE_SPECIAL != 0
+    }
+
+    /// The rest of freeing a chain head or an attached segment, before its
+    /// buffer goes back (after that it may be reused at once): the other
+    /// segments freed, the attached reference dropped.
+    #[cold]
+    fn before_free(&mut self) {
+        if self.h().next.is_some() {
+            self.free_rest_of_chain();
+        }
+        if self.is_attached() {
+            // SAFETY: an attached segment being freed, once.
+            unsafe { crate::shared::release_attached(self.header) };
+        }
+    }
+
     /// Frees every segment after this one.
     #[cold]
     fn free_rest_of_chain(&mut self) {
@@ -647,8 +725,14 @@ impl Packet {
     }
 
     /// Grows the data at the front by `n` bytes taken from the head room and
-    /// returns them (a driver header, an encapsulation).
+    /// returns them (a driver header, an encapsulation). Refused on an
+    /// attached segment (its bytes are shared).
     pub fn prepend(&mut self, n: usize) -> Result<&mut [u8]> {
+        if self.is_attached() {
+            return Err(Error::Config(
+                "cannot prepend to an attached segment: its bytes are shared and read-only".into(),
+            ));
+        }
         if n > self.headroom() {
             return Err(Error::Config(format!(
                 "cannot prepend {n} bytes: only {} bytes of head room",
@@ -662,12 +746,16 @@ impl Packet {
     }
 
     /// The `n` bytes of head room just in front of the data (where a driver
-    /// writes its header), or `None` if the head room is shorter.
+    /// writes its header), or `None` if the head room is shorter or the
+    /// packet is an attached segment (whose bytes are shared).
     #[inline]
     pub fn head_room_mut(&mut self, n: usize) -> Option<&mut [u8]> {
+        if self.is_attached() {
+            return None;
+        }
         let start = self.headroom().checked_sub(n)?;
         // SAFETY: [start, data_offset) lies inside our own head room.
-        Some(unsafe { std::slice::from_raw_parts_mut(self.room_ptr().add(start), n) })
+        Some(unsafe { std::slice::from_raw_parts_mut(self.own_room_ptr().add(start), n) })
     }
 
     /// Removes `n` bytes from the front of the data (they become head room).
@@ -713,7 +801,9 @@ impl Packet {
         let h = self.h_mut();
         h.data_offset = headroom;
         h.len = 0;
-        h.request = request_domain_bits(h.domain);
+        // An attached segment stays one (its pool's head room is 0: the
+        // data restarts at the start of its range).
+        h.request = request_domain_bits(h.domain) | (h.request & REQUEST_ATTACHED);
         h.segments = 1;
         h.meta = Metadata::default();
     }
@@ -731,10 +821,17 @@ impl Packet {
 
     /// The whole data room after the head room, whatever `len` is: what a
     /// device may write on receive.
+    ///
+    /// # Panics
+    /// On an attached segment (its bytes are shared and read-only; only
+    /// a program error reaches this: receive paths use fresh buffers).
     pub fn data_room_mut(&mut self) -> &mut [u8] {
+        if self.is_attached() {
+            attached_is_read_only();
+        }
         let cap = self.capacity();
         // SAFETY: the buffer is ours and `data_offset + cap` is its room.
-        unsafe { std::slice::from_raw_parts_mut(self.room_ptr().add(self.headroom()), cap) }
+        unsafe { std::slice::from_raw_parts_mut(self.own_room_ptr().add(self.headroom()), cap) }
     }
 }
 
@@ -742,24 +839,42 @@ impl std::ops::Deref for Packet {
     type Target = [u8];
     #[inline]
     fn deref(&self) -> &[u8] {
+        if self.is_attached() {
+            return self.attached_bytes();
+        }
         // SAFETY: data_offset + len never exceeds the room (set_len checks).
-        unsafe { std::slice::from_raw_parts(self.room_ptr().add(self.headroom()), self.len()) }
+        unsafe { std::slice::from_raw_parts(self.own_room_ptr().add(self.headroom()), self.len()) }
     }
 }
 
+/// # Panics
+/// On an attached segment: its bytes are shared with other packets (and
+/// maybe other threads) and read-only; copy it ([`crate::offload::linearize`])
+/// to change them. Only a program error reaches this. The test is the one
+/// `Deref` makes (a byte read and written pays it once).
 impl std::ops::DerefMut for Packet {
     #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
+        if self.is_attached() {
+            attached_is_read_only();
+        }
         // SAFETY: as in deref; the packet owns its buffer exclusively.
-        unsafe { std::slice::from_raw_parts_mut(self.room_ptr().add(self.headroom()), self.len()) }
+        unsafe { std::slice::from_raw_parts_mut(self.own_room_ptr().add(self.headroom()), self.len()) }
     }
+}
+
+/// The panic of a write to an attached segment (out of line).
+#[cold]
+#[inline(never)]
+fn attached_is_read_only() -> ! {
+    panic!("an attached segment's bytes are read-only (crate::shared)");
 }
 
 impl Drop for Packet {
     #[inline]
     fn drop(&mut self) {
-        if self.h().next.is_some() {
-            self.free_rest_of_chain();
+        if self.needs_free_work() {
+            self.before_free();
         }
         // SAFETY: this packet owns its buffer and one pool reference.
         unsafe { give_back(self.h().pool, &[self.header]) };
@@ -796,8 +911,8 @@ impl BulkFree {
     /// Takes a packet to be freed.
     #[inline]
     pub fn push(&mut self, mut packet: Packet) {
-        if packet.is_chained() {
-            packet.free_rest_of_chain();
+        if packet.needs_free_work() {
+            packet.before_free();
         }
         let pool = packet.pool_ptr();
         if self.pool != Some(pool) || self.count == BulkFree::CAPACITY {
@@ -846,7 +961,9 @@ impl Drop for BulkFree {
 ///
 /// # Safety
 /// Every element of `run` is an initialised packet that the caller gives up
-/// (it must not read or drop them afterwards).
+/// (it must not read or drop them afterwards), a plain single buffer: not
+/// chained, not attached (a plain ring holds no other kind; the transmit
+/// paths copy the others or post them on the offload path).
 #[inline]
 pub(crate) unsafe fn free_ring_run(run: &[std::mem::MaybeUninit<Packet>]) {
     // SAFETY: Packet is a transparent NonNull<BufferHeader>; the caller
@@ -873,11 +990,12 @@ pub fn free_batch(batch: &mut PacketBatch) {
     let Some(first) = packets.first() else { return };
     let pool = first.h().pool;
     // One pass over the headers checks both conditions of the fast way out
-    // (same pool, no chain): a separate pass for chains cost 5 instructions
-    // per packet of alloc + free.
+    // (same pool, no chain and no attached segment: FREE_SPECIAL): a
+    // separate pass for chains cost 5 instructions per packet of alloc +
+    // free.
     if packets.iter().all(|p| {
         let h = p.h();
-        h.pool == pool && h.next.is_none()
+        h.pool == pool && h.request & FREE_SPECIAL == 0
     }) {
         // SAFETY: the length is set to 0 first, so the packets are owned
         // only by give_back, which returns each one once; all are plain

@@ -191,7 +191,8 @@ impl Element for PlugSink {
     }
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, _ctx: &mut Ctx<'_>) {
         for p in batch.iter() {
-            // The whole chain (a TSO segment, a coalesced one).
+            // The whole chain (a TSO segment, a coalesced one, TCP's
+            // zero-copy segments: a header packet and attached data).
             let mut bytes = Vec::with_capacity(p.total_len());
             p.copy_chain_to(&mut bytes);
             self.0.borrow_mut().push_back(bytes);

@@ -474,6 +474,9 @@ impl<N: Nic> TxQueue<N> {
         let mut frames = Vec::new();
         while !batch.is_empty() {
             frames.clear();
+            // Plain: no request, no chain, not attached (a standalone
+            // attached segment is copied below: `clean` frees the plain
+            // ring's runs without looking at them, free_ring_run).
             let plain = batch[0].len_and_request() >> 32 == 0;
             let foreign = !domain::in_domain(&batch[0], self.domain);
             if plain && !foreign {

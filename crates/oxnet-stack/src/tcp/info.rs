@@ -139,7 +139,15 @@ pub struct TcpInfo {
     /// connection we open picks a source port whose replies come back to
     /// this core (ClickNF §5.2). None: one thread.
     pub rss: Option<RssPlace>,
+    /// Headers for the attached segments that carry given packets'
+    /// bytes (`super::payload`), made with the first packet given.
+    pub attach: Option<oxnet_driver::AttachPool>,
 }
+
+/// Attached segments in flight at once, over every connection of a
+/// stack (each a 192-byte header): past it, segments are copied
+/// (counted in the connection's `ZeroCopyStats::attach_failures`).
+pub const ATTACH_HEADERS: usize = 4096;
 
 /// The NIC's receive-side scaling as the drivers program it (Toeplitz
 /// with oxnet's key over the TCP/IPv4 4-tuple, the default redirection
@@ -247,6 +255,15 @@ impl TcpInfo {
             self.flows.remove(&tcb.key);
         }
         Some(tcb)
+    }
+
+    /// The stack's attach pool ([`TcpInfo::attach`]), made on first use;
+    /// None if it cannot be made (then given packets are copied).
+    pub fn attach_pool(&mut self) -> Option<oxnet_driver::AttachPool> {
+        if self.attach.is_none() {
+            self.attach = oxnet_driver::AttachPool::new("tcp attached segments", ATTACH_HEADERS).ok();
+        }
+        self.attach.clone()
     }
 
     /// Asks TCPOutput to look at `r` (new data, a FIN, room in the window,

@@ -22,7 +22,9 @@
 //! | [`dctcp`] | 8257 §3.3 | DCTCP's alpha and window cut |
 //! | [`ecn`] | 3168 §6.1, 8257 §3.2 | ECN's negotiation state, the receiver's echo and the sender's once-per-window reaction |
 //! | [`epoll`] | epoll(7) | I/O multiplexing over listeners and streams: level- and edge-triggered, EPOLLIN/OUT/ERR/HUP/RDHUP, fed by the sockets' events |
-//! | [`zerocopy`] | | packets in and out of a stream: received packets handed over without a copy, packets given to send |
+//! | [`zerocopy`] | | packets in and out of a stream: received packets handed over without a copy, packets given to send kept without a copy |
+//! | [`send_buffer`] | 9293 §3.8.1 | the send buffer: written bytes and given packets, in order, cut into segments by offset |
+//! | [`payload`] | 9293 §3.1 | a segment's data written out: bytes copied behind the headers, given packets attached (a chain) |
 //! | [`io_traits`] | | poll-style reads and writes; `futures-io` and tokio `AsyncRead`/`AsyncWrite` (features `futures-io`, `tokio`) |
 
 pub mod cc;
@@ -39,12 +41,16 @@ pub mod isn;
 pub mod newreno;
 pub mod offload;
 pub mod output;
+pub mod payload;
 pub mod rtt;
 pub mod sack;
 pub mod scoreboard;
+pub mod send_buffer;
 pub mod socket;
 pub mod tcb;
 pub mod zerocopy;
 
 #[cfg(test)]
 mod api_tests;
+#[cfg(test)]
+mod zerocopy_tests;

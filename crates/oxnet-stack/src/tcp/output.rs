@@ -40,6 +40,19 @@ pub fn write_segment_ecn(packet: &mut Packet, key: &FlowKey, seg: &TcpRepr, payl
     })
 }
 
+/// [`write_segment_ecn`] with the data cut from a send buffer: written
+/// bytes copied, given packets attached without a copy
+/// ([`super::payload`]).
+pub fn write_segment_payload(
+    packet: &mut Packet,
+    key: &FlowKey,
+    seg: &TcpRepr,
+    payload: super::payload::Payload<'_>,
+    ecn: Codepoint,
+) -> bool {
+    super::payload::write_payload(packet, key.local.addr, key.remote.addr, seg, payload, ecn)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -315,7 +315,7 @@ mod tests {
         assert!(t.cc.in_recovery());
         // A partial ACK: still in recovery.
         t.snd_una = s(5001);
-        t.send_buffer.drain(..5000);
+        t.send_buffer.consume(5000);
         let o = on_ack(&mut t, s(5001), 5000, &[], false, 0, 0);
         assert!(!o.left && t.cc.in_recovery());
         assert!(t.sack.board.is_empty(), "pruned");

@@ -375,7 +375,7 @@ impl TcpStream {
                 return Err(libc::EAGAIN);
             }
             let n = room.min(data.len());
-            tcb.send_buffer.extend(&data[..n]);
+            tcb.send_buffer.extend_from_slice(&data[..n]);
             info.want_output(r);
             Ok(n)
         })

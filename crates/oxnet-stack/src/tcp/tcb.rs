@@ -126,9 +126,10 @@ pub struct Tcb {
     /// (TCPReordering), and a counter that orders their arrivals.
     pub ooo: VecDeque<Held>,
     pub ooo_arrivals: u64,
-    /// Bytes the application gave and the peer has not acknowledged, from
-    /// SND.UNA on (so retransmissions are cut from it).
-    pub send_buffer: VecDeque<u8>,
+    /// Bytes the application wrote and packets it gave, not yet
+    /// acknowledged by the peer, from SND.UNA on (so retransmissions are
+    /// cut from it; given packets stay there uncopied).
+    pub send_buffer: super::send_buffer::SendBuffer,
     /// Whether the application closed its side: a FIN follows the data.
     pub fin_queued: bool,
     /// Our FIN has been sent: it is at SND.NXT - 1.
@@ -244,7 +245,7 @@ impl Tcb {
             recv_queued: 0,
             ooo: VecDeque::new(),
             ooo_arrivals: 0,
-            send_buffer: VecDeque::new(),
+            send_buffer: Default::default(),
             fin_queued: false,
             fin_sent: false,
             fin_received: false,

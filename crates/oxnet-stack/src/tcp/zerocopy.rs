@@ -9,23 +9,45 @@
 //! to the router's pool). Byte reads ([`TcpStream::try_read`]) and packet
 //! reads may be mixed: a partly read packet comes out with what is left.
 //!
-//! **Send: the packet is accepted without the caller copying; the stack
-//! copies once, until the driver has reference-counted buffers.** The
-//! application writes its bytes into a packet from a pool (the router's,
-//! `Ctx::pool`, taken by the application's element; any `Mempool`) and
-//! gives it to
-//! [`TcpStream::try_send_packet`]. The outgoing path keeps unacknowledged
-//! data as bytes in the TCB's send buffer (retransmissions are cut from
-//! it), so the packet's bytes are copied into that buffer and the packet
-//! returns to the pool at once: the caller may not keep or reuse it (it
-//! has given it away), and no lifetime beyond the call applies yet. With
-//! reference-counted buffers the plan is the issue's: the pushed buffer
-//! stays the stack's until the peer acknowledges its last byte, with the
-//! headers prepended in its head room. Nothing here is measured.
+//! **Send is zero-copy.** The application writes its bytes into a packet
+//! from a pool (the router's, `Ctx::pool`, taken by the application's
+//! element; any `Mempool`) and gives it to
+//! [`TcpStream::try_send_packet`]. The stack keeps the packet itself in
+//! the send buffer ([`super::send_buffer`]), shared
+//! ([`oxnet_driver::SharedBuffer`]): each transmission of its bytes, a
+//! retransmission too, is a chain of a header packet (IP and TCP headers,
+//! written bytes before it) and an *attached segment* that refers to the
+//! packet's bytes ([`super::payload`]); the NIC reads them where the
+//! application wrote them. Byte writes ([`TcpStream::try_write`]) and
+//! packet sends may be mixed: the send buffer keeps them in order.
+//!
+//! **The lifetime of a given packet.** From the call on, the packet is the
+//! stack's: the caller has given it away (the call takes it by value) and
+//! can neither write nor read it through the old handle. The stack never
+//! writes its bytes (headers go into a packet of their own). Its buffer
+//! returns to its pool when (1) the peer has acknowledged its last byte
+//! (RFC 9293 §3.10.7.4: SND.UNA passes it) and (2) every segment that
+//! carries it has left the transmit ring (a device frees sent packets
+//! when it cleans its ring, so that may be some polls later), or when
+//! the connection is deleted. A caller that wants to reuse the bytes
+//! keeps them elsewhere; a caller that wants the same bytes sent on
+//! several connections (a cache's value) makes a `SharedBuffer` once and
+//! gives each connection a handle with [`TcpStream::try_send_shared`].
+//!
+//! **Copies that remain, each counted** (per connection, in the send
+//! buffer's [`super::payload::ZeroCopyStats`]): a chained packet is
+//! copied into the send buffer when given (only a single buffer can be
+//! shared); a segment whose data has written bytes *after* a given
+//! packet's (a boundary between the two kinds of write) is copied whole;
+//! so is a segment for which the stack's attach pool
+//! ([`super::info::ATTACH_HEADERS`] headers) has no header free. A device
+//! without chain support linearises the chain itself (the driver's
+//! `tx_software_fallback` counts it).
 
+use super::send_buffer::SendBuffer;
 use super::socket::{consumed, TcpStream};
 use super::tcb::TcpState;
-use oxnet_driver::{Packet, PacketBatch};
+use oxnet_driver::{Packet, PacketBatch, SharedBuffer};
 
 impl TcpStream {
     /// The next received packet (payload only), Ok(None) at the end of
@@ -96,33 +118,79 @@ impl TcpStream {
     }
 
     /// Gives `packet`'s data (every segment of a chain) to the stack to
-    /// send, whole: EAGAIN, with the packet back, if the send buffer has
+    /// send, whole, without a copy (module doc: the packet is the stack's
+    /// from now on): EAGAIN, with the packet back, if the send buffer has
     /// not room for all of it (a packet larger than the whole buffer is
     /// taken when the buffer is empty, so it cannot wait for ever). After
     /// shutdown or an error: EPIPE or the error, the packet back.
     pub fn try_send_packet(&self, packet: Packet) -> Result<(), (i32, Packet)> {
+        if let Err(e) = self.send_room(packet.total_len()) {
+            return Err((e, packet));
+        }
         let mut info = self.stack().borrow_mut();
         let r = self.tcb_ref();
+        let pool = info.attach_pool();
         let Some(tcb) = info.tcbs.get_mut(r) else {
             return Err((libc::ENOTCONN, packet));
         };
-        if let Some(e) = tcb.error {
-            return Err((e, packet));
-        }
-        if tcb.fin_queued || !matches!(tcb.state, TcpState::Established | TcpState::CloseWait) {
-            return Err((libc::EPIPE, packet));
-        }
-        let len = packet.total_len();
-        let room = tcb.send_buffer_limit.saturating_sub(tcb.send_buffer.len());
-        if len > room && !tcb.send_buffer.is_empty() {
-            return Err((libc::EAGAIN, packet));
-        }
-        // The one copy (module doc): into the bytes retransmissions are
-        // cut from.
-        for segment in packet.segments() {
-            tcb.send_buffer.extend(&segment[..]);
+        match (pool, SharedBuffer::new(packet)) {
+            (Some(pool), Ok(shared)) => {
+                tcb.send_buffer.set_attach_pool(&pool);
+                tcb.send_buffer.push_shared(shared);
+            }
+            // No attach pool: a byte copy, counted.
+            (None, Ok(shared)) => copy_in(&mut tcb.send_buffer, &[&shared[..]]),
+            // A chain (or an attached segment): copied, counted.
+            (_, Err(packet)) => {
+                let segments: Vec<&[u8]> = packet.segments().map(|s| &s[..]).collect();
+                copy_in(&mut tcb.send_buffer, &segments);
+            }
         }
         info.want_output(r);
+        Ok(())
+    }
+
+    /// Gives the bytes of `buffer` to the stack to send, without a copy,
+    /// as [`TcpStream::try_send_packet`] does; the handle is the stack's
+    /// (the buffer is released with the last handle and segment, on any
+    /// connection). EAGAIN, EPIPE or the error with the handle back.
+    pub fn try_send_shared(&self, buffer: SharedBuffer) -> Result<(), (i32, SharedBuffer)> {
+        if let Err(e) = self.send_room(buffer.len()) {
+            return Err((e, buffer));
+        }
+        let mut info = self.stack().borrow_mut();
+        let r = self.tcb_ref();
+        let pool = info.attach_pool();
+        let Some(tcb) = info.tcbs.get_mut(r) else {
+            return Err((libc::ENOTCONN, buffer));
+        };
+        match pool {
+            Some(pool) => {
+                tcb.send_buffer.set_attach_pool(&pool);
+                tcb.send_buffer.push_shared(buffer);
+            }
+            None => copy_in(&mut tcb.send_buffer, &[&buffer[..]]),
+        }
+        info.want_output(r);
+        Ok(())
+    }
+
+    /// Whether `len` bytes may be given now: the connection's error,
+    /// EPIPE after shutdown, EAGAIN without room for all of them (unless
+    /// the buffer is empty).
+    fn send_room(&self, len: usize) -> Result<(), i32> {
+        let info = self.stack().borrow();
+        let tcb = info.tcbs.get(self.tcb_ref()).ok_or(libc::ENOTCONN)?;
+        if let Some(e) = tcb.error {
+            return Err(e);
+        }
+        if tcb.fin_queued || !matches!(tcb.state, TcpState::Established | TcpState::CloseWait) {
+            return Err(libc::EPIPE);
+        }
+        let room = tcb.send_buffer_limit.saturating_sub(tcb.send_buffer.len());
+        if len > room && !tcb.send_buffer.is_empty() {
+            return Err(libc::EAGAIN);
+        }
         Ok(())
     }
 
@@ -146,6 +214,15 @@ impl TcpStream {
     fn readable_wait(&self) -> Result<crate::exec::Wait, i32> {
         let info = self.stack().borrow();
         Ok(info.tcbs.get(self.tcb_ref()).ok_or(libc::ENOTCONN)?.readable.wait())
+    }
+}
+
+/// Copies given bytes into the send buffer (the counted fallback).
+fn copy_in(buffer: &mut SendBuffer, parts: &[&[u8]]) {
+    for part in parts {
+        buffer.extend_from_slice(part);
+        let copied = &buffer.stats().copied_bytes;
+        copied.set(copied.get() + part.len() as u64);
     }
 }
 

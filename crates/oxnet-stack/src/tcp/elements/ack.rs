@@ -124,7 +124,7 @@ impl Element for ProcessAck {
                     if acked > tcb.send_buffer.len() && tcb.fin_queued {
                         tcb.fin_sent = true;
                     }
-                    tcb.send_buffer.drain(..bytes);
+                    tcb.send_buffer.consume(bytes);
                     tcb.snd_una = ack;
                     self.acked_bytes += acked as u64;
                     // RFC 7323 §4.1: the echoed timestamp gives the RTT of

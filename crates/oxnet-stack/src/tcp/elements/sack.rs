@@ -29,8 +29,9 @@
 
 use super::{info, Info, Seg};
 use crate::anno::{self, TcpFlags as Anno};
+use crate::tcp::ecn::Codepoint;
 use crate::tcp::info::TcpInfo;
-use crate::tcp::output::write_segment;
+use crate::tcp::output::write_segment_payload;
 use crate::tcp::sack::{self, segment_size};
 use crate::tcp::scoreboard::{segment_len, NextSeg, NextSegInput};
 use crate::wire::{SackBlock, TcpFlags, TcpSeqNumber, MAX_SACK_BLOCKS};
@@ -319,7 +320,7 @@ impl SackRetransmit {
         let flags = if fin { TcpFlags::FIN } else { TcpFlags::empty() };
         let key = tcb.key;
         let (seg, bytes) = super::send::data_segment(tcb, seq, offset, data, flags, now);
-        if !write_segment(&mut p, &key, &seg, bytes) {
+        if !write_segment_payload(&mut p, &key, &seg, bytes, Codepoint::NotEct) {
             return Sent::Nothing;
         }
         out.push(p);

@@ -22,7 +22,8 @@ use crate::anno;
 use crate::tcp::ecn::Codepoint;
 use crate::tcp::info::TimerKind;
 use crate::tcp::offload::{self, write_offloaded};
-use crate::tcp::output::{write_segment, write_segment_ecn};
+use crate::tcp::output::{write_segment, write_segment_payload};
+use crate::tcp::payload::Payload;
 use crate::tcp::tcb::{Tcb, TcpState};
 use crate::wire::{TcpFlags, TcpOptions, TcpRepr, TcpSeqNumber};
 use oxnet_driver::{Packet, PacketBatch};
@@ -300,7 +301,7 @@ pub(super) fn data_segment(
     len: usize,
     flags: TcpFlags,
     now: u64,
-) -> (TcpRepr, &[u8]) {
+) -> (TcpRepr, Payload<'_>) {
     let mut options = TcpOptions::default();
     if tcb.timestamps {
         options.timestamps = Some((ts_now(now), tcb.ts_recent));
@@ -316,8 +317,12 @@ pub(super) fn data_segment(
         options,
         payload_len: len,
     };
-    let bytes = &tcb.send_buffer.make_contiguous()[offset..offset + len];
-    (repr, bytes)
+    let payload = Payload {
+        buffer: &tcb.send_buffer,
+        offset,
+        len,
+    };
+    (repr, payload)
 }
 
 impl Element for Segmentation {
@@ -406,7 +411,7 @@ impl Element for Segmentation {
                     if len > 0 || fin {
                         if let Some(mut p) = packet(&mut spare, &mut self.no_buffers) {
                             let (seg, bytes) = data_segment(tcb, una, 0, len, flags, now);
-                            if write_segment(&mut p, &key, &seg, bytes) {
+                            if write_segment_payload(&mut p, &key, &seg, bytes, Codepoint::NotEct) {
                                 out.push(p);
                                 self.retransmits += 1;
                                 sent_any = true;
@@ -426,7 +431,7 @@ impl Element for Segmentation {
                     let flags = if unsent == 1 { TcpFlags::PSH } else { TcpFlags::empty() };
                     let (seg, bytes) = data_segment(tcb, nxt, tcb.send_buffer.len() - unsent, 1, flags, now);
                     if let Some(mut p) = packet(&mut spare, &mut self.no_buffers) {
-                        if write_segment(&mut p, &key, &seg, bytes) {
+                        if write_segment_payload(&mut p, &key, &seg, bytes, Codepoint::NotEct) {
                             out.push(p);
                             tcb.snd_high = tcb.snd_high.max(nxt + 1);
                             tcb.ack_sent();
@@ -483,11 +488,17 @@ impl Element for Segmentation {
                     let (nxt, key) = (tcb.snd_nxt, tcb.key);
                     let (seg, bytes) = data_segment(tcb, nxt, offset, len, flags, now);
                     let written = if offload {
-                        // TSO when this is more than one segment of new data.
+                        // TSO when this is more than one segment of new
+                        // data. The offload path takes the payload as
+                        // bytes: copied out of the send buffer here (given
+                        // packets too: zero-copy and the offloads do not
+                        // combine yet).
                         let tso_mss = (len > mss).then_some(mss as u16);
-                        write_offloaded(&mut p, pool, &key, &seg, bytes, ecn, tso_mss)
+                        let mut flat = vec![0u8; bytes.len];
+                        bytes.buffer.copy_to(bytes.offset, &mut flat);
+                        write_offloaded(&mut p, pool, &key, &seg, &flat, ecn, tso_mss)
                     } else {
-                        write_segment_ecn(&mut p, &key, &seg, bytes, ecn)
+                        write_segment_payload(&mut p, &key, &seg, bytes, ecn)
                     };
                     if !written {
                         break;
