@@ -601,7 +601,7 @@ fn the_oxnet_client_gives_up_on_a_vanished_linux_server_by_user_timeout_and_by_k
 fn impaired_config(conf: &str, loss: f64, dup: f64, reorder: f64) -> TempFile {
     let text = std::fs::read_to_string(repo().join(conf)).unwrap();
     let input = "dev -> loss :: RandomSample(DROP $LOSS) -> eth;";
-    let output = "out :: ToDevice(\"$DEV\");";
+    let output = "out :: ToDevice(\"$DEV\", TIMEOUT 0);";
     assert!(text.contains(input) && text.contains(output), "{conf} changed");
     let text = text
         .replace(
@@ -616,7 +616,7 @@ fn impaired_config(conf: &str, loss: f64, dup: f64, reorder: f64) -> TempFile {
         .replace(
             output,
             &format!(
-                "todev :: ToDevice(\"$DEV\");
+                "todev :: ToDevice(\"$DEV\", TIMEOUT 0);
                  out :: RandomSample(DROP {loss}) -> odup :: RandomSample(DROP {dup})
                      -> oreo :: RandomSample(DROP {reorder}) -> rate :: Queue(100)
                      -> BandwidthRatedUnqueue(RATE 40Mbps) -> todev;
