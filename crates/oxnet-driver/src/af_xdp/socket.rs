@@ -161,7 +161,7 @@ impl AfXdp {
         // A program a crashed oxnet left here would steal our queue's
         // packets into a dead socket's map, or make libxdp refuse another
         // attach mode: remove it first (stale.rs).
-        super::stale::remove_left_over(lib, ifindex, &spec.interface);
+        let removed_left_over = super::stale::remove_left_over(lib, ifindex, &spec.interface);
         let claim = super::stale::Claim::take(ifindex);
 
         // The kernel's RX and fill rings are larger than oxnet's ring size
@@ -260,18 +260,31 @@ impl AfXdp {
         };
         let name = std::ffi::CString::new(spec.interface.as_str())
             .map_err(|_| Error::BadSpec(format!("{spec_text}: bad interface name")))?;
-        // SAFETY: valid name, live UMEM, boxed ring structs that outlive
-        // the socket, a valid config.
-        let err = unsafe {
-            (lib.socket_create)(
-                &mut dev.xsk,
-                name.as_ptr(),
-                spec.queue,
-                dev.umem,
-                &mut *dev.rx,
-                &mut *dev.tx,
-                &socket_config,
-            )
+        // After a crashed oxnet's program was removed, its socket may
+        // still be on its way out (the kernel releases it after the dead
+        // process's files are closed): a busy queue is retried for up to
+        // a second then.
+        let started = std::time::Instant::now();
+        let err = loop {
+            // SAFETY: valid name, live UMEM, boxed ring structs that
+            // outlive the socket, a valid config.
+            let err = unsafe {
+                (lib.socket_create)(
+                    &mut dev.xsk,
+                    name.as_ptr(),
+                    spec.queue,
+                    dev.umem,
+                    &mut *dev.rx,
+                    &mut *dev.tx,
+                    &socket_config,
+                )
+            };
+            if err == -libc::EBUSY && removed_left_over && started.elapsed() < std::time::Duration::from_secs(1) {
+                dev.xsk = std::ptr::null_mut();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                continue;
+            }
+            break err;
         };
         if err != 0 {
             dev.xsk = std::ptr::null_mut();

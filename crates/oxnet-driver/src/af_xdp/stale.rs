@@ -82,37 +82,40 @@ impl Claim {
     pub fn release(self, lib: &Libxdp, interface: &str) {
         let Claim { file, path, ifindex } = self;
         drop(file);
-        clean_if_unused(lib, &path, ifindex, interface, false);
+        let _ = clean_if_unused(lib, &path, ifindex, interface, false);
     }
 }
 
 /// Detaches a program left on `ifindex` by an oxnet that crashed.
-pub fn remove_left_over(lib: &Libxdp, ifindex: u32, interface: &str) {
-    if let Some(path) = marker(ifindex) {
-        if path.exists() {
-            clean_if_unused(lib, &path, ifindex, interface, true);
-        }
+/// Whether a program a crashed oxnet left was removed (its socket may
+/// still be on its way out in the kernel: the caller retries a bind that
+/// finds the queue busy for a moment).
+pub fn remove_left_over(lib: &Libxdp, ifindex: u32, interface: &str) -> bool {
+    match marker(ifindex) {
+        Some(path) if path.exists() => clean_if_unused(lib, &path, ifindex, interface, true),
+        _ => false,
     }
 }
 
-fn clean_if_unused(lib: &Libxdp, path: &PathBuf, ifindex: u32, interface: &str, after_crash: bool) {
+fn clean_if_unused(lib: &Libxdp, path: &PathBuf, ifindex: u32, interface: &str, after_crash: bool) -> bool {
     let Ok(file) = std::fs::OpenOptions::new().write(true).open(path) else {
-        return;
+        return false;
     };
     if !flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
-        return; // another oxnet uses the interface
+        return false; // another oxnet uses the interface
     }
     let recorded: Option<u32> = std::fs::read_to_string(path).ok().and_then(|s| s.trim().parse().ok());
-    if recorded.is_some()
+    let removed = recorded.is_some()
         && recorded == main_program_id(lib, ifindex)
         && detach_default_program(lib, ifindex)
-        && after_crash
-    {
+        && after_crash;
+    if removed {
         eprintln!(
             "af_xdp:{interface}: removed the XDP program a previous oxnet left attached (it did not exit cleanly)"
         );
     }
     let _ = std::fs::remove_file(path);
+    removed
 }
 
 /// The kernel id of the program attached to `ifindex` (the dispatcher,
