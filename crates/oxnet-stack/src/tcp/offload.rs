@@ -71,16 +71,32 @@ pub fn write_offloaded(
     ecn: Codepoint,
     tso_mss: Option<u16>,
 ) -> bool {
-    debug_assert_eq!(seg.payload_len, payload.len());
+    let copy = |at: usize, out: &mut [u8]| out.copy_from_slice(&payload[at..at + out.len()]);
+    write_offloaded_with(packet, pool, key, seg, payload.len(), copy, ecn, tso_mss)
+}
+
+/// [`write_offloaded`] with the payload's `len` bytes written by
+/// `copy(offset, out)` (the bytes from `offset` into `out`, its whole
+/// length): straight from a send buffer, with no flat copy in between.
+#[allow(clippy::too_many_arguments)]
+pub fn write_offloaded_with(
+    packet: &mut Packet,
+    pool: &Mempool,
+    key: &FlowKey,
+    seg: &TcpRepr,
+    len: usize,
+    copy: impl Fn(usize, &mut [u8]),
+    ecn: Codepoint,
+    tso_mss: Option<u16>,
+) -> bool {
+    debug_assert_eq!(seg.payload_len, len);
     let (src, dst) = (key.local.addr, key.remote.addr);
     if !src.is_ipv4() {
         return false;
     }
     packet.reset();
     let header_len = seg.header_len();
-    let first = payload
-        .len()
-        .min(packet.capacity().saturating_sub(IPV4_LEN + header_len));
+    let first = len.min(packet.capacity().saturating_sub(IPV4_LEN + header_len));
     let written = write_ip_packet(
         packet,
         src,
@@ -89,7 +105,7 @@ pub fn write_offloaded(
         header_len + first,
         ecn.bits(),
         |tcp| {
-            tcp[header_len..].copy_from_slice(&payload[..first]);
+            copy(0, &mut tcp[header_len..header_len + first]);
             // The header alone: the checksum field is the device's to fill
             // (the driver seeds it with the pseudo-header sum, §7.2.5.1).
             seg.emit(&mut TcpPacket::new_unchecked(&mut tcp[..header_len]), &src, &dst);
@@ -98,8 +114,8 @@ pub fn write_offloaded(
     if !written {
         return false;
     }
-    if first < payload.len() {
-        let total = IPV4_LEN + header_len + payload.len();
+    if first < len {
+        let total = IPV4_LEN + header_len + len;
         let Ok(total) = u16::try_from(total) else {
             packet.reset();
             return false;
@@ -107,15 +123,19 @@ pub fn write_offloaded(
         let mut ip = Ipv4Packet::new_unchecked(&mut packet[..IPV4_LEN]);
         ip.set_total_len(total);
         ip.fill_checksum();
-        for chunk in payload[first..].chunks(pool.data_room().max(1)) {
-            let Some(buffer) = filled(pool, chunk) else {
+        let room = pool.data_room().max(1);
+        let mut at = first;
+        while at < len {
+            let n = room.min(len - at);
+            let Some(buffer) = filled(pool, n, |out| copy(at, out)) else {
                 packet.reset();
                 return false;
             };
             packet.append(buffer);
+            at += n;
         }
     }
-    let tso = tso_mss.filter(|&mss| payload.len() > mss as usize);
+    let tso = tso_mss.filter(|&mss| len > mss as usize);
     packet.set_tx_offload(TxOffload {
         flags: TX_IP_CSUM | TX_TCP_CSUM | if tso.is_some() { TX_TSO } else { 0 },
         l2_len: ETHER_LEN,
@@ -126,11 +146,11 @@ pub fn write_offloaded(
     true
 }
 
-/// A buffer of `pool` holding `bytes`.
-fn filled(pool: &Mempool, bytes: &[u8]) -> Option<Packet> {
+/// A buffer of `pool` with `len` bytes written by `fill`.
+fn filled(pool: &Mempool, len: usize, fill: impl FnOnce(&mut [u8])) -> Option<Packet> {
     let mut buffer = pool.alloc().ok()?;
-    buffer.set_len(bytes.len()).ok()?;
-    buffer.copy_from_slice(bytes);
+    buffer.set_len(len).ok()?;
+    fill(&mut buffer[..]);
     Some(buffer)
 }
 
@@ -181,7 +201,7 @@ mod tests {
             f.set_len(first).unwrap();
             f.copy_from_slice(&bytes[..first]);
             for chunk in bytes[first..].chunks(pool.data_room()) {
-                f.append(filled(pool, chunk).unwrap());
+                f.append(filled(pool, chunk.len(), |out| out.copy_from_slice(chunk)).unwrap());
             }
         }
         f.set_tx_offload(p.tx_offload());

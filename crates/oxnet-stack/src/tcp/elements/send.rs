@@ -21,7 +21,7 @@ use super::{info, ts_now, Info};
 use crate::anno;
 use crate::tcp::ecn::Codepoint;
 use crate::tcp::info::TimerKind;
-use crate::tcp::offload::{self, write_offloaded};
+use crate::tcp::offload::{self, write_offloaded_with};
 use crate::tcp::output::{write_segment, write_segment_payload};
 use crate::tcp::payload::Payload;
 use crate::tcp::tcb::{Tcb, TcpState};
@@ -489,14 +489,13 @@ impl Element for Segmentation {
                     let (seg, bytes) = data_segment(tcb, nxt, offset, len, flags, now);
                     let written = if offload {
                         // TSO when this is more than one segment of new
-                        // data. The offload path takes the payload as
-                        // bytes: copied out of the send buffer here (given
-                        // packets too: zero-copy and the offloads do not
-                        // combine yet).
+                        // data. The payload is copied from the send
+                        // buffer into the offloaded segment's buffers
+                        // (given packets too: zero-copy and the offloads
+                        // do not combine yet).
                         let tso_mss = (len > mss).then_some(mss as u16);
-                        let mut flat = vec![0u8; bytes.len];
-                        bytes.buffer.copy_to(bytes.offset, &mut flat);
-                        write_offloaded(&mut p, pool, &key, &seg, &flat, ecn, tso_mss)
+                        let copy = |at: usize, out: &mut [u8]| bytes.buffer.copy_to(bytes.offset + at, out);
+                        write_offloaded_with(&mut p, pool, &key, &seg, bytes.len, copy, ecn, tso_mss)
                     } else {
                         write_segment_payload(&mut p, &key, &seg, bytes, ecn)
                     };
