@@ -153,6 +153,28 @@ async fn echo(stream: TcpStream, stats: Rc<RefCell<EchoStats>>) {
     let _ = stream.shutdown_write();
 }
 
+/// A server's local endpoints from its arguments (TCPEchoServer,
+/// UDPEchoServer): `PORT` (required) on `ADDR`, or on both families'
+/// unspecified addresses without one.
+pub(crate) fn server_endpoints(a: &mut Args) -> Result<Vec<IpEndpoint>, String> {
+    let port = a.positional_or("PORT").ok_or("PORT is required")?;
+    let port = u16::try_from(args::unsigned(&port).map_err(|e| format!("PORT: {e}"))?)
+        .map_err(|_| "PORT: not a port number".to_string())?;
+    Ok(match a.keyword("ADDR") {
+        Some(v) => {
+            let ip: std::net::IpAddr = v.parse().map_err(|_| format!("ADDR: '{v}' is not an IP address"))?;
+            vec![IpEndpoint {
+                addr: IpAddress::from(ip),
+                port,
+            }]
+        }
+        None => vec![
+            IpEndpoint::new(std::net::Ipv4Addr::UNSPECIFIED, port),
+            IpEndpoint::new(std::net::Ipv6Addr::UNSPECIFIED, port),
+        ],
+    })
+}
+
 impl Element for EchoServer {
     fn class_name(&self) -> &'static str {
         "TCPEchoServer"
@@ -161,22 +183,7 @@ impl Element for EchoServer {
         "0/0"
     }
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
-        let port = a.positional_or("PORT").ok_or("PORT is required")?;
-        let port = u16::try_from(args::unsigned(&port).map_err(|e| format!("PORT: {e}"))?)
-            .map_err(|_| "PORT: not a port number".to_string())?;
-        self.locals = match a.keyword("ADDR") {
-            Some(v) => {
-                let ip: std::net::IpAddr = v.parse().map_err(|_| format!("ADDR: '{v}' is not an IP address"))?;
-                vec![IpEndpoint {
-                    addr: IpAddress::from(ip),
-                    port,
-                }]
-            }
-            None => vec![
-                IpEndpoint::new(std::net::Ipv4Addr::UNSPECIFIED, port),
-                IpEndpoint::new(std::net::Ipv6Addr::UNSPECIFIED, port),
-            ],
-        };
+        self.locals = crate::app::server_endpoints(a)?;
         self.options = sockopts::SocketOptions::configure(a)?;
         self.stack = Some(crate::tcp::elements::info());
         self.exec = Some(executor());

@@ -4,7 +4,7 @@ use super::{info, Bound, UdpInfo, DEFAULT_QUEUE};
 use crate::exec::{Event, Executor};
 use crate::wire::{IpAddress, IpEndpoint};
 use oxnet_driver::Packet;
-use oxnet_graph::args::{self, Args};
+use oxnet_graph::args::Args;
 use oxnet_graph::element::Element;
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -124,22 +124,7 @@ impl Element for EchoServer {
         "0/0"
     }
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
-        let port = a.positional_or("PORT").ok_or("PORT is required")?;
-        let port = u16::try_from(args::unsigned(&port).map_err(|e| format!("PORT: {e}"))?)
-            .map_err(|_| "PORT: not a port number".to_string())?;
-        self.locals = match a.keyword("ADDR") {
-            Some(v) => {
-                let ip: std::net::IpAddr = v.parse().map_err(|_| format!("ADDR: '{v}' is not an IP address"))?;
-                vec![IpEndpoint {
-                    addr: IpAddress::from(ip),
-                    port,
-                }]
-            }
-            None => vec![
-                IpEndpoint::new(std::net::Ipv4Addr::UNSPECIFIED, port),
-                IpEndpoint::new(std::net::Ipv6Addr::UNSPECIFIED, port),
-            ],
-        };
+        self.locals = crate::app::server_endpoints(a)?;
         self.info = Some(info());
         self.exec = Some(crate::app::executor());
         Ok(())
