@@ -136,7 +136,9 @@ const BYTES: usize = 200_000;
 /// Runs the echo with the given switches; returns the printed handlers
 /// and the frames both ports received.
 fn echo(name: &str, dev: &str, tcp: &str, gro: bool, extra: &[&str]) -> (String, Vec<Vec<u8>>) {
-    let dir = std::env::temp_dir().join(format!("oxnet-stack-offload-{}", std::process::id()));
+    // One directory per run: the tests run in parallel threads of one
+    // process, and each removes its own directory when done.
+    let dir = std::env::temp_dir().join(format!("oxnet-stack-offload-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let dump = dir.join(name);
     let mut handlers = vec![
