@@ -22,6 +22,21 @@
 #               wanted: installing is done with services kept from starting
 #               (policy-rc.d), and the units the package enabled are
 #               disabled again, so the machine runs no Open vSwitch.
+#   The servers' tests (issue 12) and their benchmarks, each a real
+#   client or the program oxnet's server replaces (services kept from
+#   starting and disabled, as Open vSwitch's; tests start their own):
+#   openssl         - s_client, the TLS echo's Linux client
+#   curl            - the HTTP cache's and the SOCKS4 proxy's client
+#   apache2-utils   - ab, a keep-alive HTTP load
+#   wrk             - a keep-alive HTTP load (benchmarks and tests)
+#   nginx-light     - a Linux HTTP server: the SOCKS4 proxy's destination
+#                     and the HTTP cache's benchmark anchor
+#   dante-server    - sockd, the SOCKS4 benchmark's anchor
+#   memcached       - memcached 1.6: the conformance tests' reference
+#                     and the key-value benchmark's anchor
+#   libmemcached-tools - memccapable, memccp, memccat, memcrm, memcstat,
+#                     memcslap
+#   python3-pymemcache - pymemcache for Debian's /usr/bin/python3
 set -euo pipefail
 
 # The QEMU test rig (QEMU 10 from bookworm-backports, busybox, the guest
@@ -44,6 +59,15 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v sysctl >/dev/null 2>&1 || [ -x /usr/sbin/sysctl ] || [ -x /sbin/sysctl ] || need+=(procps)
 ls /usr/lib/*/libxdp.so.1 >/dev/null 2>&1 && [ -e /usr/lib/x86_64-linux-gnu/bpf/xsk_def_xdp_prog.o -o -n "$(ls /usr/lib/*/bpf/xsk_def_xdp_prog.o 2>/dev/null)" ] || need+=(libxdp1)
 ls /usr/lib/*/libbpf.so.1 >/dev/null 2>&1 || need+=(libbpf1)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v ab >/dev/null 2>&1 || need+=(apache2-utils)
+command -v wrk >/dev/null 2>&1 || need+=(wrk)
+[ -x /usr/sbin/nginx ] || need+=(nginx-light)
+[ -x /usr/sbin/danted ] || need+=(dante-server)
+[ -x /usr/bin/memcached ] || need+=(memcached)
+command -v memccapable >/dev/null 2>&1 || need+=(libmemcached-tools)
+[ -d /usr/lib/python3/dist-packages/pymemcache ] || need+=(python3-pymemcache)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
@@ -83,3 +107,18 @@ if [[ " ${need[*]} " == *" openvswitch-switch-dpdk "* ]]; then
     update-rc.d openvswitch-switch disable >/dev/null 2>&1 || true
   fi
 fi
+
+# The servers just installed: the packages enabled their units; disable
+# them (and stop them, should anything have started them). Tests start
+# their own instances on their own ports, in their own namespaces.
+for unit in nginx danted memcached; do
+  case " ${need[*]} " in
+    *" nginx-light "*|*" dante-server "*|*" memcached "*) ;;
+    *) continue ;;
+  esac
+  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    systemctl disable --now "$unit.service" >/dev/null 2>&1 || true
+  elif command -v update-rc.d >/dev/null 2>&1; then
+    update-rc.d "$unit" disable >/dev/null 2>&1 || true
+  fi
+done
