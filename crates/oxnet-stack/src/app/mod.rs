@@ -9,6 +9,7 @@
 
 pub mod client;
 pub mod sockopts;
+pub mod stream;
 
 use crate::exec::Executor;
 use crate::tcp::info::TcpInfo;
