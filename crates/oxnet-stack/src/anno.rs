@@ -11,7 +11,7 @@
 //! | 28..32 | bytes this segment newly acknowledges | TCPProcessAck | congestion control |
 //! | 32..36 | an RTT sample, microseconds (0: none) | TCPProcessAck (timestamps or the RTX queue) | TCPEstimateRTT |
 //! | 36..38 | [`TcpFlags`]: what earlier elements decided | the incoming path | later elements |
-//! | 38 | stream event (Data, Open, Eof, Close) | application elements ([`crate::app::stream`]) | application elements |
+//! | 38 | stream event (Data, Open, Eof, Close) | application elements (`oxnet_apps::stream`) | application elements |
 //! | 40..44 | socket (file descriptor; a connection id between application elements) | the socket calls, TCPEpollServer/Client | application elements |
 //! | 28..32 (between application elements) | a stream Close's errno | TCPEpollServer/Client | application elements |
 //! | 44..48 | bytes the windows allow to send now | TCPRateControl | TCPSegmentation |

@@ -535,7 +535,7 @@ fn run(cli: Cli) -> oxnet_driver::Result<bool> {
 
 fn main() -> ExitCode {
     // The stack's elements join the graph's library (docs/stack.md).
-    oxnet_stack::elements::register();
+    oxnet_apps::register();
     // Called as `click` (a link to this binary): Click's command line.
     let argv: Vec<String> = std::env::args().collect();
     let called = argv

@@ -20,7 +20,7 @@ fn docs_elements_md_is_the_generated_reference() {
         "docs/elements.md is out of date: regenerate it with scripts/elements-doc.sh"
     );
     // Every class of both libraries is in it.
-    oxnet_stack::elements::register();
+    oxnet_apps::register();
     for class in oxnet_graph::elements::classes() {
         assert!(table.contains(&format!("| {class} |")), "{class} missing");
     }

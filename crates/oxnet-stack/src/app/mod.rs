@@ -9,7 +9,6 @@
 
 pub mod client;
 pub mod sockopts;
-pub mod stream;
 
 use crate::exec::Executor;
 use crate::tcp::info::TcpInfo;

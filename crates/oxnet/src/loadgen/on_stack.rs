@@ -186,7 +186,7 @@ fn check(options: &Options, o: &StackOptions) -> Result<(), String> {
 pub fn run(options: &Options, o: &StackOptions) -> Result<Summary, String> {
     check(options, o)?;
     oxnet_sim::install();
-    oxnet_stack::elements::register();
+    oxnet_apps::register();
     let (name, text) = match &o.config {
         Some((name, text)) => (name.clone(), text.clone()),
         None => ("<oxnet loadgen>".to_string(), config_text(o)),

@@ -170,9 +170,9 @@ pub const MODULE: Module = Module {
 };
 
 /// The router's TCPInfo, shared by its TCP elements.
-pub(crate) type Info = Rc<RefCell<TcpInfo>>;
+pub type Info = Rc<RefCell<TcpInfo>>;
 
-pub(crate) fn info() -> Info {
+pub fn info() -> Info {
     crate::elements::shared::<TcpInfo>()
 }
 

@@ -5,7 +5,7 @@
 //!
 //! A packet on these ports is one piece of one connection's stream. Two
 //! annotations say which and what (the stack's annotation table,
-//! [`crate::anno`]):
+//! [`oxnet_stack::anno`]):
 //!
 //! | bytes | what |
 //! |---|---|
@@ -31,8 +31,8 @@
 //! Control packets (`Open`, `Eof`, `Close`) carry no bytes, except a
 //! client's `Open` request, which carries the destination.
 
-use crate::wire::{IpAddress, IpEndpoint};
 use oxnet_driver::{Mempool, Packet};
+use oxnet_stack::wire::{IpAddress, IpEndpoint};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 const SOCKET: usize = 40;
