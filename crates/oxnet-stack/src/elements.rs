@@ -25,10 +25,11 @@ pub const MODULES: &[Module] = &[
 ];
 
 /// Adds the stack's elements to the graph's library, and its compound
-/// classes (`TCPStack`) to the language's prelude (idempotent).
+/// classes (`TCPStack`, `StackHost`) to the language's prelude (idempotent).
 pub fn register() {
     oxnet_graph::elements::add_modules(MODULES);
     oxnet_graph::lang::add_prelude("<oxnet-stack>", crate::tcp::elements::TCP_STACK);
+    oxnet_graph::lang::add_prelude("<oxnet-stack>", crate::app::host::STACK_HOST);
 }
 
 thread_local! {

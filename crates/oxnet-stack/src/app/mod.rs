@@ -8,6 +8,7 @@
 //! | TCPEchoServer(PORT, [ADDR], [socket options]) | 0/0 | RFC 862's echo service on TCP: every byte read is written back; the peer's FIN is answered with ours. Without ADDR it listens on every IPv4 and IPv6 address. KEEPALIVE, KEEPALIVE_INTERVAL, KEEPALIVE_COUNT, USER_TIMEOUT are set on each accepted connection ([`sockopts`]). Handlers: `connections`, `bytes`, `errors` (connections that ended in an error), `timeouts` (those of them whose error was ETIMEDOUT: keepalive or user timeout gave up) |
 
 pub mod client;
+pub mod host;
 pub mod sockopts;
 
 use crate::exec::Executor;
