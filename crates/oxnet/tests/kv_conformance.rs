@@ -489,7 +489,7 @@ fn every_conformance_file_passes_against_oxnet_memcached() {
         .spawn()
         .unwrap();
     let start = Instant::now();
-    while !ns.links().iter().any(|l| *l == tap) {
+    while !ns.links().contains(&tap) {
         assert!(
             oxnet.try_wait().unwrap().is_none(),
             "oxnet memcached ended before its TAP came up"
