@@ -455,6 +455,59 @@ fn in_namespace<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'sta
 }
 
 #[test]
+fn the_files_reach_a_server_inside_a_namespace_from_a_thread_moved_there() {
+    // The oxnet half's path (setns on a thread) with memcached inside a
+    // namespace of its own, on the namespace's loopback: a server the
+    // test process could not reach from its own namespace.
+    if !netns::available() {
+        return;
+    }
+    let ns = Netns::new("km");
+    let mut server = ns
+        .command("timeout")
+        .args([
+            "30",
+            "memcached",
+            "-p",
+            "11211",
+            "-U",
+            "0",
+            "-t",
+            "1",
+            "-l",
+            "127.0.0.1",
+            "-u",
+            "nobody",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("memcached");
+    let addr: SocketAddr = "127.0.0.1:11211".parse().unwrap();
+    let name = ns.name.clone();
+    let result = std::panic::catch_unwind(|| {
+        in_namespace(&name, move || {
+            let begin = Instant::now();
+            while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+                assert!(
+                    begin.elapsed() < Duration::from_secs(10),
+                    "memcached not listening in its namespace"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let all = scripts();
+            let script = all.iter().find(|s| s.name.ends_with("/get.txt")).unwrap();
+            play(script, addr)
+        })
+    });
+    stop(&mut server, libc::SIGTERM);
+    drop(ns);
+    match result {
+        Ok(r) => r.unwrap(),
+        Err(e) => std::panic::resume_unwind(e),
+    }
+}
+
+#[test]
 fn every_conformance_file_passes_against_oxnet_memcached() {
     let help = Command::new(OXNET).args(["memcached", "--help"]).output().unwrap();
     if !help.status.success() {
