@@ -39,6 +39,12 @@ enum Step {
     Closed,
     /// `reconnect`: a new connection (the captured values stay).
     Reconnect,
+    /// `>x BYTES`: send bytes written in hex and "quoted text" (the
+    /// binary protocol).
+    SendBytes(String),
+    /// `<x BYTES`: the next bytes are exactly these (placeholders
+    /// `{$NAME:N}`, `{any:N}`).
+    ExpectBytes(String),
 }
 
 /// A parsed conformance file.
@@ -62,6 +68,10 @@ fn parse(name: &str, text: &str) -> Script {
             }
         } else if line == "<" {
             Step::Expect(String::new())
+        } else if let Some(t) = line.strip_prefix(">x ") {
+            Step::SendBytes(t.into())
+        } else if let Some(t) = line.strip_prefix("<x ") {
+            Step::ExpectBytes(t.into())
         } else if let Some(t) = line.strip_prefix(">> ") {
             Step::Send {
                 text: t.into(),
@@ -81,7 +91,7 @@ fn parse(name: &str, text: &str) -> Script {
         } else if line == "reconnect" {
             Step::Reconnect
         } else {
-            panic!("{name}:{n}: not a conformance line (> , >> , < , <..., <closed, reconnect, #): {line:?}");
+            panic!("{name}:{n}: not a conformance line (> , >> , < , <..., <closed, >x , <x , reconnect, #): {line:?}");
         };
         steps.push((n, step));
     }
@@ -225,6 +235,126 @@ fn substitute(text: &str, vars: &HashMap<String, String>, where_: &str) -> Strin
     out
 }
 
+/// A piece of a binary line (`>x`, `<x`).
+#[derive(Debug, PartialEq)]
+enum BinPiece {
+    /// Hex digit pairs, or "text" (with the escapes of [`unescape`]).
+    Bytes(Vec<u8>),
+    /// `{$NAME:N}`: N bytes, captured the first time, equal afterwards
+    /// (and sent as captured in `>x` lines).
+    Var(String, usize),
+    /// `{any:N}`: N bytes of any value.
+    Any(usize),
+}
+
+fn bin_pieces(template: &str, where_: &str) -> Vec<BinPiece> {
+    let mut out = Vec::new();
+    let mut rest = template.trim_start();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('"') {
+            let end = r.find('"').unwrap_or_else(|| panic!("{where_}: an unclosed \""));
+            out.push(BinPiece::Bytes(unescape(&r[..end])));
+            rest = &r[end + 1..];
+        } else if let Some(r) = rest.strip_prefix('{') {
+            let end = r.find('}').unwrap_or_else(|| panic!("{where_}: an unclosed {{"));
+            let (name, len) = r[..end]
+                .split_once(':')
+                .unwrap_or_else(|| panic!("{where_}: {{$NAME:N}} or {{any:N}}"));
+            let len: usize = len
+                .parse()
+                .unwrap_or_else(|_| panic!("{where_}: {len} is not a length"));
+            out.push(match name.strip_prefix('$') {
+                Some(n) => BinPiece::Var(n.into(), len),
+                None if name == "any" => BinPiece::Any(len),
+                None => panic!("{where_}: unknown placeholder {{{name}:...}}"),
+            });
+            rest = &r[end + 1..];
+        } else {
+            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            let hex = &rest[..end];
+            assert!(
+                hex.len() % 2 == 0 && hex.bytes().all(|c| c.is_ascii_hexdigit()),
+                "{where_}: {hex:?} is not hex bytes"
+            );
+            let bytes = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            out.push(BinPiece::Bytes(bytes));
+            rest = &rest[end..];
+        }
+        rest = rest.trim_start();
+    }
+    out
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes of a `>x` line, captured values put in.
+fn bin_send(template: &str, vars: &HashMap<String, String>, where_: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    for piece in bin_pieces(template, where_) {
+        match piece {
+            BinPiece::Bytes(b) => out.extend_from_slice(&b),
+            BinPiece::Var(name, len) => {
+                let hex = vars
+                    .get(&name)
+                    .unwrap_or_else(|| panic!("{where_}: {{${name}}} sent before a `<x` line captured it"));
+                assert_eq!(
+                    hex.len(),
+                    2 * len,
+                    "{where_}: {{${name}:{len}}} was captured with another length"
+                );
+                out.extend((0..len).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()));
+            }
+            BinPiece::Any(_) => panic!("{where_}: {{any:N}} cannot be sent"),
+        }
+    }
+    out
+}
+
+/// Whether `got` matches a `<x` line; captures go into `vars` only on a
+/// match. `got` has the template's length.
+fn bin_matches(template: &str, got: &[u8], vars: &mut HashMap<String, String>, where_: &str) -> bool {
+    let mut new = Vec::new();
+    let mut at = 0;
+    for piece in bin_pieces(template, where_) {
+        match piece {
+            BinPiece::Bytes(b) => {
+                if got[at..at + b.len()] != b[..] {
+                    return false;
+                }
+                at += b.len();
+            }
+            BinPiece::Var(name, len) => {
+                let hex = to_hex(&got[at..at + len]);
+                match vars.get(&name) {
+                    Some(v) if *v != hex => return false,
+                    Some(_) => {}
+                    None => new.push((name, hex)),
+                }
+                at += len;
+            }
+            BinPiece::Any(len) => at += len,
+        }
+    }
+    vars.extend(new);
+    true
+}
+
+/// How many bytes a `<x` line stands for.
+fn bin_len(template: &str, where_: &str) -> usize {
+    bin_pieces(template, where_)
+        .iter()
+        .map(|p| match p {
+            BinPiece::Bytes(b) => b.len(),
+            BinPiece::Var(_, n) | BinPiece::Any(n) => *n,
+        })
+        .sum()
+}
+
 fn connect(addr: SocketAddr) -> BufReader<TcpStream> {
     let s = TcpStream::connect_timeout(&addr, READ_TIMEOUT).unwrap_or_else(|e| panic!("connect to {addr}: {e}"));
     s.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
@@ -308,6 +438,37 @@ fn play(script: &Script, addr: SocketAddr) -> Result<(), String> {
             Step::Reconnect => {
                 conn = connect(addr);
                 log.push_str("(reconnected)\n");
+            }
+            Step::SendBytes(template) => {
+                let bytes = bin_send(template, &vars, &here);
+                log.push_str(&format!(">x {}\n", to_hex(&bytes)));
+                if let Err(e) = conn.get_mut().write_all(&bytes) {
+                    return fail(format!("send: {e}"), &log);
+                }
+            }
+            Step::ExpectBytes(template) => {
+                let mut got = vec![0u8; bin_len(template, &here)];
+                let mut have = 0;
+                while have < got.len() {
+                    match conn.read(&mut got[have..]) {
+                        Ok(0) => break,
+                        Ok(n) => have += n,
+                        Err(e) => {
+                            log.push_str(&format!("<x {} (then: {e})\n", to_hex(&got[..have])));
+                            return fail(format!("expected {} bytes, got {have}", got.len()), &log);
+                        }
+                    }
+                }
+                log.push_str(&format!("<x {}\n", to_hex(&got[..have])));
+                if have < got.len() {
+                    return fail(
+                        format!("expected {} bytes, the server closed after {have}", got.len()),
+                        &log,
+                    );
+                }
+                if !bin_matches(template, &got, &mut vars, &here) {
+                    return fail(format!("expected <x {template}"), &log);
+                }
             }
         }
     }
@@ -401,6 +562,11 @@ fn the_parser_reads_every_kind_of_line_and_placeholders_capture_and_compare() {
     assert!(!matches("END", b"END ", &mut vars), "the whole line must match");
     assert_eq!(substitute("cas a 0 0 1 {$c}", &vars, "t"), "cas a 0 0 1 42");
     assert_eq!(unescape("a\\r\\n\\s\\x41"), b"a\r\n A");
+    assert_eq!(bin_send("80 0a0000 \"ab\"", &vars, "t"), [0x80, 0x0a, 0, 0, b'a', b'b']);
+    assert!(bin_matches("81 {$k:2} {any:1}", &[0x81, 1, 2, 9], &mut vars, "t"));
+    assert!(!bin_matches("81 {$k:2} {any:1}", &[0x81, 1, 3, 9], &mut vars, "t"));
+    assert_eq!(bin_send("{$k:2}", &vars, "t"), [1, 2]);
+    assert_eq!(bin_len("81 {$k:2} {any:1} \"xy\"", "t"), 6);
 }
 
 #[test]
