@@ -148,6 +148,7 @@ impl Element for EpollClient {
             ("unknown", true, false),
             ("write_drops", true, false),
             ("paused", true, false),
+            ("overflows", true, false),
             ("alloc_failures", true, false),
             ("refused", true, false),
         ];

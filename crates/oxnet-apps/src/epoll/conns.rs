@@ -47,6 +47,9 @@ pub struct ConnStats {
     /// Times a connection stopped being read because its data waited
     /// for room (`max_pending`).
     pub paused: u64,
+    /// Connections ended (ENOBUFS) because more than four times
+    /// `max_pending` waited for them.
+    pub overflows: u64,
 }
 
 /// One connection.
@@ -431,6 +434,13 @@ impl Conns {
                 if c.pending_bytes > self.max_pending && !c.paused {
                     c.paused = true;
                     self.stats.paused += 1;
+                }
+                // Pausing stops the connection's own data; what another
+                // connection feeds it (a proxy's other side) is bounded
+                // here: beyond four times the limit it ends, counted.
+                if c.pending_bytes > 4 * self.max_pending {
+                    self.stats.overflows += 1;
+                    self.remove(id, libc::ENOBUFS, out, pool);
                 }
             }
             StreamEvent::Eof => {

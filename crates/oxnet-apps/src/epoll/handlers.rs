@@ -13,6 +13,7 @@ pub const NAMES: &[(&str, bool, bool)] = &[
     ("unknown", true, false),
     ("write_drops", true, false),
     ("paused", true, false),
+    ("overflows", true, false),
     ("alloc_failures", true, false),
 ];
 
@@ -29,6 +30,7 @@ pub fn read(conns: &Conns, name: &str) -> Option<String> {
             "unknown" => s.unknown,
             "write_drops" => s.write_drops,
             "paused" => s.paused,
+            "overflows" => s.overflows,
             "alloc_failures" => s.alloc_failures,
             _ => return None,
         }

@@ -15,7 +15,9 @@
 //! Handlers: `connections` (open now), `opened`, `closed`, `errors`
 //! (closed with an error), `bytes_in`, `bytes_out`, `unknown` (packets
 //! for no connection, dropped), `write_drops` (data for a connection
-//! that failed or was shut down, dropped), `paused`, `alloc_failures`.
+//! that failed or was shut down, dropped), `paused`, `overflows`
+//! (connections ended with ENOBUFS: more than 4 × MAX_PENDING waited for
+//! them, fed by another connection), `alloc_failures`.
 
 use super::conns::{Conns, OWNER_BIT};
 use super::handlers;
