@@ -718,8 +718,19 @@ impl Timers {
         if tcb.keepalive_probes >= ka.count {
             self.gave_up += 1;
             self.keepalive_timeouts += 1;
+            // A RST tells a peer that is there after all (a path that came
+            // back) that the connection is gone, as Linux's keepalive
+            // timer does (tcp_send_active_reset before the error):
+            // <SEQ=SND.NXT><ACK=RCV.NXT><CTL=RST,ACK> (RFC 9293 §3.10.4
+            // ABORT).
+            let mut seg = super::ack_segment(tcb, now);
+            seg.flags = TcpFlags::RST;
+            seg.options = Default::default();
+            seg.window = 0;
+            let key = tcb.key;
             super::rst_syn::abort(info, r, Some(libc::ETIMEDOUT));
-            return None;
+            let mut p = ctx.pool().alloc().ok()?;
+            return write_segment(&mut p, &key, &seg, &[]).then_some(p);
         }
         tcb.keepalive_probes += 1;
         self.keepalive_probes += 1;
