@@ -198,23 +198,23 @@ impl Generator {
     pub fn generate(&self, rng: &mut Uniform01) -> f64 {
         match self {
             Generator::Fixed(v) => *v,
-            Generator::Uniform(scale) => scale * (1.0 - rng.next()),
+            Generator::Uniform(scale) => scale * (1.0 - rng.draw()),
             Generator::Normal { mean, sd } => {
                 // Box-Muller with two independent draws.
-                let (u, v) = (rng.next(), rng.next());
+                let (u, v) = (rng.draw(), rng.draw());
                 mean + sd * (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
             }
             Generator::Exponential(lambda) => {
                 if *lambda <= 0.0 {
                     0.0
                 } else {
-                    -rng.next().ln() / lambda
+                    -rng.draw().ln() / lambda
                 }
             }
-            Generator::GPareto { loc, scale, shape } => gpareto(*loc, *scale, *shape, rng.next()),
-            Generator::Gev { loc, scale, shape } => gev(*loc, *scale, *shape, rng.next()),
+            Generator::GPareto { loc, scale, shape } => gpareto(*loc, *scale, *shape, rng.draw()),
+            Generator::Gev { loc, scale, shape } => gev(*loc, *scale, *shape, rng.draw()),
             Generator::Discrete { head, tail } => {
-                let u = 1.0 - rng.next();
+                let u = 1.0 - rng.draw();
                 let mut sum = 0.0;
                 for &(p, v) in head {
                     sum += p;
@@ -276,7 +276,7 @@ impl Uniform01 {
         Uniform01(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
 
-    pub fn next(&mut self) -> f64 {
+    pub fn draw(&mut self) -> f64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -286,7 +286,7 @@ impl Uniform01 {
 
     /// A record index in 0..n (n > 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next() * n as f64) as u64).min(n - 1)
+        ((self.draw() * n as f64) as u64).min(n - 1)
     }
 }
 
