@@ -18,5 +18,8 @@ cores_irq() {
 }
 # User+system jiffies of process PID.
 proc_cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# Of it, the time in the kernel (system calls: TAP reads and writes for
+# oxnet, the whole TCP/IP stack for Linux's servers).
+proc_sys() { awk '{print $15}' "/proc/$1/stat"; }
 # Jiffies as seconds: jiffies_s BEFORE AFTER.
 jiffies_s() { awk -v d=$(($2 - $1)) -v hz="$HZ" 'BEGIN {printf "%.3f", d / hz}'; }

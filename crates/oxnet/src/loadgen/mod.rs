@@ -36,6 +36,7 @@
 //! `-t`, `-c`, `-T`).
 
 pub mod client;
+pub mod etc;
 pub mod kernel;
 pub mod kv;
 pub mod net;
