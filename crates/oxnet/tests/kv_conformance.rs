@@ -273,7 +273,7 @@ fn bin_pieces(template: &str, where_: &str) -> Vec<BinPiece> {
             let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
             let hex = &rest[..end];
             assert!(
-                hex.len() % 2 == 0 && hex.bytes().all(|c| c.is_ascii_hexdigit()),
+                hex.len().is_multiple_of(2) && hex.bytes().all(|c| c.is_ascii_hexdigit()),
                 "{where_}: {hex:?} is not hex bytes"
             );
             let bytes = (0..hex.len())

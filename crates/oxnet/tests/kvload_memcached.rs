@@ -126,7 +126,7 @@ fn text_and_binary_loads_against_memcached_answer_every_request_with_the_stored_
         "--keys",
         "200",
         "--value-size",
-        "300",
+        "3000",
         "-c",
         "1",
         "--requests",
@@ -139,8 +139,10 @@ fn text_and_binary_loads_against_memcached_answer_every_request_with_the_stored_
     assert!(field(&json, "sets") >= 200, "the fill: {json}");
     let before = (stat(mc.addr, "cmd_get"), stat(mc.addr, "cmd_set"));
 
-    // Binary, two threads, eight connections, an open loop; values of
-    // 3000 bytes (several segments each).
+    // Binary, two threads, eight connections, an open loop, over the
+    // keys the text run stored (the same --value-size: a value is a
+    // function of its key and that size); values of 3000 bytes, several
+    // segments each.
     let (out, json) = loadgen(&[
         "-s",
         &target,

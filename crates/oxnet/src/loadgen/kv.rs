@@ -10,7 +10,10 @@
 //! the connections; a miss is legitimate only before the key was first
 //! stored (counted apart, not an error). Each thread first SETs its own
 //! share of the keys (key `k` by thread `k mod threads`), then draws a
-//! key uniformly and a GET with probability `get_ratio`.
+//! key uniformly and a GET with probability `get_ratio`. (A server that
+//! still holds the keys of a run with another `--value-size` answers
+//! with values of the wrong length, which count as wrong: flush it
+//! first.)
 //!
 //! Wire formats: the text protocol as memcached's doc/protocol.txt
 //! ("Storage commands", "Retrieval command"); the binary one as
