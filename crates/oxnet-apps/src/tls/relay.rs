@@ -1,0 +1,423 @@
+//! The work of TLSServer and TLSClient, apart from the graph so that
+//! tests drive it with packets: a table of rustls connections by stream
+//! id, records in from the network side and plaintext out to the
+//! application, plaintext in from the application and records out.
+//!
+//! Per connection, in the stream rules' terms (crate::stream):
+//! - network `Open`: the rustls connection is made (a client's sends its
+//!   ClientHello at once) and the `Open` goes on to the application;
+//! - network `Data`: records are decrypted; plaintext goes to the
+//!   application, handshake records back to the network; a peer's
+//!   close_notify becomes the application's `Eof`;
+//! - network `Eof`: the application's `Eof` if close_notify did not
+//!   give it already (a truncated stream, RFC 8446 §6.1: counted);
+//! - network `Close`: the rustls connection is dropped and the `Close`
+//!   (its errno) goes on, unless the application had its `Close` already;
+//! - application `Data`: encrypted, records to the network;
+//! - application `Eof`: close_notify (RFC 8446 §6.1), then the `Eof`;
+//! - application `Close`: close_notify if not sent, then the `Close`;
+//!   the network's `Close` that answers it goes back to the application;
+//! - application `Open`: a client's connect request, passed on; a
+//!   server ignores it (stream rules);
+//! - a TLS error: rustls's alert, then a `Close` to the network, and a
+//!   `Close` with `EPROTO` to the application at once (its only one).
+//!
+//! Packets for an id not in the table are dropped (Data counted; a late
+//! Eof or Close is the normal end of a race and is not).
+
+use super::writer::StreamWriter;
+use crate::stream::{self, StreamEvent};
+use oxnet_driver::{Mempool, Packet, PacketBatch};
+use rustls::pki_types::ServerName;
+use rustls::Connection;
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::Arc;
+
+/// Plaintext that may wait in rustls before the handshake ends (the
+/// application wrote before the peer finished): past it the connection
+/// fails rather than hold more.
+pub const PLAINTEXT_LIMIT: usize = 256 * 1024;
+
+/// Which side of the handshake this end plays.
+pub enum Role {
+    Server(Arc<rustls::ServerConfig>),
+    Client {
+        config: Arc<rustls::ClientConfig>,
+        name: ServerName<'static>,
+    },
+}
+
+impl Role {
+    fn connect(&self) -> Result<Connection, rustls::Error> {
+        let mut conn = match self {
+            Role::Server(config) => Connection::Server(rustls::ServerConnection::new(config.clone())?),
+            Role::Client { config, name } => {
+                Connection::Client(rustls::ClientConnection::new(config.clone(), name.clone())?)
+            }
+        };
+        conn.set_buffer_limit(Some(PLAINTEXT_LIMIT));
+        Ok(conn)
+    }
+}
+
+/// What happened, for the elements' handlers.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Counters {
+    /// Connections whose rustls connection was made.
+    pub opened: u64,
+    /// Handshakes completed.
+    pub handshakes: u64,
+    /// Of those, resumed ones (a ticket or a cached session).
+    pub resumed: u64,
+    /// TLS errors (bad records, failed handshakes): alert and Close sent.
+    pub errors: u64,
+    /// Streams that ended (TCP FIN) without close_notify.
+    pub truncated: u64,
+    /// Connections refused over the element's LIMIT.
+    pub refused: u64,
+    /// Data for no connection, a closed one, or one not up yet.
+    pub drops: u64,
+    /// Times the packet pool was empty (bytes wait in rustls).
+    pub no_buffers: u64,
+    /// Plaintext bytes given to the application.
+    pub plain_in: u64,
+    /// Plaintext bytes taken from the application.
+    pub plain_out: u64,
+}
+
+/// One connection's state.
+#[derive(Default)]
+struct Conn {
+    /// None before a client's connection is up and after the end.
+    tls: Option<Box<Connection>>,
+    /// The application had its Close (a TLS error): the network's Close
+    /// that follows is not passed on.
+    app_closed: bool,
+    /// A Close went to the network: nothing more goes there.
+    net_closed: bool,
+    /// The application had its Eof.
+    eof_to_app: bool,
+    /// close_notify and Eof went to the network.
+    eof_to_net: bool,
+    /// The handshake was counted.
+    handshaken: bool,
+}
+
+/// What one packet in made: packets for output 0 (the application) and
+/// output 1 (the network).
+#[derive(Default)]
+pub struct Out {
+    pub plain: PacketBatch,
+    pub records: PacketBatch,
+}
+
+/// The connection table of one TLSServer or TLSClient.
+pub struct Relay {
+    role: Role,
+    conns: HashMap<u32, Conn>,
+    limit: usize,
+    pub counters: Counters,
+    /// The last TLS error, for the `last_error` handler.
+    pub last_error: String,
+}
+
+impl Relay {
+    /// A relay for `role` holding at most `limit` connections.
+    pub fn new(role: Role, limit: usize) -> Relay {
+        Relay {
+            role,
+            conns: HashMap::new(),
+            limit,
+            counters: Counters::default(),
+            last_error: String::new(),
+        }
+    }
+
+    /// Connections in the table.
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// A stream packet from the network side (input 0).
+    pub fn from_network(&mut self, p: Packet, pool: &Mempool, out: &mut Out) {
+        let id = stream::socket(&p);
+        match stream::event(&p) {
+            StreamEvent::Open => self.network_open(id, p, pool, out),
+            StreamEvent::Data => self.network_data(id, p, pool, out),
+            StreamEvent::Eof => self.network_eof(id, p, out),
+            StreamEvent::Close => {
+                if let Some(conn) = self.conns.remove(&id) {
+                    if !conn.app_closed {
+                        out.plain.push(p);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A stream packet from the application (input 1).
+    pub fn from_application(&mut self, p: Packet, pool: &Mempool, out: &mut Out) {
+        let id = stream::socket(&p);
+        match stream::event(&p) {
+            StreamEvent::Open => self.application_open(id, p, pool, out),
+            StreamEvent::Data => self.application_data(id, p, pool, out),
+            StreamEvent::Eof => self.application_eof(id, p, pool, out),
+            StreamEvent::Close => self.application_close(id, p, pool, out),
+        }
+    }
+
+    fn network_open(&mut self, id: u32, p: Packet, pool: &Mempool, out: &mut Out) {
+        let waiting = self.conns.get(&id).map(|c| c.tls.is_none() && !c.net_closed);
+        match waiting {
+            // A duplicate Open of a live connection: not by the rules.
+            Some(false) => {
+                self.counters.drops += 1;
+                return;
+            }
+            None if self.conns.len() >= self.limit => {
+                self.counters.refused += 1;
+                // The application never hears of it; the network's Close
+                // ends the entry.
+                let conn = self.conns.entry(id).or_default();
+                conn.app_closed = true;
+                conn.net_closed = true;
+                push_close(pool, id, 0, &mut out.records, &mut self.counters);
+                return;
+            }
+            _ => {}
+        }
+        let mut tls = match self.role.connect() {
+            Ok(tls) => Box::new(tls),
+            Err(e) => {
+                self.last_error = e.to_string();
+                let conn = self.conns.entry(id).or_default();
+                out.plain.push(p);
+                self.counters.errors += 1;
+                fail(conn, id, pool, out, &mut self.counters);
+                return;
+            }
+        };
+        self.counters.opened += 1;
+        out.plain.push(p);
+        // A client's ClientHello goes out now.
+        flush(&mut tls, id, pool, &mut out.records, &mut self.counters);
+        self.conns.entry(id).or_default().tls = Some(tls);
+    }
+
+    fn network_data(&mut self, id: u32, p: Packet, pool: &Mempool, out: &mut Out) {
+        let Relay {
+            conns,
+            counters,
+            last_error,
+            ..
+        } = self;
+        let Some(conn) = conns.get_mut(&id) else {
+            counters.drops += 1;
+            return;
+        };
+        let Some(tls) = conn.tls.as_mut() else {
+            // Before a client's Open, or after the end.
+            counters.drops += 1;
+            return;
+        };
+        let result = decrypt(tls, &p, id, pool, out, counters);
+        flush(tls, id, pool, &mut out.records, counters);
+        let peer_closed = match result {
+            Ok(closed) => closed,
+            Err(e) => {
+                *last_error = e;
+                counters.errors += 1;
+                fail(conn, id, pool, out, counters);
+                return;
+            }
+        };
+        if !conn.handshaken && !tls.is_handshaking() {
+            conn.handshaken = true;
+            counters.handshakes += 1;
+            if tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
+                counters.resumed += 1;
+            }
+        }
+        if !conn.eof_to_app && peer_closed {
+            conn.eof_to_app = true;
+            push_control(pool, id, StreamEvent::Eof, &mut out.plain, counters);
+        }
+    }
+
+    fn network_eof(&mut self, id: u32, p: Packet, out: &mut Out) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if conn.app_closed || conn.eof_to_app {
+            return;
+        }
+        // The peer's FIN without close_notify: the application still
+        // learns that the stream ended; a truncation is counted, not
+        // treated as an error, as most clients end this way.
+        self.counters.truncated += 1;
+        conn.eof_to_app = true;
+        out.plain.push(p);
+    }
+
+    fn application_open(&mut self, id: u32, p: Packet, pool: &Mempool, out: &mut Out) {
+        if matches!(self.role, Role::Server(_)) {
+            return;
+        }
+        if self.conns.contains_key(&id) {
+            self.counters.drops += 1;
+            return;
+        }
+        if self.conns.len() >= self.limit {
+            self.counters.refused += 1;
+            push_close(pool, id, libc::ENOBUFS, &mut out.plain, &mut self.counters);
+            return;
+        }
+        self.conns.insert(id, Conn::default());
+        out.records.push(p);
+    }
+
+    fn application_data(&mut self, id: u32, p: Packet, pool: &Mempool, out: &mut Out) {
+        let Relay {
+            conns,
+            counters,
+            last_error,
+            ..
+        } = self;
+        let Some(conn) = conns.get_mut(&id).filter(|c| !c.net_closed && !c.eof_to_net) else {
+            counters.drops += 1;
+            return;
+        };
+        let Some(tls) = conn.tls.as_mut() else {
+            counters.drops += 1;
+            return;
+        };
+        for segment in p.segments() {
+            let taken = std::io::Write::write(&mut tls.writer(), segment).unwrap_or(0);
+            counters.plain_out += taken as u64;
+            // Records out after each segment keep rustls's buffer small.
+            flush(tls, id, pool, &mut out.records, counters);
+            if taken < segment.len() {
+                *last_error = format!("more than {PLAINTEXT_LIMIT} bytes of plaintext waiting");
+                counters.errors += 1;
+                fail(conn, id, pool, out, counters);
+                return;
+            }
+        }
+    }
+
+    fn application_eof(&mut self, id: u32, p: Packet, pool: &Mempool, out: &mut Out) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if conn.net_closed || conn.eof_to_net {
+            return;
+        }
+        if let Some(tls) = conn.tls.as_mut() {
+            tls.send_close_notify();
+            flush(tls, id, pool, &mut out.records, &mut self.counters);
+        }
+        conn.eof_to_net = true;
+        out.records.push(p);
+    }
+
+    fn application_close(&mut self, id: u32, p: Packet, pool: &Mempool, out: &mut Out) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if conn.net_closed {
+            return;
+        }
+        if let Some(mut tls) = conn.tls.take() {
+            if !conn.eof_to_net {
+                tls.send_close_notify();
+                flush(&mut tls, id, pool, &mut out.records, &mut self.counters);
+            }
+        }
+        conn.net_closed = true;
+        out.records.push(p);
+    }
+}
+
+/// Feeds `p`'s bytes to rustls and hands the plaintext on; true once
+/// the peer's close_notify came.
+fn decrypt(
+    tls: &mut Connection,
+    p: &Packet,
+    id: u32,
+    pool: &Mempool,
+    out: &mut Out,
+    counters: &mut Counters,
+) -> Result<bool, String> {
+    let mut peer_closed = false;
+    for segment in p.segments() {
+        let mut bytes: &[u8] = segment;
+        while !bytes.is_empty() {
+            // rustls takes what fits in its record buffer; the rest goes
+            // in after these records are processed.
+            tls.read_tls(&mut bytes).map_err(|e| e.to_string())?;
+            let state = tls.process_new_packets().map_err(|e| e.to_string())?;
+            peer_closed = state.peer_has_closed();
+            let mut waiting = state.plaintext_bytes_to_read();
+            while waiting > 0 {
+                let Ok(mut q) = pool.alloc() else {
+                    // The bytes stay in rustls; the next record's turn
+                    // takes them (or its buffer limit ends the connection).
+                    counters.no_buffers += 1;
+                    return Ok(false);
+                };
+                let room = q.capacity();
+                let _ = q.set_len(room);
+                let n = tls.reader().read(&mut q[..]).map_err(|e| e.to_string())?;
+                if n == 0 {
+                    break;
+                }
+                let _ = q.set_len(n);
+                counters.plain_in += n as u64;
+                out.plain.push(stream::data(q, id));
+                waiting = waiting.saturating_sub(n);
+            }
+            // Handshake answers leave as they are made.
+            flush(tls, id, pool, &mut out.records, counters);
+        }
+    }
+    Ok(peer_closed)
+}
+
+/// Every record rustls has for the network, into Data packets.
+fn flush(tls: &mut Connection, id: u32, pool: &Mempool, records: &mut PacketBatch, counters: &mut Counters) {
+    let mut writer = StreamWriter::new(pool, id, records);
+    while tls.wants_write() {
+        if tls.write_tls(&mut writer).is_err() {
+            counters.no_buffers += 1;
+            break;
+        }
+    }
+}
+
+/// Ends a connection after a TLS error (its alert already flushed).
+fn fail(conn: &mut Conn, id: u32, pool: &Mempool, out: &mut Out, counters: &mut Counters) {
+    conn.tls = None;
+    if !conn.net_closed {
+        conn.net_closed = true;
+        push_close(pool, id, 0, &mut out.records, counters);
+    }
+    if !conn.app_closed {
+        conn.app_closed = true;
+        push_close(pool, id, libc::EPROTO, &mut out.plain, counters);
+    }
+}
+
+fn push_close(pool: &Mempool, id: u32, errno: i32, out: &mut PacketBatch, counters: &mut Counters) {
+    match stream::close(pool, id, errno) {
+        Some(p) => out.push(p),
+        None => counters.no_buffers += 1,
+    }
+}
+
+fn push_control(pool: &Mempool, id: u32, event: StreamEvent, out: &mut PacketBatch, counters: &mut Counters) {
+    match stream::control(pool, id, event) {
+        Some(p) => out.push(p),
+        None => counters.no_buffers += 1,
+    }
+}
