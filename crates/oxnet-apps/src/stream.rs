@@ -25,7 +25,7 @@
 //!   after what was given before it, and its `Close` comes out; `Open`
 //!   is ignored by a server and is a connect request for a client
 //!   ([`open_request`]). A packet for an id not in the table is dropped
-//!   and counted.
+//!   and counted (a `Close` of one is ignored: it is gone already).
 //!
 //! Data packets may be chains; the owner sends their bytes in order.
 //! Control packets (`Open`, `Eof`, `Close`) carry no bytes, except a

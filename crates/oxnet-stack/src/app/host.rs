@@ -2,8 +2,8 @@
 //! configurations of servers (conf/*.click of issue 12), so that each
 //! of them is its application elements and one line for the host.
 //!
-//! `StackHost(DEV, IP, IP6, MAC)`: FromDevice/ToDevice on DEV (an oxnet
-//! device spec), IPv4 address IP and IPv6 address IP6 (both answered:
+//! `StackHost("DEV", IP, IP6, MAC)`: FromDevice/ToDevice on DEV (an oxnet
+//! device spec, quoted: a spec's options are separated by commas), IPv4 address IP and IPv6 address IP6 (both answered:
 //! ARP, Neighbor Discovery, ping), TCP as `TCPStack` with TCPGRO on
 //! IPv4 (a device with RSC does not need it; harmless otherwise), UDP
 //! (`UDPInput`, `UDPOutput`) and ICMP errors delivered to TCP. No ports:
@@ -16,8 +16,8 @@
 /// `crate::elements::register`.
 pub const STACK_HOST: &str = "
 elementclass StackHost { $dev, $ip, $ip6, $mac |
-  dev :: FromDevice(\"$dev\", PROMISC true);
-  out :: ToDevice(\"$dev\", TIMEOUT 0);
+  dev :: FromDevice($dev, PROMISC true);
+  out :: ToDevice($dev, TIMEOUT 0);
   eth :: Classifier(12/0800, 12/86dd, 12/0806, -);
   dev -> eth;
   arp :: ARPResolver($ip, $mac) -> out;

@@ -157,7 +157,7 @@ async fn echo(stream: TcpStream, stats: Rc<RefCell<EchoStats>>) {
 /// A server's local endpoints from its arguments (TCPEchoServer,
 /// UDPEchoServer): `PORT` (required) on `ADDR`, or on both families'
 /// unspecified addresses without one.
-pub(crate) fn server_endpoints(a: &mut Args) -> Result<Vec<IpEndpoint>, String> {
+pub fn server_endpoints(a: &mut Args) -> Result<Vec<IpEndpoint>, String> {
     let port = a.positional_or("PORT").ok_or("PORT is required")?;
     let port = u16::try_from(args::unsigned(&port).map_err(|e| format!("PORT: {e}"))?)
         .map_err(|_| "PORT: not a port number".to_string())?;

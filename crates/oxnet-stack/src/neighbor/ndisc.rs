@@ -366,10 +366,14 @@ impl NDResolver {
     }
 
     fn handle_ip(&mut self, p: Packet, now: u64, ctx: &Ctx<'_>, out: &mut PacketBatch) {
-        let Ok(ip) = Ipv6Packet::new_checked(&p[..]) else {
+        // The fixed header only: a chained packet (a zero-copy TCP
+        // segment, its payload attached) carries the rest of its payload
+        // length in later segments (RFC 8200 §3).
+        if p.len() < 40 || p[0] >> 4 != 6 {
             self.counters.bad_packets += 1;
             return;
-        };
+        }
+        let ip = Ipv6Packet::new_unchecked(&p[..]);
         let src = ip.src_addr();
         match self.own.state(src) {
             Some(AddressState::Tentative { .. }) => {

@@ -141,7 +141,12 @@ impl Element for ProcessData {
                 // not to its count (the window bounds bytes only); larger
                 // segments are queued as they came, without a copy.
                 let merged = match tcb.recv_queue.back_mut() {
-                    Some(last) if n <= COALESCE_MAX && !last.is_chained() && last.len() + n <= last.capacity() => {
+                    Some(last)
+                        if n <= COALESCE_MAX
+                            && !last.is_chained()
+                            && !last.is_attached()
+                            && last.len() + n <= last.capacity() =>
+                    {
                         let at = last.len();
                         last.set_len(at + n).is_ok() && {
                             last[at..].copy_from_slice(&p);
