@@ -67,8 +67,10 @@ fn alpn(a: &mut Args) -> Result<Vec<Vec<u8>>, String> {
     Ok(names)
 }
 
+/// A file name (or name) keyword; empty is the same as absent, so that
+/// a configuration can pass `CERT "$CERT"` with `$CERT` left empty.
 fn path(a: &mut Args, key: &str) -> Result<Option<String>, String> {
-    args::opt(a.keyword(key), args::string, key)
+    Ok(args::opt(a.keyword(key), args::string, key)?.filter(|v| !v.is_empty()))
 }
 
 /// Every certificate in a PEM file (the server's first, then its chain).
