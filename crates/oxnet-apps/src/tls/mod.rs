@@ -25,6 +25,10 @@ pub mod writer;
 #[cfg(test)]
 mod tests;
 
+/// The rustls these elements are built on, for programs and tests that
+/// talk to them with the same library (crates/oxnet/tests/tls_echo.rs).
+pub use rustls;
+
 use oxnet_graph::element::Element;
 use oxnet_graph::elements::Module;
 
