@@ -164,13 +164,13 @@ impl Rig {
         out
     }
 
-    fn from_network(&mut self, p: Packet) {
+    fn network(&mut self, p: Packet) {
         let mut out = Out::default();
         self.relay.from_network(p, &self.pool, &mut out);
         self.seen.take(out);
     }
 
-    fn from_application(&mut self, p: Packet) {
+    fn application(&mut self, p: Packet) {
         let mut out = Out::default();
         self.relay.from_application(p, &self.pool, &mut out);
         self.seen.take(out);
@@ -183,7 +183,7 @@ impl Rig {
             peer.write_tls(&mut bytes).unwrap();
         }
         for p in self.data(&bytes, 700) {
-            self.from_network(p);
+            self.network(p);
         }
     }
 
@@ -220,7 +220,7 @@ impl Rig {
 fn shuttle(from: &mut Rig, to: &mut Rig) {
     let bytes = std::mem::take(&mut from.seen.net_bytes);
     for p in to.data(&bytes, 1000) {
-        to.from_network(p);
+        to.network(p);
     }
 }
 
@@ -241,7 +241,7 @@ fn round_trip(version: &'static rustls::SupportedProtocolVersion, expected: rust
     client_config.alpn_protocols = vec![b"h2".to_vec()];
     let mut client = client_connection(&Arc::new(client_config));
 
-    rig.from_network(rig.control(StreamEvent::Open));
+    rig.network(rig.control(StreamEvent::Open));
     assert_eq!(rig.seen.app_events, [StreamEvent::Open]);
     rig.handshake(&mut client);
     assert_eq!(client.protocol_version(), Some(expected));
@@ -258,7 +258,7 @@ fn round_trip(version: &'static rustls::SupportedProtocolVersion, expected: rust
 
     let down = random_bytes(70_001, 2);
     for p in rig.data(&down, 1500) {
-        rig.from_application(p);
+        rig.application(p);
     }
     rig.relay_to_peer(&mut client).unwrap();
     assert!(rig.peer_plain == down, "plaintext to the client differs");
@@ -268,7 +268,7 @@ fn round_trip(version: &'static rustls::SupportedProtocolVersion, expected: rust
     client.send_close_notify();
     rig.peer_to_relay(&mut client);
     assert_eq!(rig.seen.app_events, [StreamEvent::Open, StreamEvent::Eof]);
-    rig.from_application(rig.control(StreamEvent::Eof));
+    rig.application(rig.control(StreamEvent::Eof));
     assert_eq!(rig.seen.net_events, [StreamEvent::Eof]);
     rig.relay_to_peer(&mut client).unwrap();
     let mut rest = Vec::new();
@@ -280,10 +280,10 @@ fn round_trip(version: &'static rustls::SupportedProtocolVersion, expected: rust
 
     // The network's FIN then Close: one Close to the application, with
     // its errno; no truncation counted.
-    rig.from_network(rig.control(StreamEvent::Eof));
+    rig.network(rig.control(StreamEvent::Eof));
     let mut close = rig.control(StreamEvent::Close);
     stream::set_errno(&mut close, 0);
-    rig.from_network(close);
+    rig.network(close);
     assert_eq!(
         rig.seen.app_events,
         [StreamEvent::Open, StreamEvent::Eof, StreamEvent::Close]
@@ -320,9 +320,9 @@ fn garbage_instead_of_a_client_hello_gets_an_alert_and_closes() {
     let dir = TempDir::new("garbage");
     let (relay, _) = server(&dir, "");
     let mut rig = Rig::new(relay);
-    rig.from_network(rig.control(StreamEvent::Open));
+    rig.network(rig.control(StreamEvent::Open));
     for p in rig.data(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 100) {
-        rig.from_network(p);
+        rig.network(p);
     }
     // An alert record (RFC 8446 §6: content type 21, level fatal) and
     // then the Close toward the network.
@@ -337,9 +337,9 @@ fn garbage_instead_of_a_client_hello_gets_an_alert_and_closes() {
     // More bytes and the network's own Close change nothing for the
     // application: it had its one Close.
     for p in rig.data(b"more", 4) {
-        rig.from_network(p);
+        rig.network(p);
     }
-    rig.from_network(rig.control(StreamEvent::Close));
+    rig.network(rig.control(StreamEvent::Close));
     assert_eq!(rig.seen.app_events, [StreamEvent::Open, StreamEvent::Close]);
     assert_eq!(rig.seen.net_events, [StreamEvent::Close]);
     assert_eq!(rig.relay.connections(), 0);
@@ -352,16 +352,16 @@ fn random_bytes_never_panic_and_always_end_in_one_close() {
     let mut rig = Rig::new(relay);
     for seed in 0..200u64 {
         rig.seen = Seen::default();
-        rig.from_network(rig.control(StreamEvent::Open));
+        rig.network(rig.control(StreamEvent::Open));
         let mut bytes = random_bytes(1 + (seed as usize * 37) % 3000, seed);
         // Half of them look like a handshake record's header.
         if seed % 2 == 0 && bytes.len() >= 3 {
             bytes[..3].copy_from_slice(&[0x16, 0x03, 0x01]);
         }
         for p in rig.data(&bytes, 1 + seed as usize % 600) {
-            rig.from_network(p);
+            rig.network(p);
         }
-        rig.from_network(rig.control(StreamEvent::Close));
+        rig.network(rig.control(StreamEvent::Close));
         assert_eq!(rig.seen.app_events.first(), Some(&StreamEvent::Open));
         assert_eq!(rig.seen.app_events.last(), Some(&StreamEvent::Close), "seed {seed}");
         assert!(rig.seen.app_bytes.is_empty(), "no plaintext from garbage");
@@ -384,11 +384,11 @@ fn sessions_resume_with_tickets_and_with_the_cache() {
         for round in 0..2 {
             let mut client = client_connection(&client_config);
             rig.seen = Seen::default();
-            rig.from_network(rig.control(StreamEvent::Open));
+            rig.network(rig.control(StreamEvent::Open));
             rig.handshake(&mut client);
             // TLS 1.3 tickets come after the handshake: a byte the
             // client reads makes it take them.
-            rig.from_application(rig.data(b"x", 1).pop().unwrap());
+            rig.application(rig.data(b"x", 1).pop().unwrap());
             rig.relay_to_peer(&mut client).unwrap();
             let kind = client.handshake_kind().unwrap();
             let expected = if round == 0 {
@@ -397,7 +397,7 @@ fn sessions_resume_with_tickets_and_with_the_cache() {
                 rustls::HandshakeKind::Resumed
             };
             assert_eq!(kind, expected, "{keywords:?} {version:?} round {round}");
-            rig.from_network(rig.control(StreamEvent::Close));
+            rig.network(rig.control(StreamEvent::Close));
         }
         let c = &rig.relay.counters;
         assert_eq!((c.handshakes, c.resumed), (2, 1), "{keywords:?} {version:?}");
@@ -413,10 +413,10 @@ fn no_resumption_when_cache_and_tickets_are_off() {
     for _ in 0..2 {
         let mut client = client_connection(&client_config);
         rig.seen = Seen::default();
-        rig.from_network(rig.control(StreamEvent::Open));
+        rig.network(rig.control(StreamEvent::Open));
         rig.handshake(&mut client);
         assert_eq!(client.handshake_kind(), Some(rustls::HandshakeKind::Full));
-        rig.from_network(rig.control(StreamEvent::Close));
+        rig.network(rig.control(StreamEvent::Close));
     }
     assert_eq!(rig.relay.counters.resumed, 0);
 }
@@ -432,7 +432,7 @@ fn connections_over_the_limit_are_closed_and_counted() {
     )))
     .unwrap();
     let mut rig = Rig::new(Relay::new(Role::Server(config), 1));
-    rig.from_network(rig.control(StreamEvent::Open));
+    rig.network(rig.control(StreamEvent::Open));
     let mut second = rig.control(StreamEvent::Open);
     stream::set_socket(&mut second, ID + 1);
     let mut out = Out::default();
@@ -459,19 +459,19 @@ fn the_application_closing_sends_close_notify_and_gets_the_network_close() {
     let (relay, trust) = server(&dir, "");
     let mut rig = Rig::new(relay);
     let mut client = client_connection(&rustls_client(&trust, &[&rustls::version::TLS13]));
-    rig.from_network(rig.control(StreamEvent::Open));
+    rig.network(rig.control(StreamEvent::Open));
     rig.handshake(&mut client);
-    rig.from_application(rig.control(StreamEvent::Close));
+    rig.application(rig.control(StreamEvent::Close));
     assert_eq!(rig.seen.net_events, [StreamEvent::Close]);
     rig.relay_to_peer(&mut client).unwrap();
     let mut rest = Vec::new();
     assert_eq!(client.reader().read_to_end(&mut rest).unwrap(), 0);
     // Data after the Close is dropped; the network's Close comes back.
     for p in rig.data(b"late", 4) {
-        rig.from_application(p);
+        rig.application(p);
     }
     assert_eq!(rig.relay.counters.drops, 1);
-    rig.from_network(rig.control(StreamEvent::Close));
+    rig.network(rig.control(StreamEvent::Close));
     assert_eq!(rig.seen.app_events, [StreamEvent::Open, StreamEvent::Close]);
 }
 
@@ -481,10 +481,10 @@ fn a_fin_without_close_notify_is_an_eof_counted_as_truncated() {
     let (relay, trust) = server(&dir, "");
     let mut rig = Rig::new(relay);
     let mut client = client_connection(&rustls_client(&trust, &[&rustls::version::TLS12]));
-    rig.from_network(rig.control(StreamEvent::Open));
+    rig.network(rig.control(StreamEvent::Open));
     rig.handshake(&mut client);
-    rig.from_network(rig.control(StreamEvent::Eof));
-    rig.from_network(rig.control(StreamEvent::Eof));
+    rig.network(rig.control(StreamEvent::Eof));
+    rig.network(rig.control(StreamEvent::Eof));
     assert_eq!(rig.seen.app_events, [StreamEvent::Open, StreamEvent::Eof]);
     assert_eq!(rig.relay.counters.truncated, 1);
 }
@@ -507,12 +507,12 @@ fn client_against_server(client_keywords: impl Fn(&TempDir) -> String) {
         oxnet_stack::wire::IpEndpoint::new(std::net::Ipv4Addr::new(10, 0, 0, 2), 443),
     )
     .unwrap();
-    client.from_application(request);
+    client.application(request);
     assert_eq!(client.seen.net_events, [StreamEvent::Open]);
     assert!(client.seen.net_bytes.is_empty());
     // Connected: the ClientHello leaves at once.
-    client.from_network(client.control(StreamEvent::Open));
-    server.from_network(server.control(StreamEvent::Open));
+    client.network(client.control(StreamEvent::Open));
+    server.network(server.control(StreamEvent::Open));
     assert_eq!(client.seen.app_events, [StreamEvent::Open]);
     assert_eq!(client.seen.net_bytes.first(), Some(&0x16));
     for _ in 0..4 {
@@ -525,13 +525,13 @@ fn client_against_server(client_keywords: impl Fn(&TempDir) -> String) {
     );
     let up = random_bytes(20_000, 3);
     for p in client.data(&up, 1400) {
-        client.from_application(p);
+        client.application(p);
     }
     shuttle(&mut client, &mut server);
     assert!(server.seen.app_bytes == up);
     let down = random_bytes(30_000, 4);
     for p in server.data(&down, 1400) {
-        server.from_application(p);
+        server.application(p);
     }
     shuttle(&mut server, &mut client);
     assert!(client.seen.app_bytes == down);
@@ -556,8 +556,8 @@ fn tls_client_rejects_a_certificate_for_another_name() {
     let (config, name) = config::client(&mut args).unwrap();
     let mut client = Rig::new(Relay::new(Role::Client { config, name }, 10));
     let mut server = Rig::new(server_relay);
-    client.from_network(client.control(StreamEvent::Open));
-    server.from_network(server.control(StreamEvent::Open));
+    client.network(client.control(StreamEvent::Open));
+    server.network(server.control(StreamEvent::Open));
     for _ in 0..3 {
         shuttle(&mut client, &mut server);
         shuttle(&mut server, &mut client);
@@ -637,7 +637,7 @@ fn an_rsa_2048_key_from_openssl_serves_tls12_and_tls13() {
         // for a server: INSECURE still checks the RSA signature.
         let (client_config, _) = config::client(&mut Args::new(&format!("INSECURE true, VERSIONS {version}"))).unwrap();
         let mut client = client_connection(&client_config);
-        rig.from_network(rig.control(StreamEvent::Open));
+        rig.network(rig.control(StreamEvent::Open));
         rig.handshake(&mut client);
         let scheme = client.peer_certificates().map(|c| c.len());
         assert_eq!(scheme, Some(1));
@@ -664,7 +664,7 @@ fn self_signed_certificates_name_hosts_and_addresses() {
     let mut rig = Rig::new(Relay::new(Role::Server(Arc::new(server_config)), 10));
     let name = ServerName::try_from("10.0.0.2").unwrap();
     let mut client = rustls::Connection::Client(rustls::ClientConnection::new(config, name).unwrap());
-    rig.from_network(rig.control(StreamEvent::Open));
+    rig.network(rig.control(StreamEvent::Open));
     rig.handshake(&mut client);
     assert_eq!(rig.relay.counters.errors, 0);
 }
