@@ -4,8 +4,8 @@
 //! application, plaintext in from the application and records out.
 //!
 //! Per connection, in the stream rules' terms (crate::stream):
-//! - network `Open`: the rustls connection is made (a client's sends its
-//!   ClientHello at once) and the `Open` goes on to the application;
+//! - network `Open`: a server makes its rustls connection; the `Open`
+//!   goes on to the application;
 //! - network `Data`: records are decrypted; plaintext goes to the
 //!   application, handshake records back to the network; a peer's
 //!   close_notify becomes the application's `Eof`;
@@ -14,11 +14,16 @@
 //! - network `Close`: the rustls connection is dropped and the `Close`
 //!   (its errno) goes on, unless the application had its `Close` already;
 //! - application `Data`: encrypted, records to the network;
-//! - application `Eof`: close_notify (RFC 8446 §6.1), then the `Eof`;
-//! - application `Close`: close_notify if not sent, then the `Close`;
+//! - application `Eof`: close_notify (RFC 8446 §6.1), then the `Eof`
+//!   (after the handshake: plaintext written before it waits in rustls
+//!   until then, and close_notify must not overtake it);
+//! - application `Close`: close_notify if not sent, then the `Close`
+//!   (during the handshake: at once, plaintext still waiting is lost);
 //!   the network's `Close` that answers it goes back to the application;
-//! - application `Open`: a client's connect request, passed on; a
-//!   server ignores it (stream rules);
+//! - application `Open`: a client's connect request, passed on, and its
+//!   rustls connection made, its ClientHello behind the request (the
+//!   client element holds data until the connection is up); a server
+//!   ignores it (stream rules);
 //! - a TLS error: rustls's alert, then a `Close` to the network, and a
 //!   `Close` with `EPROTO` to the application at once (its only one).
 //!
@@ -89,7 +94,7 @@ pub struct Counters {
 /// One connection's state.
 #[derive(Default)]
 struct Conn {
-    /// None before a client's connection is up and after the end.
+    /// None after the end (and in the entry of a refused connection).
     tls: Option<Box<Connection>>,
     /// The application had its Close (a TLS error): the network's Close
     /// that follows is not passed on.
@@ -100,6 +105,11 @@ struct Conn {
     eof_to_app: bool,
     /// close_notify and Eof went to the network.
     eof_to_net: bool,
+    /// The application's Eof came during the handshake: close_notify
+    /// and Eof go when it ends.
+    eof_waiting: bool,
+    /// The network's Open came.
+    connected: bool,
     /// The handshake was counted.
     handshaken: bool,
 }
@@ -168,41 +178,51 @@ impl Relay {
     }
 
     fn network_open(&mut self, id: u32, p: Packet, pool: &Mempool, out: &mut Out) {
-        let waiting = self.conns.get(&id).map(|c| c.tls.is_none() && !c.net_closed);
-        match waiting {
-            // A duplicate Open of a live connection: not by the rules.
-            Some(false) => {
+        let full = self.conns.len() >= self.limit;
+        match self.conns.get_mut(&id) {
+            // A duplicate Open: not by the rules.
+            Some(conn) if conn.connected => {
                 self.counters.drops += 1;
                 return;
             }
-            None if self.conns.len() >= self.limit => {
+            // A client's connection is up: its ClientHello went out with
+            // the request.
+            Some(conn) => {
+                conn.connected = true;
+                if !conn.app_closed {
+                    out.plain.push(p);
+                }
+                return;
+            }
+            None if full => {
                 self.counters.refused += 1;
                 // The application never hears of it; the network's Close
                 // ends the entry.
                 let conn = self.conns.entry(id).or_default();
+                conn.connected = true;
                 conn.app_closed = true;
                 conn.net_closed = true;
                 push_close(pool, id, 0, &mut out.records, &mut self.counters);
                 return;
             }
-            _ => {}
+            None => {}
         }
-        let mut tls = match self.role.connect() {
-            Ok(tls) => Box::new(tls),
+        out.plain.push(p);
+        let conn = self.conns.entry(id).or_default();
+        conn.connected = true;
+        match self.role.connect() {
+            Ok(mut tls) => {
+                self.counters.opened += 1;
+                // A client's ClientHello (an Open it did not ask for).
+                flush(&mut tls, id, pool, &mut out.records, &mut self.counters);
+                conn.tls = Some(Box::new(tls));
+            }
             Err(e) => {
                 self.last_error = e.to_string();
-                let conn = self.conns.entry(id).or_default();
-                out.plain.push(p);
                 self.counters.errors += 1;
                 fail(conn, id, pool, out, &mut self.counters);
-                return;
             }
-        };
-        self.counters.opened += 1;
-        out.plain.push(p);
-        // A client's ClientHello goes out now.
-        flush(&mut tls, id, pool, &mut out.records, &mut self.counters);
-        self.conns.entry(id).or_default().tls = Some(tls);
+        }
     }
 
     fn network_data(&mut self, id: u32, p: Packet, pool: &Mempool, out: &mut Out) {
@@ -217,7 +237,7 @@ impl Relay {
             return;
         };
         let Some(tls) = conn.tls.as_mut() else {
-            // Before a client's Open, or after the end.
+            // After the end.
             counters.drops += 1;
             return;
         };
@@ -238,6 +258,13 @@ impl Relay {
             if tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
                 counters.resumed += 1;
             }
+        }
+        if conn.eof_waiting && !tls.is_handshaking() {
+            conn.eof_waiting = false;
+            conn.eof_to_net = true;
+            tls.send_close_notify();
+            flush(tls, id, pool, &mut out.records, counters);
+            push_control(pool, id, StreamEvent::Eof, &mut out.records, counters);
         }
         if !conn.eof_to_app && peer_closed {
             conn.eof_to_app = true;
@@ -273,8 +300,24 @@ impl Relay {
             push_close(pool, id, libc::ENOBUFS, &mut out.plain, &mut self.counters);
             return;
         }
-        self.conns.insert(id, Conn::default());
+        // The request goes on, and the ClientHello right behind it: the
+        // client element holds data until the connection is up, as it
+        // holds the application's plaintext, which rustls keeps until the
+        // handshake ends.
         out.records.push(p);
+        let conn = self.conns.entry(id).or_default();
+        match self.role.connect() {
+            Ok(mut tls) => {
+                self.counters.opened += 1;
+                flush(&mut tls, id, pool, &mut out.records, &mut self.counters);
+                conn.tls = Some(Box::new(tls));
+            }
+            Err(e) => {
+                self.last_error = e.to_string();
+                self.counters.errors += 1;
+                fail(conn, id, pool, out, &mut self.counters);
+            }
+        }
     }
 
     fn application_data(&mut self, id: u32, p: Packet, pool: &Mempool, out: &mut Out) {
@@ -284,7 +327,10 @@ impl Relay {
             last_error,
             ..
         } = self;
-        let Some(conn) = conns.get_mut(&id).filter(|c| !c.net_closed && !c.eof_to_net) else {
+        let Some(conn) = conns
+            .get_mut(&id)
+            .filter(|c| !c.net_closed && !c.eof_to_net && !c.eof_waiting)
+        else {
             counters.drops += 1;
             return;
         };
@@ -314,6 +360,12 @@ impl Relay {
             return;
         }
         if let Some(tls) = conn.tls.as_mut() {
+            if tls.is_handshaking() {
+                // close_notify now would overtake the plaintext rustls
+                // holds until the handshake ends: it waits for that.
+                conn.eof_waiting = true;
+                return;
+            }
             tls.send_close_notify();
             flush(tls, id, pool, &mut out.records, &mut self.counters);
         }

@@ -500,35 +500,34 @@ fn client_against_server(client_keywords: impl Fn(&TempDir) -> String) {
     let mut client = Rig::new(Relay::new(Role::Client { config, name }, 10));
     let mut server = Rig::new(server_relay);
 
-    // The application asks to connect: the request goes on unchanged.
-    let request = stream::open_request(
-        &client.pool,
-        ID,
-        oxnet_stack::wire::IpEndpoint::new(std::net::Ipv4Addr::new(10, 0, 0, 2), 443),
-    )
-    .unwrap();
-    client.application(request);
+    // The application asks to connect and writes at once, and ends its
+    // side: the request goes on unchanged, the ClientHello behind it.
+    let server_address = oxnet_stack::wire::IpEndpoint::new(std::net::Ipv4Addr::new(10, 0, 0, 2), 443);
+    client.application(stream::open_request(&client.pool, ID, server_address).unwrap());
+    let early = random_bytes(5000, 5);
+    for p in client.data(&early, 1400) {
+        client.application(p);
+    }
+    client.application(client.control(StreamEvent::Eof));
     assert_eq!(client.seen.net_events, [StreamEvent::Open]);
-    assert!(client.seen.net_bytes.is_empty());
-    // Connected: the ClientHello leaves at once.
+    assert_eq!(client.seen.net_bytes.first(), Some(&0x16));
+    // Connected.
     client.network(client.control(StreamEvent::Open));
     server.network(server.control(StreamEvent::Open));
     assert_eq!(client.seen.app_events, [StreamEvent::Open]);
-    assert_eq!(client.seen.net_bytes.first(), Some(&0x16));
     for _ in 0..4 {
         shuttle(&mut client, &mut server);
         shuttle(&mut server, &mut client);
     }
+    // What was written before the handshake arrived, then the Eof
+    // (close_notify after it, and the FIN).
+    assert!(server.seen.app_bytes == early);
+    assert_eq!(server.seen.app_events, [StreamEvent::Open, StreamEvent::Eof]);
+    assert_eq!(client.seen.net_events, [StreamEvent::Open, StreamEvent::Eof]);
     assert_eq!(
         (client.relay.counters.handshakes, server.relay.counters.handshakes),
         (1, 1)
     );
-    let up = random_bytes(20_000, 3);
-    for p in client.data(&up, 1400) {
-        client.application(p);
-    }
-    shuttle(&mut client, &mut server);
-    assert!(server.seen.app_bytes == up);
     let down = random_bytes(30_000, 4);
     for p in server.data(&down, 1400) {
         server.application(p);
