@@ -369,6 +369,107 @@ fn random_bytes_never_panic_and_always_end_in_one_close() {
     assert_eq!(rig.relay.connections(), 0);
 }
 
+/// Random stream events on both inputs, the network side keeping the
+/// stream rules and the application not: what comes out keeps them
+/// (per id: Open first, Data and Eof only while open, one Close per
+/// Open; nothing to the network after its Close).
+#[test]
+fn random_event_sequences_keep_the_stream_rules_on_both_outputs() {
+    let dir = TempDir::new("sequences");
+    let (cert, key) = cert::write_self_signed(&dir.0, &["localhost".to_string()]).unwrap();
+    let config = config::server(&mut Args::new(&format!(
+        "CERT {}, KEY {}",
+        cert.display(),
+        key.display()
+    )))
+    .unwrap();
+    let mut relay = Relay::new(Role::Server(config), 3);
+    let pool = pool();
+    let mut x = 99u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 32) as usize
+    };
+    // Per id: the network owner's connection is open; the application
+    // saw Open (and no Close yet); the network got our Close.
+    let mut net_open = [false; 5];
+    let mut app_open = [false; 5];
+    let mut net_closed_by_us = [false; 5];
+    for step in 0..8000 {
+        let id = 1 + next() % 4;
+        let op = next() % 9;
+        let mut out = Out::default();
+        let event = [
+            StreamEvent::Open,
+            StreamEvent::Data,
+            StreamEvent::Eof,
+            StreamEvent::Close,
+        ][op % 4];
+        let mut p = stream::control(&pool, id as u32, event).unwrap();
+        if event == StreamEvent::Data {
+            let n = 1 + next() % 300;
+            p.set_len(n).unwrap();
+            for b in p.iter_mut() {
+                *b = next() as u8;
+            }
+            if next() % 2 == 0 {
+                p[0] = 0x16;
+            }
+        }
+        if op < 4 {
+            // The network side keeps the rules: Open only when closed,
+            // the rest only when open.
+            if (event == StreamEvent::Open) == net_open[id] {
+                continue;
+            }
+            match event {
+                StreamEvent::Open => {
+                    net_open[id] = true;
+                    net_closed_by_us[id] = false;
+                }
+                StreamEvent::Close => net_open[id] = false,
+                _ => {}
+            }
+            relay.from_network(p, &pool, &mut out);
+        } else {
+            relay.from_application(p, &pool, &mut out);
+        }
+        for p in out.plain.iter() {
+            let i = stream::socket(p) as usize;
+            match stream::event(p) {
+                StreamEvent::Open => {
+                    assert!(!app_open[i], "step {step}: a second Open for {i}");
+                    app_open[i] = true;
+                }
+                StreamEvent::Close => {
+                    assert!(app_open[i], "step {step}: Close without Open for {i}");
+                    app_open[i] = false;
+                }
+                e => assert!(app_open[i], "step {step}: {e:?} for {i}, not open"),
+            }
+        }
+        for p in out.records.iter() {
+            let i = stream::socket(p) as usize;
+            assert!(
+                !net_closed_by_us[i],
+                "step {step}: {:?} to the network after our Close of {i}",
+                stream::event(p)
+            );
+            assert!(
+                net_open[i],
+                "step {step}: {:?} to the network for {i}, not open",
+                stream::event(p)
+            );
+            if stream::event(p) == StreamEvent::Close {
+                net_closed_by_us[i] = true;
+            }
+        }
+    }
+    assert!(relay.connections() <= 4);
+}
+
 #[test]
 fn sessions_resume_with_tickets_and_with_the_cache() {
     for (keywords, version) in [
