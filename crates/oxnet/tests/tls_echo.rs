@@ -5,7 +5,7 @@
 //! client of this test's own with 1000 connections (TLS 1.3 and 1.2,
 //! sessions resumed), and a client that sends an HTTP request instead of
 //! a ClientHello. Every byte comes back unchanged, and the counters are
-//! exact.
+//! exact. And `oxnet cert` itself, read back by OpenSSL (no namespace).
 
 mod common;
 
@@ -346,4 +346,39 @@ fn a_rustls_client_echoes_over_1000_connections_with_resumed_sessions() {
         "{all}"
     );
     assert_eq!(value(&stdout, "tls.connections"), 0, "{all}");
+}
+
+#[test]
+fn oxnet_cert_writes_a_certificate_for_each_name_and_a_private_key() {
+    let dir = std::env::temp_dir().join(format!("oxnet-cert-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(OXNET)
+        .args(["cert", "--out"])
+        .arg(&dir)
+        .args(["--name", "localhost", "--name", "10.0.0.2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    assert_eq!(printed, format!("{}\n{}\n", cert.display(), key.display()));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the key is its owner's only");
+    // OpenSSL reads both and finds the names and the key type.
+    let text = Command::new("openssl")
+        .args(["x509", "-noout", "-text", "-in"])
+        .arg(&cert)
+        .output()
+        .expect("openssl (scripts/install-deps.sh installs it)");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("DNS:localhost, IP Address:10.0.0.2"), "{text}");
+    assert!(text.contains("id-ecPublicKey") && text.contains("prime256v1"), "{text}");
+    let check = Command::new("openssl")
+        .args(["pkey", "-noout", "-in"])
+        .arg(&key)
+        .status()
+        .unwrap();
+    assert!(check.success());
+    let _ = std::fs::remove_dir_all(&dir);
 }

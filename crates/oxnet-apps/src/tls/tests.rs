@@ -702,7 +702,7 @@ fn keywords_are_checked_with_clear_errors() {
 }
 
 #[test]
-fn an_rsa_2048_key_from_openssl_serves_tls12_and_tls13() {
+fn an_rsa_2048_key_from_openssl_serves_tls12_and_tls13_and_1024_bits_are_refused() {
     let dir = TempDir::new("rsa");
     let made = std::process::Command::new("openssl")
         .args([
@@ -739,9 +739,33 @@ fn an_rsa_2048_key_from_openssl_serves_tls12_and_tls13() {
         let mut client = client_connection(&client_config);
         rig.network(rig.control(StreamEvent::Open));
         rig.handshake(&mut client);
-        let scheme = client.peer_certificates().map(|c| c.len());
-        assert_eq!(scheme, Some(1));
+        assert_eq!(client.peer_certificates().map(|c| c.len()), Some(1));
+        assert_eq!(rig.relay.counters.handshakes, 1);
     }
+    // RSA below 2048 bits is refused when the element is configured, as
+    // Debian 12's OpenSSL refuses it at handshake time.
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:1024",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+        ])
+        .arg(dir.path("key1024.pem"))
+        .arg("-out")
+        .arg(dir.path("cert1024.pem"))
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let conf = format!("CERT {}, KEY {}", dir.path("cert1024.pem"), dir.path("key1024.pem"));
+    let e = config::server(&mut Args::new(&conf)).unwrap_err();
+    assert!(e.starts_with("CERT/KEY"), "{e}");
 }
 
 #[test]
