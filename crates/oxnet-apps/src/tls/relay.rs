@@ -413,10 +413,12 @@ fn decrypt(
             let mut waiting = state.plaintext_bytes_to_read();
             while waiting > 0 {
                 let Ok(mut q) = pool.alloc() else {
-                    // The bytes stay in rustls; the next record's turn
-                    // takes them (or its buffer limit ends the connection).
+                    // The plaintext stays in rustls, and the records go on
+                    // in: the next turn takes it, or rustls's limit on
+                    // plaintext not read ends the connection; no byte is
+                    // skipped either way.
                     counters.no_buffers += 1;
-                    return Ok(false);
+                    break;
                 };
                 let room = q.capacity();
                 let _ = q.set_len(room);

@@ -315,6 +315,52 @@ fn tls12_round_trip_is_byte_exact_with_close_notify() {
     round_trip(&rustls::version::TLS12, rustls::ProtocolVersion::TLSv1_2);
 }
 
+/// An empty pool: the plaintext waits in rustls, no record byte is
+/// skipped, and it all comes out, in order, once buffers are back.
+#[test]
+fn an_empty_pool_delays_plaintext_and_loses_no_byte() {
+    let dir = TempDir::new("nobuffers");
+    let (relay, trust) = server(&dir, "");
+    let mut rig = Rig::new(relay);
+    let mut client = client_connection(&rustls_client(&trust, &[&rustls::version::TLS13]));
+    rig.network(rig.control(StreamEvent::Open));
+    rig.handshake(&mut client);
+    let data = random_bytes(6000, 8);
+    // Records of 500 bytes of plaintext: they end inside the packets.
+    let mut first = Vec::new();
+    for piece in data[..3000].chunks(500) {
+        client.writer().write_all(piece).unwrap();
+    }
+    while client.wants_write() {
+        client.write_tls(&mut first).unwrap();
+    }
+    let mut second = Vec::new();
+    client.writer().write_all(&data[3000..]).unwrap();
+    while client.wants_write() {
+        client.write_tls(&mut second).unwrap();
+    }
+    let inputs = rig.data(&first, 700);
+    let mut hoard = Vec::new();
+    while let Ok(p) = rig.pool.alloc() {
+        hoard.push(p);
+    }
+    for p in inputs {
+        rig.network(p);
+        // The input's own buffer is back in the pool: taken again.
+        while let Ok(p) = rig.pool.alloc() {
+            hoard.push(p);
+        }
+    }
+    assert!(rig.seen.app_bytes.is_empty());
+    assert!(rig.relay.counters.no_buffers > 0);
+    drop(hoard);
+    for p in rig.data(&second, 700) {
+        rig.network(p);
+    }
+    assert!(rig.seen.app_bytes == data, "{} bytes out", rig.seen.app_bytes.len());
+    assert_eq!(rig.relay.counters.errors, 0, "{}", rig.relay.last_error);
+}
+
 #[test]
 fn garbage_instead_of_a_client_hello_gets_an_alert_and_closes() {
     let dir = TempDir::new("garbage");
