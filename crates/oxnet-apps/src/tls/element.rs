@@ -41,13 +41,21 @@ pub const DEFAULT_LIMIT: usize = 65_536;
 pub struct TlsElement {
     class: &'static str,
     relay: Option<Relay>,
+    /// A retry is scheduled for connections that found the pool empty.
+    retry_pending: bool,
 }
+
+/// How soon connections that found the packet pool empty try again when
+/// no packet comes to give them a turn (buffers come back as the
+/// stack sends and frees them).
+const RETRY_US: u64 = 200;
 
 impl TlsElement {
     pub fn server() -> TlsElement {
         TlsElement {
             class: "TLSServer",
             relay: None,
+            retry_pending: false,
         }
     }
 
@@ -55,6 +63,7 @@ impl TlsElement {
         TlsElement {
             class: "TLSClient",
             relay: None,
+            retry_pending: false,
         }
     }
 }
@@ -73,6 +82,22 @@ const HANDLERS: &[(&str, bool, bool)] = &[
     ("plain_out", true, false),
     ("last_error", true, false),
 ];
+
+impl TlsElement {
+    /// Pushes what a turn made, and schedules a retry while connections
+    /// wait for buffers.
+    fn send(&mut self, out: Out, starving: bool, ctx: &mut Ctx<'_>) {
+        if starving && !self.retry_pending {
+            self.retry_pending = true;
+            ctx.schedule_after_us(RETRY_US);
+        }
+        // Records first: with the echo wiring (output 0 into input 1) the
+        // application's answer is pushed into this element while it runs,
+        // so it is delivered after this step, behind these.
+        ctx.push(1, out.records);
+        ctx.push(0, out.plain);
+    }
+}
 
 impl Element for TlsElement {
     fn class_name(&self) -> &'static str {
@@ -116,11 +141,22 @@ impl Element for TlsElement {
                 relay.from_application(p, pool, &mut out);
             }
         }
-        // Records first: with the echo wiring (output 0 into input 1) the
-        // application's answer is pushed into this element while it runs,
-        // so it is delivered after this step, behind these.
-        ctx.push(1, out.records);
-        ctx.push(0, out.plain);
+        let starving = relay.starving();
+        self.send(out, starving, ctx);
+    }
+
+    fn run_timer(&mut self, _timer: oxnet_graph::timer::TimerId, ctx: &mut Ctx<'_>) {
+        self.retry_pending = false;
+        let Some(relay) = self.relay.as_mut() else {
+            return;
+        };
+        let mut out = Out {
+            plain: take_batch(8),
+            records: take_batch(8),
+        };
+        relay.retry_starved(ctx.pool(), &mut out);
+        let starving = relay.starving();
+        self.send(out, starving, ctx);
     }
 
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {

@@ -110,6 +110,10 @@ struct Conn {
     eof_waiting: bool,
     /// The network's Open came.
     connected: bool,
+    /// Plaintext or records wait in rustls for packet buffers.
+    starved: bool,
+    /// The network's Eof came while starved: it goes after the plaintext.
+    fin_waiting: bool,
     /// The handshake was counted.
     handshaken: bool,
 }
@@ -126,6 +130,8 @@ pub struct Out {
 pub struct Relay {
     role: Role,
     conns: HashMap<u32, Conn>,
+    /// Ids of connections that found the pool empty.
+    starved: Vec<u32>,
     limit: usize,
     pub counters: Counters,
     /// The last TLS error, for the `last_error` handler.
@@ -138,6 +144,7 @@ impl Relay {
         Relay {
             role,
             conns: HashMap::new(),
+            starved: Vec::new(),
             limit,
             counters: Counters::default(),
             last_error: String::new(),
@@ -151,13 +158,21 @@ impl Relay {
 
     /// A stream packet from the network side (input 0).
     pub fn from_network(&mut self, p: Packet, pool: &Mempool, out: &mut Out) {
+        if !self.starved.is_empty() {
+            self.retry_starved(pool, out);
+        }
         let id = stream::socket(&p);
         match stream::event(&p) {
             StreamEvent::Open => self.network_open(id, p, pool, out),
             StreamEvent::Data => self.network_data(id, p, pool, out),
             StreamEvent::Eof => self.network_eof(id, p, out),
             StreamEvent::Close => {
-                if let Some(conn) = self.conns.remove(&id) {
+                if let Some(mut conn) = self.conns.remove(&id) {
+                    if conn.starved && !conn.app_closed {
+                        // A last try for plaintext still in rustls; what
+                        // the pool cannot take now is lost (counted).
+                        let _ = settle(&mut conn, id, pool, out, &mut self.counters);
+                    }
                     if !conn.app_closed {
                         out.plain.push(p);
                     }
@@ -168,6 +183,9 @@ impl Relay {
 
     /// A stream packet from the application (input 1).
     pub fn from_application(&mut self, p: Packet, pool: &Mempool, out: &mut Out) {
+        if !self.starved.is_empty() {
+            self.retry_starved(pool, out);
+        }
         let id = stream::socket(&p);
         match stream::event(&p) {
             StreamEvent::Open => self.application_open(id, p, pool, out),
@@ -230,6 +248,7 @@ impl Relay {
             conns,
             counters,
             last_error,
+            starved,
             ..
         } = self;
         let Some(conn) = conns.get_mut(&id) else {
@@ -241,34 +260,37 @@ impl Relay {
             counters.drops += 1;
             return;
         };
-        let result = decrypt(tls, &p, id, pool, out, counters);
-        flush(tls, id, pool, &mut out.records, counters);
-        let peer_closed = match result {
-            Ok(closed) => closed,
-            Err(e) => {
-                *last_error = e;
-                counters.errors += 1;
-                fail(conn, id, pool, out, counters);
-                return;
-            }
-        };
-        if !conn.handshaken && !tls.is_handshaking() {
-            conn.handshaken = true;
-            counters.handshakes += 1;
-            if tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
-                counters.resumed += 1;
-            }
+        let result = decrypt(tls, &p, id, pool, out, counters).and_then(|()| settle(conn, id, pool, out, counters));
+        if let Err(e) = result {
+            *last_error = e;
+            counters.errors += 1;
+            fail(conn, id, pool, out, counters);
+            return;
         }
-        if conn.eof_waiting && !tls.is_handshaking() {
-            conn.eof_waiting = false;
-            conn.eof_to_net = true;
-            tls.send_close_notify();
-            flush(tls, id, pool, &mut out.records, counters);
-            push_control(pool, id, StreamEvent::Eof, &mut out.records, counters);
+        if conn.starved && !starved.contains(&id) {
+            starved.push(id);
         }
-        if !conn.eof_to_app && peer_closed {
-            conn.eof_to_app = true;
-            push_control(pool, id, StreamEvent::Eof, &mut out.plain, counters);
+    }
+
+    /// Connections with bytes waiting in rustls for packet buffers.
+    pub fn starving(&self) -> bool {
+        !self.starved.is_empty()
+    }
+
+    /// Gives the connections that found the pool empty another turn.
+    pub fn retry_starved(&mut self, pool: &Mempool, out: &mut Out) {
+        let ids = std::mem::take(&mut self.starved);
+        for id in ids {
+            let Some(conn) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            if let Err(e) = settle(conn, id, pool, out, &mut self.counters) {
+                self.last_error = e;
+                self.counters.errors += 1;
+                fail(conn, id, pool, out, &mut self.counters);
+            } else if conn.starved {
+                self.starved.push(id);
+            }
         }
     }
 
@@ -277,6 +299,11 @@ impl Relay {
             return;
         };
         if conn.app_closed || conn.eof_to_app {
+            return;
+        }
+        if conn.starved {
+            // Plaintext still waits in rustls: the Eof goes after it.
+            conn.fin_waiting = true;
             return;
         }
         // The peer's FIN without close_notify: the application still
@@ -325,6 +352,7 @@ impl Relay {
             conns,
             counters,
             last_error,
+            starved,
             ..
         } = self;
         let Some(conn) = conns
@@ -342,7 +370,10 @@ impl Relay {
             let taken = std::io::Write::write(&mut tls.writer(), segment).unwrap_or(0);
             counters.plain_out += taken as u64;
             // Records out after each segment keep rustls's buffer small.
-            flush(tls, id, pool, &mut out.records, counters);
+            if !flush(tls, id, pool, &mut out.records, counters) && !conn.starved {
+                conn.starved = true;
+                starved.push(id);
+            }
             if taken < segment.len() {
                 *last_error = format!("more than {PLAINTEXT_LIMIT} bytes of plaintext waiting");
                 counters.errors += 1;
@@ -391,8 +422,8 @@ impl Relay {
     }
 }
 
-/// Feeds `p`'s bytes to rustls and hands the plaintext on; true once
-/// the peer's close_notify came.
+/// Feeds `p`'s bytes to rustls, handing plaintext and handshake
+/// records on as they come.
 fn decrypt(
     tls: &mut Connection,
     p: &Packet,
@@ -400,8 +431,7 @@ fn decrypt(
     pool: &Mempool,
     out: &mut Out,
     counters: &mut Counters,
-) -> Result<bool, String> {
-    let mut peer_closed = false;
+) -> Result<(), String> {
     for segment in p.segments() {
         let mut bytes: &[u8] = segment;
         while !bytes.is_empty() {
@@ -409,49 +439,113 @@ fn decrypt(
             // in after these records are processed.
             tls.read_tls(&mut bytes).map_err(|e| e.to_string())?;
             let state = tls.process_new_packets().map_err(|e| e.to_string())?;
-            peer_closed = state.peer_has_closed();
-            let mut waiting = state.plaintext_bytes_to_read();
-            while waiting > 0 {
-                let Ok(mut q) = pool.alloc() else {
-                    // The plaintext stays in rustls, and the records go on
-                    // in: the next turn takes it, or rustls's limit on
-                    // plaintext not read ends the connection; no byte is
-                    // skipped either way.
-                    counters.no_buffers += 1;
-                    break;
-                };
-                let room = q.capacity();
-                let _ = q.set_len(room);
-                let n = tls.reader().read(&mut q[..]).map_err(|e| e.to_string())?;
-                if n == 0 {
-                    break;
-                }
-                let _ = q.set_len(n);
-                counters.plain_in += n as u64;
-                out.plain.push(stream::data(q, id));
-                waiting = waiting.saturating_sub(n);
-            }
-            // Handshake answers leave as they are made.
+            // With the pool empty, the plaintext stays in rustls and the
+            // records go on in: a later turn takes it (`settle`), or
+            // rustls's limit on plaintext not read ends the connection;
+            // no byte is skipped either way.
+            take_plaintext(tls, state.plaintext_bytes_to_read(), id, pool, &mut out.plain, counters)?;
             flush(tls, id, pool, &mut out.records, counters);
         }
     }
-    Ok(peer_closed)
+    Ok(())
 }
 
-/// Every record rustls has for the network, into Data packets.
-fn flush(tls: &mut Connection, id: u32, pool: &Mempool, records: &mut PacketBatch, counters: &mut Counters) {
+/// After records went in, or when buffers may be back: what waits in
+/// rustls goes out, the handshake's end is counted, and the Eofs that
+/// waited for it go (close_notify to the network; the peer's
+/// close_notify or FIN to the application, after all its plaintext).
+fn settle(conn: &mut Conn, id: u32, pool: &Mempool, out: &mut Out, counters: &mut Counters) -> Result<(), String> {
+    let Some(tls) = conn.tls.as_mut() else {
+        return Ok(());
+    };
+    // No new bytes: this only reports the state.
+    let state = tls.process_new_packets().map_err(|e| e.to_string())?;
+    let drained = take_plaintext(tls, state.plaintext_bytes_to_read(), id, pool, &mut out.plain, counters)?;
+    let flushed = flush(tls, id, pool, &mut out.records, counters);
+    conn.starved = !(drained && flushed);
+    if !conn.handshaken && !tls.is_handshaking() {
+        conn.handshaken = true;
+        counters.handshakes += 1;
+        if tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
+            counters.resumed += 1;
+        }
+    }
+    if conn.eof_waiting && !tls.is_handshaking() {
+        conn.eof_waiting = false;
+        conn.eof_to_net = true;
+        tls.send_close_notify();
+        if !flush(tls, id, pool, &mut out.records, counters) {
+            conn.starved = true;
+        }
+        push_control(pool, id, StreamEvent::Eof, &mut out.records, counters);
+    }
+    if drained && !conn.eof_to_app {
+        // RFC 8446 §6.1: close_notify, the clean end of the peer's data
+        // (sent on once every byte before it is out).
+        let notified = state.peer_has_closed();
+        if notified || conn.fin_waiting {
+            if !notified {
+                counters.truncated += 1;
+            }
+            conn.eof_to_app = true;
+            push_control(pool, id, StreamEvent::Eof, &mut out.plain, counters);
+        }
+    }
+    Ok(())
+}
+
+/// Up to `waiting` bytes of plaintext from rustls into Data packets;
+/// false if the pool ran empty first.
+fn take_plaintext(
+    tls: &mut Connection,
+    mut waiting: usize,
+    id: u32,
+    pool: &Mempool,
+    plain: &mut PacketBatch,
+    counters: &mut Counters,
+) -> Result<bool, String> {
+    while waiting > 0 {
+        let Ok(mut q) = pool.alloc() else {
+            counters.no_buffers += 1;
+            return Ok(false);
+        };
+        let room = q.capacity();
+        let _ = q.set_len(room);
+        let n = tls.reader().read(&mut q[..]).map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        let _ = q.set_len(n);
+        counters.plain_in += n as u64;
+        plain.push(stream::data(q, id));
+        waiting = waiting.saturating_sub(n);
+    }
+    Ok(true)
+}
+
+/// Every record rustls has for the network, into Data packets; false if
+/// the pool ran empty first (the rest stays in rustls).
+fn flush(tls: &mut Connection, id: u32, pool: &Mempool, records: &mut PacketBatch, counters: &mut Counters) -> bool {
     let mut writer = StreamWriter::new(pool, id, records);
     while tls.wants_write() {
         if tls.write_tls(&mut writer).is_err() {
             counters.no_buffers += 1;
-            break;
+            return false;
         }
     }
+    true
 }
 
-/// Ends a connection after a TLS error (its alert already flushed).
+/// Ends a connection after a TLS error: the alert rustls queued for it
+/// (RFC 8446 §6.2), then a Close, to the network; a Close with EPROTO to
+/// the application.
 fn fail(conn: &mut Conn, id: u32, pool: &Mempool, out: &mut Out, counters: &mut Counters) {
-    conn.tls = None;
+    if let Some(mut tls) = conn.tls.take() {
+        if !conn.net_closed {
+            flush(&mut tls, id, pool, &mut out.records, counters);
+        }
+    }
+    conn.starved = false;
     if !conn.net_closed {
         conn.net_closed = true;
         push_close(pool, id, 0, &mut out.records, counters);

@@ -316,35 +316,34 @@ fn tls12_round_trip_is_byte_exact_with_close_notify() {
 }
 
 /// An empty pool: the plaintext waits in rustls, no record byte is
-/// skipped, and it all comes out, in order, once buffers are back.
+/// skipped, and the peer's FIN waits behind it; when buffers are back
+/// (the element's retry timer), all of it comes out, in order.
 #[test]
-fn an_empty_pool_delays_plaintext_and_loses_no_byte() {
+fn an_empty_pool_delays_plaintext_and_eof_and_loses_no_byte() {
     let dir = TempDir::new("nobuffers");
     let (relay, trust) = server(&dir, "");
     let mut rig = Rig::new(relay);
     let mut client = client_connection(&rustls_client(&trust, &[&rustls::version::TLS13]));
     rig.network(rig.control(StreamEvent::Open));
     rig.handshake(&mut client);
-    let data = random_bytes(6000, 8);
-    // Records of 500 bytes of plaintext: they end inside the packets.
-    let mut first = Vec::new();
-    for piece in data[..3000].chunks(500) {
+    let data = random_bytes(3000, 8);
+    // Records of 500 bytes of plaintext (they end inside the packets),
+    // then close_notify.
+    for piece in data.chunks(500) {
         client.writer().write_all(piece).unwrap();
     }
+    client.send_close_notify();
+    let mut records = Vec::new();
     while client.wants_write() {
-        client.write_tls(&mut first).unwrap();
+        client.write_tls(&mut records).unwrap();
     }
-    let mut second = Vec::new();
-    client.writer().write_all(&data[3000..]).unwrap();
-    while client.wants_write() {
-        client.write_tls(&mut second).unwrap();
-    }
-    let inputs = rig.data(&first, 700);
+    let inputs = rig.data(&records, 700);
+    let fin = rig.control(StreamEvent::Eof);
     let mut hoard = Vec::new();
     while let Ok(p) = rig.pool.alloc() {
         hoard.push(p);
     }
-    for p in inputs {
+    for p in inputs.into_iter().chain([fin]) {
         rig.network(p);
         // The input's own buffer is back in the pool: taken again.
         while let Ok(p) = rig.pool.alloc() {
@@ -352,13 +351,17 @@ fn an_empty_pool_delays_plaintext_and_loses_no_byte() {
         }
     }
     assert!(rig.seen.app_bytes.is_empty());
-    assert!(rig.relay.counters.no_buffers > 0);
+    assert_eq!(rig.seen.app_events, [StreamEvent::Open], "no Eof before the plaintext");
+    assert!(rig.relay.starving() && rig.relay.counters.no_buffers > 0);
     drop(hoard);
-    for p in rig.data(&second, 700) {
-        rig.network(p);
-    }
+    let mut out = Out::default();
+    rig.relay.retry_starved(&rig.pool, &mut out);
+    rig.seen.take(out);
     assert!(rig.seen.app_bytes == data, "{} bytes out", rig.seen.app_bytes.len());
-    assert_eq!(rig.relay.counters.errors, 0, "{}", rig.relay.last_error);
+    assert_eq!(rig.seen.app_events, [StreamEvent::Open, StreamEvent::Eof]);
+    assert!(!rig.relay.starving());
+    let c = &rig.relay.counters;
+    assert_eq!((c.errors, c.truncated), (0, 0), "{}", rig.relay.last_error);
 }
 
 #[test]
