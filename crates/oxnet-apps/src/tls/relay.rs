@@ -105,9 +105,16 @@ struct Conn {
     eof_to_app: bool,
     /// close_notify and Eof went to the network.
     eof_to_net: bool,
-    /// The application's Eof came during the handshake: close_notify
-    /// and Eof go when it ends.
+    /// The application's Eof waits: for the handshake's end (plaintext
+    /// rustls holds until then must go first), or for buffers (records
+    /// still in rustls).
     eof_waiting: bool,
+    /// The application's Close waits for buffers (records in rustls).
+    close_waiting: bool,
+    /// close_notify was given to rustls.
+    close_notify_sent: bool,
+    /// The errno of the application's Close.
+    close_errno: i32,
     /// The network's Open came.
     connected: bool,
     /// Plaintext or records wait in rustls for packet buffers.
@@ -357,7 +364,7 @@ impl Relay {
         } = self;
         let Some(conn) = conns
             .get_mut(&id)
-            .filter(|c| !c.net_closed && !c.eof_to_net && !c.eof_waiting)
+            .filter(|c| !c.net_closed && !c.eof_to_net && !c.eof_waiting && !c.close_waiting)
         else {
             counters.drops += 1;
             return;
@@ -387,38 +394,42 @@ impl Relay {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        if conn.net_closed || conn.eof_to_net {
+        if conn.net_closed || conn.eof_to_net || conn.eof_waiting || conn.close_waiting {
             return;
         }
-        if let Some(tls) = conn.tls.as_mut() {
-            if tls.is_handshaking() {
-                // close_notify now would overtake the plaintext rustls
-                // holds until the handshake ends: it waits for that.
-                conn.eof_waiting = true;
+        conn.eof_waiting = true;
+        match conn.tls.as_ref() {
+            // No TLS any more (not expected while the network is open).
+            None => {
+                conn.eof_waiting = false;
+                conn.eof_to_net = true;
+                out.records.push(p);
                 return;
             }
-            tls.send_close_notify();
-            flush(tls, id, pool, &mut out.records, &mut self.counters);
+            // close_notify now would overtake the plaintext rustls holds
+            // until the handshake ends: the Eof waits for that (`settle`).
+            Some(tls) if tls.is_handshaking() => {}
+            Some(_) => send_eof(conn, id, pool, out, &mut self.counters),
         }
-        conn.eof_to_net = true;
-        out.records.push(p);
+        if conn.starved && !self.starved.contains(&id) {
+            self.starved.push(id);
+        }
     }
 
     fn application_close(&mut self, id: u32, p: Packet, pool: &Mempool, out: &mut Out) {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        if conn.net_closed {
+        if conn.net_closed || conn.close_waiting {
             return;
         }
-        if let Some(mut tls) = conn.tls.take() {
-            if !conn.eof_to_net {
-                tls.send_close_notify();
-                flush(&mut tls, id, pool, &mut out.records, &mut self.counters);
-            }
+        conn.eof_waiting = false;
+        conn.close_waiting = true;
+        conn.close_errno = stream::errno(&p);
+        send_close(conn, id, pool, out, &mut self.counters);
+        if conn.starved && !self.starved.contains(&id) {
+            self.starved.push(id);
         }
-        conn.net_closed = true;
-        out.records.push(p);
     }
 }
 
@@ -451,8 +462,8 @@ fn decrypt(
 }
 
 /// After records went in, or when buffers may be back: what waits in
-/// rustls goes out, the handshake's end is counted, and the Eofs that
-/// waited for it go (close_notify to the network; the peer's
+/// rustls goes out, the handshake's end is counted, and what waited for
+/// it goes (the application's Eof or Close to the network; the peer's
 /// close_notify or FIN to the application, after all its plaintext).
 fn settle(conn: &mut Conn, id: u32, pool: &Mempool, out: &mut Out, counters: &mut Counters) -> Result<(), String> {
     let Some(tls) = conn.tls.as_mut() else {
@@ -462,36 +473,94 @@ fn settle(conn: &mut Conn, id: u32, pool: &Mempool, out: &mut Out, counters: &mu
     let state = tls.process_new_packets().map_err(|e| e.to_string())?;
     let drained = take_plaintext(tls, state.plaintext_bytes_to_read(), id, pool, &mut out.plain, counters)?;
     let flushed = flush(tls, id, pool, &mut out.records, counters);
-    conn.starved = !(drained && flushed);
-    if !conn.handshaken && !tls.is_handshaking() {
+    let handshaking = tls.is_handshaking();
+    if !conn.handshaken && !handshaking {
         conn.handshaken = true;
         counters.handshakes += 1;
         if tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
             counters.resumed += 1;
         }
     }
-    if conn.eof_waiting && !tls.is_handshaking() {
-        conn.eof_waiting = false;
-        conn.eof_to_net = true;
-        tls.send_close_notify();
-        if !flush(tls, id, pool, &mut out.records, counters) {
-            conn.starved = true;
-        }
-        push_control(pool, id, StreamEvent::Eof, &mut out.records, counters);
-    }
+    conn.starved = !(drained && flushed);
     if drained && !conn.eof_to_app {
         // RFC 8446 §6.1: close_notify, the clean end of the peer's data
         // (sent on once every byte before it is out).
         let notified = state.peer_has_closed();
         if notified || conn.fin_waiting {
-            if !notified {
-                counters.truncated += 1;
+            match stream::control(pool, id, StreamEvent::Eof) {
+                Some(p) => {
+                    if !notified {
+                        counters.truncated += 1;
+                    }
+                    conn.eof_to_app = true;
+                    out.plain.push(p);
+                }
+                None => {
+                    counters.no_buffers += 1;
+                    conn.starved = true;
+                }
             }
-            conn.eof_to_app = true;
-            push_control(pool, id, StreamEvent::Eof, &mut out.plain, counters);
         }
     }
+    if conn.eof_waiting && !handshaking {
+        send_eof(conn, id, pool, out, counters);
+    }
+    if conn.close_waiting {
+        send_close(conn, id, pool, out, counters);
+    }
     Ok(())
+}
+
+/// The application's Eof: close_notify (RFC 8446 §6.1), then, once every
+/// record before it is out, the Eof (our FIN).
+fn send_eof(conn: &mut Conn, id: u32, pool: &Mempool, out: &mut Out, counters: &mut Counters) {
+    let Some(tls) = conn.tls.as_mut() else {
+        return;
+    };
+    if !conn.close_notify_sent {
+        conn.close_notify_sent = true;
+        tls.send_close_notify();
+    }
+    let eof = flush(tls, id, pool, &mut out.records, counters)
+        .then(|| stream::control(pool, id, StreamEvent::Eof))
+        .flatten();
+    match eof {
+        Some(p) => {
+            conn.eof_waiting = false;
+            conn.eof_to_net = true;
+            out.records.push(p);
+        }
+        None => {
+            counters.no_buffers += 1;
+            conn.starved = true;
+        }
+    }
+}
+
+/// The application's Close: close_notify if not sent, then, once every
+/// record before it is out, the Close (with the application's errno);
+/// the rustls connection is dropped.
+fn send_close(conn: &mut Conn, id: u32, pool: &Mempool, out: &mut Out, counters: &mut Counters) {
+    if let Some(tls) = conn.tls.as_mut() {
+        if !conn.close_notify_sent {
+            conn.close_notify_sent = true;
+            tls.send_close_notify();
+        }
+        if !flush(tls, id, pool, &mut out.records, counters) {
+            conn.starved = true;
+            return;
+        }
+    }
+    let Some(close) = stream::close(pool, id, conn.close_errno) else {
+        counters.no_buffers += 1;
+        conn.starved = true;
+        return;
+    };
+    out.records.push(close);
+    conn.tls = None;
+    conn.starved = false;
+    conn.close_waiting = false;
+    conn.net_closed = true;
 }
 
 /// Up to `waiting` bytes of plaintext from rustls into Data packets;
@@ -558,13 +627,6 @@ fn fail(conn: &mut Conn, id: u32, pool: &Mempool, out: &mut Out, counters: &mut 
 
 fn push_close(pool: &Mempool, id: u32, errno: i32, out: &mut PacketBatch, counters: &mut Counters) {
     match stream::close(pool, id, errno) {
-        Some(p) => out.push(p),
-        None => counters.no_buffers += 1,
-    }
-}
-
-fn push_control(pool: &Mempool, id: u32, event: StreamEvent, out: &mut PacketBatch, counters: &mut Counters) {
-    match stream::control(pool, id, event) {
         Some(p) => out.push(p),
         None => counters.no_buffers += 1,
     }

@@ -364,6 +364,45 @@ fn an_empty_pool_delays_plaintext_and_eof_and_loses_no_byte() {
     assert_eq!((c.errors, c.truncated), (0, 0), "{}", rig.relay.last_error);
 }
 
+/// An empty pool on the way out: the application's records wait in
+/// rustls, and its Eof or Close waits behind them (close_notify too);
+/// the retry sends all of it in order.
+#[test]
+fn an_empty_pool_keeps_the_applications_end_behind_its_records() {
+    for end in [StreamEvent::Eof, StreamEvent::Close] {
+        let dir = TempDir::new("nobuffers-out");
+        let (relay, trust) = server(&dir, "");
+        let mut rig = Rig::new(relay);
+        let mut client = client_connection(&rustls_client(&trust, &[&rustls::version::TLS12]));
+        rig.network(rig.control(StreamEvent::Open));
+        rig.handshake(&mut client);
+        let data = random_bytes(3000, 9);
+        let inputs: Vec<Packet> = rig.data(&data, 500).into_iter().chain([rig.control(end)]).collect();
+        let mut hoard = Vec::new();
+        while let Ok(p) = rig.pool.alloc() {
+            hoard.push(p);
+        }
+        for p in inputs {
+            rig.application(p);
+            while let Ok(p) = rig.pool.alloc() {
+                hoard.push(p);
+            }
+        }
+        assert!(rig.seen.net_events.is_empty(), "{end:?} before the records");
+        assert!(rig.relay.starving());
+        drop(hoard);
+        let mut out = Out::default();
+        rig.relay.retry_starved(&rig.pool, &mut out);
+        rig.seen.take(out);
+        assert_eq!(rig.seen.net_events, [end]);
+        rig.relay_to_peer(&mut client).unwrap();
+        assert!(rig.peer_plain == data, "{end:?}: {} bytes", rig.peer_plain.len());
+        let mut rest = Vec::new();
+        assert_eq!(client.reader().read_to_end(&mut rest).unwrap(), 0, "close_notify last");
+        assert!(!rig.relay.starving());
+    }
+}
+
 #[test]
 fn garbage_instead_of_a_client_hello_gets_an_alert_and_closes() {
     let dir = TempDir::new("garbage");
