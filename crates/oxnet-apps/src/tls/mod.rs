@@ -10,7 +10,8 @@
 //! tls[1] -> srv;
 //! ```
 //!
-//! Files: [`relay`] (the per-connection work, apart from the graph),
+//! Files: [`relay`] (the connection table, apart from the graph), `conn`
+//! (one connection's steps),
 //! [`element`] (the two elements), [`config`] (keywords to rustls
 //! configurations), [`cert`] (self-signed certificates, `oxnet cert`),
 //! [`classifier`], [`writer`] (records into packets).
@@ -18,6 +19,7 @@
 pub mod cert;
 pub mod classifier;
 pub mod config;
+mod conn;
 pub mod element;
 pub mod relay;
 pub mod writer;
