@@ -12,11 +12,12 @@
 
 pub mod epoll;
 pub mod stream;
+pub mod tls;
 
 use oxnet_graph::elements::Module;
 
 /// Every family of application elements; a new family adds one line.
-pub const MODULES: &[Module] = &[epoll::MODULE];
+pub const MODULES: &[Module] = &[epoll::MODULE, tls::MODULE];
 
 /// Adds the stack's elements and these to the graph's library
 /// (idempotent).
