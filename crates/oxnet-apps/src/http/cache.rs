@@ -1,0 +1,579 @@
+//! The cache's state machine, apart from the element (so that tests
+//! drive it with stream packets and a clock of their own): client
+//! connections in, responses out; misses and revalidations as
+//! connections to the origin through a client element.
+
+use super::conn::Conn;
+use super::object::{Freshness, Object};
+use super::request::{self, Parsed, Request};
+use super::response::{self, Common};
+use super::store::Store;
+use super::{origin, Config, Stats};
+use crate::stream::{self, StreamEvent};
+use oxnet_driver::{Mempool, Packet, PacketBatch};
+use std::collections::HashMap;
+
+/// The time, both clocks: the router's (µs since it started; timeouts)
+/// and the wall clock (seconds since the epoch; Date, freshness).
+#[derive(Debug, Clone, Copy)]
+pub struct Now {
+    pub us: u64,
+    pub secs: u64,
+}
+
+/// What a step pushes out: to the clients' owner (output 0), to the
+/// origin's client element (output 1).
+#[derive(Default)]
+pub struct Out {
+    pub client: PacketBatch,
+    pub origin: PacketBatch,
+}
+
+/// A request that waits for the origin.
+struct Waiter {
+    conn: u32,
+    seq: u64,
+    req: Request,
+}
+
+/// One connection to the origin, filling one target.
+struct Fetch {
+    key: String,
+    waiters: Vec<Waiter>,
+    /// It revalidates the stored object (a conditional request).
+    revalidate: bool,
+    /// A waiter said no-store (RFC 9111 §5.2.1.5).
+    no_store: bool,
+    started_us: u64,
+    head_buf: Vec<u8>,
+    head: Option<origin::Head>,
+    body: Vec<Packet>,
+    received: usize,
+}
+
+/// The cache.
+pub struct Cache {
+    pub config: Config,
+    pub store: Store,
+    pub stats: Stats,
+    conns: HashMap<u32, Conn>,
+    fetches: HashMap<u32, Fetch>,
+    /// The fetch filling each target.
+    filling: HashMap<String, u32>,
+    last_fetch: u32,
+    date: super::date::DateCache,
+}
+
+impl Cache {
+    pub fn new(config: Config, store: Store) -> Cache {
+        Cache {
+            config,
+            store,
+            stats: Stats::default(),
+            conns: HashMap::new(),
+            fetches: HashMap::new(),
+            filling: HashMap::new(),
+            last_fetch: 0,
+            date: Default::default(),
+        }
+    }
+
+    /// Client connections open now.
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Origin fetches under way.
+    pub fn fetching(&self) -> usize {
+        self.fetches.len()
+    }
+
+    /// A stream packet from the clients' owner (input 0).
+    pub fn client_input(&mut self, p: Packet, now: Now, pool: &Mempool, out: &mut Out) {
+        let id = stream::socket(&p);
+        match stream::event(&p) {
+            StreamEvent::Open => {
+                self.conns.insert(id, Conn::new(now.us));
+            }
+            StreamEvent::Data => {
+                let limit = self.config.limits.max_header_bytes * 2;
+                let Some(c) = self.conns.get_mut(&id) else { return };
+                c.last_us = now.us;
+                if c.done {
+                    // Nothing more is read: a lingering close discards.
+                    return;
+                }
+                for seg in p.segments() {
+                    c.inbuf.extend_from_slice(seg);
+                }
+                c.discard_body();
+                if c.started_us.is_none() && !c.inbuf.is_empty() {
+                    c.started_us = Some(now.us);
+                }
+                self.pump(id, now, pool, out);
+                // Requests behind a full queue wait in `inbuf`; beyond a
+                // bound the connection ends (counted).
+                if self.conns.get(&id).is_some_and(|c| c.inbuf.len() > limit) {
+                    self.stats.overflows += 1;
+                    self.close(id, pool, out);
+                }
+            }
+            StreamEvent::Eof => {
+                let Some(c) = self.conns.get_mut(&id) else { return };
+                // A head cut short is dropped; what is queued is answered.
+                c.done = true;
+                c.inbuf.clear();
+                self.flush(id, now, pool, out);
+            }
+            StreamEvent::Close => {
+                self.conns.remove(&id);
+            }
+        }
+    }
+
+    /// Parses and answers what `id` has received, in order, until the
+    /// queue is full or the bytes run out.
+    fn pump(&mut self, id: u32, now: Now, pool: &Mempool, out: &mut Out) {
+        loop {
+            let Some(c) = self.conns.get_mut(&id) else { return };
+            if c.done || c.queue.len() >= self.config.max_pipeline || c.skip > 0 {
+                break;
+            }
+            if c.inbuf.is_empty() {
+                c.started_us = None;
+                break;
+            }
+            match request::parse(&c.inbuf, &self.config.limits) {
+                Parsed::Partial => break,
+                Parsed::Fatal(status) => {
+                    c.inbuf.clear();
+                    self.refuse(id, status, false, false, now, pool);
+                }
+                Parsed::Refuse { status, keep_alive, len, body } => {
+                    c.consume(len, body);
+                    self.stats.requests += 1;
+                    self.refuse(id, status, keep_alive, false, now, pool);
+                }
+                Parsed::Request(r, len) => {
+                    c.consume(len, r.body);
+                    c.started_us = (!c.inbuf.is_empty()).then_some(now.us);
+                    self.stats.requests += 1;
+                    self.serve(id, r, now, pool, out);
+                }
+            }
+            // The next request's clock starts with its first byte.
+            if let Some(c) = self.conns.get_mut(&id) {
+                c.started_us = (!c.inbuf.is_empty()).then_some(now.us);
+            }
+        }
+        self.flush(id, now, pool, out);
+    }
+
+    /// Queues an error response.
+    fn refuse(&mut self, id: u32, status: u16, keep_alive: bool, head: bool, now: Now, pool: &Mempool) {
+        let date = self.date.get(now.secs).to_string();
+        let c = Common { date: &date, keep_alive, head };
+        let packets = response::error(status, &c, pool);
+        self.count(status, packets.is_some());
+        if let Some(conn) = self.conns.get_mut(&id) {
+            conn.push_slot(Some(packets.unwrap_or_default()), keep_alive);
+        }
+    }
+
+    fn count(&mut self, status: u16, made: bool) {
+        *self.stats.statuses.entry(status).or_default() += 1;
+        if !made {
+            self.stats.alloc_failures += 1;
+        }
+    }
+
+    /// A GET or HEAD: from memory, or from the origin.
+    fn serve(&mut self, id: u32, r: Request, now: Now, pool: &Mempool, out: &mut Out) {
+        let key = self.key(&r.target);
+        let has_origin = self.config.origin.is_some();
+        let fresh = match key.as_deref().and_then(|k| self.store.get(k)) {
+            None => None,
+            Some(o) => Some(!has_origin || (o.freshness.fresh(now.secs, r.max_age) && !r.no_cache)),
+        };
+        match (fresh, has_origin) {
+            (Some(true), _) => {
+                self.stats.hits += 1;
+                let key = key.unwrap_or_default();
+                let packets = self.answer(&key, None, &r, now, pool);
+                if let Some(c) = self.conns.get_mut(&id) {
+                    c.push_slot(Some(packets), r.keep_alive);
+                }
+            }
+            (None, false) => {
+                self.stats.misses += 1;
+                self.refuse(id, 404, r.keep_alive, r.head, now, pool);
+            }
+            (stale, true) => {
+                if stale.is_some() {
+                    self.stats.revalidations += 1;
+                } else {
+                    self.stats.misses += 1;
+                }
+                let key = key.unwrap_or_else(|| r.target.clone());
+                self.fetch(id, key, stale.is_some(), r, now, pool, out);
+            }
+            (Some(false), false) => unreachable!("without an origin everything stored is fresh"),
+        }
+    }
+
+    /// The stored key for a target: itself, or a directory's index.
+    fn key(&mut self, target: &str) -> Option<String> {
+        if self.store.get(target).is_some() {
+            return Some(target.to_string());
+        }
+        let path = target.split('?').next().unwrap_or(target);
+        let index = format!("{path}index.html");
+        (path.ends_with('/') && self.store.get(&index).is_some()).then_some(index)
+    }
+
+    /// The response to `r` from the object stored under `key` (or
+    /// `object`, not stored): 304 if a condition says so (RFC 9110
+    /// §13.2.2: If-None-Match first, If-Modified-Since only without it).
+    fn answer(&mut self, key: &str, object: Option<&Object>, r: &Request, now: Now, pool: &Mempool) -> Vec<Packet> {
+        let date = self.date.get(now.secs).to_string();
+        let c = Common { date: &date, keep_alive: r.keep_alive, head: r.head };
+        if object.is_none() {
+            self.store.get(key);
+        }
+        let stored = if object.is_none() { self.store.peek(key) } else { None };
+        let Some(o) = object.or(stored) else {
+            let status = 502;
+            let packets = response::error(status, &c, pool);
+            *self.stats.statuses.entry(status).or_default() += 1;
+            return packets.unwrap_or_default();
+        };
+        let not_modified = o.status == 200
+            && match (&r.if_none_match, r.if_modified_since) {
+                (Some(list), _) => o.none_match(list),
+                (None, Some(since)) => o.not_modified_since(since),
+                (None, None) => false,
+            };
+        let status = if not_modified { 304 } else { o.status };
+        let mut copies = 0;
+        let packets = response::object(o, status, now.secs, &c, pool, self.store.attach_pool(), &mut copies);
+        self.stats.copies += copies;
+        *self.stats.statuses.entry(status).or_default() += 1;
+        if packets.is_none() {
+            self.stats.alloc_failures += 1;
+        }
+        packets.unwrap_or_default()
+    }
+
+    /// Asks the origin for `key` (or joins the fetch under way).
+    #[allow(clippy::too_many_arguments)]
+    fn fetch(&mut self, id: u32, key: String, revalidate: bool, r: Request, now: Now, pool: &Mempool, out: &mut Out) {
+        let Some(c) = self.conns.get_mut(&id) else { return };
+        let seq = c.push_slot(None, r.keep_alive);
+        let no_store = r.no_store;
+        if let Some(fetch) = self.filling.get(&key).and_then(|f| self.fetches.get_mut(f)) {
+            fetch.no_store |= no_store;
+            fetch.waiters.push(Waiter { conn: id, seq, req: r });
+            return;
+        }
+        let Some(origin) = self.config.origin else { return };
+        let fid = loop {
+            self.last_fetch = self.last_fetch.wrapping_add(1);
+            if self.last_fetch != 0 && !self.fetches.contains_key(&self.last_fetch) {
+                break self.last_fetch;
+            }
+        };
+        let host = if r.host.is_empty() { format!("{}:{}", origin.addr, origin.port) } else { r.host.clone() };
+        let stored = if revalidate { self.store.peek(&key) } else { None };
+        let bytes = origin::request(&r.target, &host, stored);
+        let open = stream::open_request(pool, fid, origin);
+        let data = pool.alloc().ok().and_then(|mut p| {
+            p.set_len(bytes.len()).ok()?;
+            p.copy_from_slice(&bytes);
+            Some(stream::data(p, fid))
+        });
+        self.fetches.insert(
+            fid,
+            Fetch {
+                key: key.clone(),
+                waiters: vec![Waiter { conn: id, seq, req: r }],
+                revalidate,
+                no_store,
+                started_us: now.us,
+                head_buf: Vec::new(),
+                head: None,
+                body: Vec::new(),
+                received: 0,
+            },
+        );
+        self.filling.insert(key, fid);
+        match (open, data) {
+            (Some(open), Some(data)) => {
+                self.stats.fetches += 1;
+                out.origin.push(open);
+                // The client element keeps data pushed before its Open
+                // comes out and sends it once connected.
+                out.origin.push(data);
+            }
+            _ => {
+                self.stats.alloc_failures += 1;
+                self.fail(fid, 502, false, now, pool, out);
+            }
+        }
+    }
+
+    /// A stream packet from the origin's client element (input 1).
+    pub fn origin_input(&mut self, p: Packet, now: Now, pool: &Mempool, out: &mut Out) {
+        let fid = stream::socket(&p);
+        if !self.fetches.contains_key(&fid) {
+            return;
+        }
+        match stream::event(&p) {
+            StreamEvent::Open => {}
+            StreamEvent::Data => {
+                for seg in p.segments() {
+                    if !self.fetches.contains_key(&fid) {
+                        return;
+                    }
+                    self.origin_bytes(fid, seg, now, pool, out);
+                }
+            }
+            StreamEvent::Eof => self.origin_end(fid, true, now, pool, out),
+            StreamEvent::Close => {
+                if stream::errno(&p) != 0 {
+                    self.stats.origin_errors += 1;
+                    return self.fail(fid, 502, false, now, pool, out);
+                }
+                self.origin_end(fid, false, now, pool, out)
+            }
+        }
+    }
+
+    fn origin_bytes(&mut self, fid: u32, mut bytes: &[u8], now: Now, pool: &Mempool, out: &mut Out) {
+        let max_object = self.config.max_object;
+        let Some(f) = self.fetches.get_mut(&fid) else { return };
+        if f.head.is_none() {
+            let before = f.head_buf.len();
+            f.head_buf.extend_from_slice(bytes);
+            match origin::parse(&f.head_buf, now.secs) {
+                origin::Parsed::Partial => return,
+                origin::Parsed::Invalid => {
+                    self.stats.origin_errors += 1;
+                    return self.fail(fid, 502, true, now, pool, out);
+                }
+                origin::Parsed::Head(h, len) => {
+                    if h.length.is_some_and(|n| n > max_object) {
+                        self.stats.origin_errors += 1;
+                        return self.fail(fid, 502, true, now, pool, out);
+                    }
+                    bytes = &bytes[len - before..];
+                    f.head = Some(h);
+                    f.head_buf = Vec::new();
+                }
+            }
+        }
+        let Some(h) = &f.head else { return };
+        let room = h.length.unwrap_or(max_object).saturating_sub(f.received);
+        if bytes.len() > room && h.length.is_none() {
+            self.stats.origin_errors += 1;
+            return self.fail(fid, 502, true, now, pool, out);
+        }
+        let take = &bytes[..bytes.len().min(room)];
+        f.received += take.len();
+        let mut body = std::mem::take(&mut f.body);
+        let written = self.store.write(&mut body, take);
+        let Some(f) = self.fetches.get_mut(&fid) else { return };
+        f.body = body;
+        if written.is_none() {
+            // No memory even after evicting everything evictable.
+            self.stats.alloc_failures += 1;
+            return self.fail(fid, 503, true, now, pool, out);
+        }
+        let complete = f.head.as_ref().is_some_and(|h| h.status == 304 || h.length == Some(f.received));
+        if complete {
+            self.complete(fid, true, now, pool, out);
+        }
+    }
+
+    /// The origin ended its side (`eof`) or the connection (a clean Close).
+    fn origin_end(&mut self, fid: u32, eof: bool, now: Now, pool: &Mempool, out: &mut Out) {
+        let Some(f) = self.fetches.get(&fid) else { return };
+        let whole = f.head.as_ref().is_some_and(|h| h.status == 304 || h.length.is_none_or(|n| n == f.received));
+        if whole {
+            self.complete(fid, eof, now, pool, out);
+        } else {
+            self.stats.origin_errors += 1;
+            self.fail(fid, 502, eof, now, pool, out);
+        }
+    }
+
+    /// Ends fetch `fid` (its connection too, if `open`).
+    fn take_fetch(&mut self, fid: u32, open: bool, pool: &Mempool, out: &mut Out) -> Option<Fetch> {
+        let f = self.fetches.remove(&fid)?;
+        if self.filling.get(&f.key) == Some(&fid) {
+            self.filling.remove(&f.key);
+        }
+        if open {
+            match stream::close(pool, fid, 0) {
+                Some(c) => out.origin.push(c),
+                None => self.stats.alloc_failures += 1,
+            }
+        }
+        Some(f)
+    }
+
+    /// The origin's answer is whole: stored if it may be, and given to
+    /// every waiter.
+    fn complete(&mut self, fid: u32, open: bool, now: Now, pool: &Mempool, out: &mut Out) {
+        let Some(f) = self.take_fetch(fid, open, pool, out) else { return };
+        let Some(h) = f.head else { return };
+        let object = if h.status == 304 && f.revalidate {
+            // RFC 9111 §4.3.4: the stored response is fresh again.
+            match self.store.get(&f.key) {
+                Some(o) => {
+                    let old = o.freshness.lifetime;
+                    o.freshness = h.freshness(now.secs);
+                    if !h.explicit {
+                        o.freshness.lifetime = old;
+                    }
+                    None
+                }
+                None => {
+                    self.stats.origin_errors += 1;
+                    return self.answer_waiters(f.waiters, None, "", now, pool, out);
+                }
+            }
+        } else {
+            let o = Object::new(h.status, f.body, &h.headers, h.freshness(now.secs), true);
+            let keep = h.storable && !f.no_store && (h.lifetime > 0 || o.etag.is_some() || o.last_modified.is_some());
+            if keep {
+                self.store.insert(&f.key, o, false);
+                None
+            } else {
+                self.store.remove(&f.key);
+                Some(o)
+            }
+        };
+        self.answer_waiters(f.waiters, object.as_ref(), &f.key, now, pool, out);
+    }
+
+    fn answer_waiters(&mut self, waiters: Vec<Waiter>, object: Option<&Object>, key: &str, now: Now, pool: &Mempool, out: &mut Out) {
+        for w in waiters {
+            if !self.conns.contains_key(&w.conn) {
+                continue;
+            }
+            let packets = self.answer(key, object, &w.req, now, pool);
+            if let Some(c) = self.conns.get_mut(&w.conn) {
+                c.fill(w.seq, packets);
+            }
+            self.flush(w.conn, now, pool, out);
+            self.pump(w.conn, now, pool, out);
+        }
+    }
+
+    /// The fetch failed: each waiter gets `status`.
+    fn fail(&mut self, fid: u32, status: u16, open: bool, now: Now, pool: &Mempool, out: &mut Out) {
+        let Some(f) = self.take_fetch(fid, open, pool, out) else { return };
+        let date = self.date.get(now.secs).to_string();
+        for w in f.waiters {
+            let c = Common { date: &date, keep_alive: w.req.keep_alive, head: w.req.head };
+            let packets = response::error(status, &c, pool);
+            self.count(status, packets.is_some());
+            if let Some(conn) = self.conns.get_mut(&w.conn) {
+                conn.fill(w.seq, packets.unwrap_or_default());
+            }
+            self.flush(w.conn, now, pool, out);
+            self.pump(w.conn, now, pool, out);
+        }
+    }
+
+    /// Pushes the responses that are ready, in order; after the last one
+    /// of a connection that ends, our Eof.
+    fn flush(&mut self, id: u32, now: Now, pool: &Mempool, out: &mut Out) {
+        let Some(c) = self.conns.get_mut(&id) else { return };
+        while c.queue.front().is_some_and(|s| s.packets.is_some()) {
+            let Some(slot) = c.queue.pop_front() else { break };
+            for p in slot.packets.unwrap_or_default() {
+                out.client.push(stream::data(p, id));
+            }
+            c.last_us = now.us;
+            if !slot.keep_alive {
+                c.done = true;
+                c.queue.clear();
+                c.inbuf.clear();
+            }
+        }
+        if c.done && c.queue.is_empty() && c.shut_us.is_none() {
+            c.shut_us = Some(now.us);
+            match stream::control(pool, id, StreamEvent::Eof) {
+                Some(p) => out.client.push(p),
+                None => self.stats.alloc_failures += 1,
+            }
+        }
+    }
+
+    /// Ends connection `id` now.
+    fn close(&mut self, id: u32, pool: &Mempool, out: &mut Out) {
+        self.conns.remove(&id);
+        match stream::close(pool, id, 0) {
+            Some(p) => out.client.push(p),
+            None => self.stats.alloc_failures += 1,
+        }
+    }
+
+    /// The timeouts, looked at periodically: a request head not complete
+    /// TIMEOUT after its first byte (slowloris) gets 408 and the end; a
+    /// connection idle for IDLE, or lingering after our end for TIMEOUT,
+    /// is closed; an origin silent for TIMEOUT gives its waiters 504.
+    pub fn tick(&mut self, now: Now, pool: &Mempool, out: &mut Out) {
+        let (timeout, idle) = (self.config.timeout_us, self.config.idle_us);
+        let mut slow = Vec::new();
+        let mut ended = Vec::new();
+        for (&id, c) in &self.conns {
+            let since = |t: u64| now.us.saturating_sub(t);
+            if let Some(t) = c.shut_us {
+                if since(t) > timeout {
+                    ended.push(id);
+                }
+            } else if c.started_us.is_some_and(|t| since(t) > timeout) && !c.done {
+                slow.push(id);
+            } else if c.queue.is_empty() && c.inbuf.is_empty() && since(c.last_us) > idle {
+                self.stats.timeouts += 1;
+                ended.push(id);
+            }
+        }
+        for id in ended {
+            self.close(id, pool, out);
+        }
+        for id in slow {
+            self.stats.timeouts += 1;
+            if let Some(c) = self.conns.get_mut(&id) {
+                c.inbuf.clear();
+                c.started_us = None;
+            }
+            self.refuse(id, 408, false, false, now, pool);
+            self.flush(id, now, pool, out);
+        }
+        let late: Vec<u32> = self
+            .fetches
+            .iter()
+            .filter(|(_, f)| now.us.saturating_sub(f.started_us) > timeout)
+            .map(|(&fid, _)| fid)
+            .collect();
+        for fid in late {
+            self.stats.origin_errors += 1;
+            self.fail(fid, 504, true, now, pool, out);
+        }
+    }
+
+    /// Stores `object` under `key` for good (DIR's files).
+    pub fn pin(&mut self, key: &str, object: Object) {
+        self.store.insert(key, object, true);
+    }
+
+    /// An object of `bytes` in the store's memory (DIR's files).
+    pub fn make_object(&mut self, bytes: &[u8], headers: &super::object::Headers) -> Option<Object> {
+        let mut chunks = Vec::new();
+        self.store.write(&mut chunks, bytes)?;
+        Some(Object::new(200, chunks, headers, Freshness::FOREVER, false))
+    }
+}

@@ -1,0 +1,1 @@
+//! In-process tests of the cache: stream packets in, exact bytes out.
