@@ -5,7 +5,8 @@
 //! TCPEpollClient for connections, writes random bytes and an Eof on
 //! each, and records every stream packet that comes back. The stream
 //! rules are checked exactly: per connection one Open, the bytes in
-//! order, one Eof, one Close with errno 0; a port nobody listens on and
+//! order, one Eof, one Close with errno 0 (the last bytes a chain with
+//! a value shared by every connection, as a cache answers); a port nobody listens on and
 //! a request without a destination end in one Close with the errno.
 
 use oxnet_apps::stream::{self, StreamEvent};
@@ -48,8 +49,30 @@ fn payload(id: u32) -> Vec<u8> {
         .collect()
 }
 
-#[derive(Default)]
-struct Requester;
+struct Requester {
+    value: oxnet_driver::SharedBuffer,
+    heads: oxnet_driver::AttachPool,
+}
+
+fn value_bytes() -> Vec<u8> {
+    (0..1800u32).map(|i| (i * 31 % 251) as u8).collect()
+}
+
+fn packet(pool: &oxnet_driver::Mempool, bytes: &[u8]) -> oxnet_driver::Packet {
+    let mut p = pool.alloc().unwrap();
+    p.set_len(bytes.len()).unwrap();
+    p.copy_from_slice(bytes);
+    p
+}
+
+/// What connection `id` sends and must get back.
+fn expected(id: u32) -> Vec<u8> {
+    let mut all = payload(id);
+    all.extend_from_slice(b"VALUE\r\n");
+    all.extend(value_bytes());
+    all.extend_from_slice(b"\r\nEND\r\n");
+    all
+}
 
 impl Element for Requester {
     fn class_name(&self) -> &'static str {
@@ -74,6 +97,13 @@ impl Element for Requester {
                 p.copy_from_slice(chunk);
                 out.push(stream::data(p, id));
             }
+            // Then a response as a cache sends it: a header, the stored
+            // value (one shared buffer, attached on every connection, not
+            // copied), a trailer, in one chain.
+            let mut head = packet(&pool, b"VALUE\r\n");
+            head.append(self.value.attach_all(&self.heads).unwrap());
+            head.append(packet(&pool, b"\r\nEND\r\n"));
+            out.push(stream::data(head, id));
             out.push(stream::control(&pool, id, StreamEvent::Eof).unwrap());
         }
         let nobody = IpEndpoint::new(Ipv4Addr::new(10, 8, 0, 2), 9);
@@ -113,7 +143,16 @@ impl Element for Requester {
 
 const TEST_MODULE: Module = Module {
     classes: &["TestRequester"],
-    create: |class| (class == "TestRequester").then(|| Box::new(Requester) as Box<dyn Element>),
+    create: |class| {
+        (class == "TestRequester").then(|| {
+            let pool = oxnet_driver::Mempool::new("test-values", 4, oxnet_driver::MemoryKind::Plain).unwrap();
+            let value = oxnet_driver::SharedBuffer::new(packet(&pool, &value_bytes()))
+                .ok()
+                .unwrap();
+            let heads = oxnet_driver::AttachPool::new("test-heads", 64).unwrap();
+            Box::new(Requester { value, heads }) as Box<dyn Element>
+        })
+    },
 };
 
 const CONFIG: &str = r#"
@@ -187,9 +226,11 @@ fn echo_through_the_epoll_server_and_client_keeps_every_stream_rule() {
             s.order
         );
         assert_eq!(s.order, "ODEC", "connection {id}: events in order");
+        let want = expected(id);
+        let first = s.data.iter().zip(&want).position(|(a, b)| a != b);
         assert!(
-            s.data == payload(id),
-            "connection {id}: {} bytes back, not the ones sent",
+            s.data == want,
+            "connection {id}: {} bytes back, not the ones sent (first difference at {first:?})",
             s.data.len()
         );
     }
@@ -199,7 +240,7 @@ fn echo_through_the_epoll_server_and_client_keeps_every_stream_rule() {
     assert_eq!((invalid.opens, &invalid.closes[..]), (0, &[libc::EINVAL][..]));
     assert_eq!(seen.len(), CONNECTIONS as usize + 2, "no other ids");
     let n = CONNECTIONS as u64;
-    let total = n * BYTES as u64;
+    let total = n * expected(1).len() as u64;
     assert_eq!(handler(&router, "srv.opened"), n);
     assert_eq!(handler(&router, "srv.closed"), n);
     assert_eq!(handler(&router, "srv.errors"), 0);

@@ -227,6 +227,32 @@ impl SharedBuffer {
         Ok(segment)
     }
 
+    /// For an attached segment: another handle to the buffer it refers
+    /// to, and where its bytes start in that buffer's data (its length is
+    /// the segment's). None for any other packet. A sender that keeps
+    /// buffers rather than segments (a TCP send buffer) takes a chained
+    /// response's stored value this way, without a copy.
+    pub fn of_attached(segment: &Packet) -> Option<(SharedBuffer, usize)> {
+        if !segment.is_attached() {
+            return None;
+        }
+        let header = segment.header_ptr();
+        // SAFETY: attach wrote the direct buffer's header in DIRECT_SLOT
+        // and the range's first byte in DATA_SLOT; the segment's reference
+        // keeps the direct buffer alive while we take one of our own.
+        let (direct, start) = unsafe {
+            let base = header.as_ptr() as *const u8;
+            let direct = (base.add(DIRECT_SLOT) as *const NonNull<BufferHeader>).read();
+            take_ref(refs(direct));
+            (direct, attached_data(header))
+        };
+        let buffer = SharedBuffer { header: direct };
+        let data = buffer[..].as_ptr() as usize;
+        let offset = start as usize + segment.headroom() - data;
+        debug_assert!(offset + segment.len() <= buffer.len());
+        Some((buffer, offset))
+    }
+
     /// The whole data as an attached segment.
     pub fn attach_all(&self, pool: &AttachPool) -> Result<Packet> {
         self.attach(0, self.len(), pool)

@@ -359,3 +359,26 @@ mod accounting {
         }
     }
 }
+
+#[test]
+fn of_attached_gives_a_counted_handle_and_the_range_start() {
+    let pool = Mempool::new("direct", 4, MemoryKind::Plain).unwrap();
+    let heads = AttachPool::new("heads", 4).unwrap();
+    let p = filled(&pool, 1000);
+    let bytes = p.to_vec();
+    let shared = SharedBuffer::new(p).unwrap();
+    let mut a = shared.attach(100, 300, &heads).unwrap();
+    // A segment whose front was pulled off starts later in the buffer.
+    a.strip_front(20).unwrap();
+    let (again, offset) = SharedBuffer::of_attached(&a).unwrap();
+    assert_eq!(offset, 120);
+    assert_eq!(&again[offset..offset + a.len()], &bytes[120..400]);
+    assert_eq!(shared.ref_count(), 3, "the handle, the segment, the new handle");
+    drop(a);
+    drop(shared);
+    assert_eq!(again.ref_count(), 1);
+    assert_eq!(pool.free_count(), 3, "still held by the new handle");
+    drop(again);
+    assert_eq!(pool.free_count(), 4);
+    assert!(SharedBuffer::of_attached(&filled(&pool, 10)).is_none(), "not attached");
+}

@@ -34,6 +34,7 @@ const PASSING: &[&str] = &[
     "ipv6_syn_cookies.pkt",
     "ipv6_zero_window_persist.pkt",
     "keepalive.pkt",
+    "keepalive_user_timeout.pkt",
     "large_segment.pkt",
     "max_segment.pkt",
     "mss_segments.pkt",

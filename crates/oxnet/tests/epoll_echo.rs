@@ -7,45 +7,11 @@
 mod common;
 
 use common::netns::{self, Netns};
-use common::stack::{random_bytes, repo, value};
-use std::io::Write;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use common::stack::{random_bytes, repo, socat_echo, value, wait_for_link};
+use std::process::Stdio;
+use std::time::Duration;
 
 const OXNET: &str = env!("CARGO_BIN_EXE_oxnet");
-
-fn socat_echo(ns: &str, target: &str, data: &[u8]) -> Vec<u8> {
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", ns, "timeout", "60", "socat", "-t", "10", "-", target])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("socat (scripts/install-deps.sh installs it)");
-    let mut stdin = child.stdin.take().unwrap();
-    let data = data.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&data).unwrap());
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    assert!(
-        out.status.success(),
-        "socat {target}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-fn wait_for_link(ns: &Netns, link: &str, oxnet: &mut Child) {
-    let start = Instant::now();
-    while !ns.links().iter().any(|l| l == link) {
-        assert!(
-            oxnet.try_wait().unwrap().is_none(),
-            "oxnet ended before its TAP came up"
-        );
-        assert!(start.elapsed() < Duration::from_secs(20), "no {link} after 20 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 #[test]
 fn socat_gets_its_bytes_back_from_the_epoll_echo_over_ipv4_and_ipv6() {
@@ -89,7 +55,7 @@ fn socat_gets_its_bytes_back_from_the_epoll_echo_over_ipv4_and_ipv6() {
     let mut connections = 0u64;
     for (i, target) in ["TCP:10.83.0.2:7", "TCP6:[fd00:83::2]:7"].iter().enumerate() {
         let data = random_bytes(300_000, 30 + i as u64);
-        let back = socat_echo(&ns.name, target, &data);
+        let back = socat_echo(&ns.name, target, &data, 10);
         assert!(
             back == data,
             "{target}: {} bytes back of {}, or changed",
@@ -104,7 +70,7 @@ fn socat_gets_its_bytes_back_from_the_epoll_echo_over_ipv4_and_ipv6() {
             let name = ns.name.clone();
             std::thread::spawn(move || {
                 let data = random_bytes(50_000, 200 + i);
-                let back = socat_echo(&name, "TCP:10.83.0.2:7", &data);
+                let back = socat_echo(&name, "TCP:10.83.0.2:7", &data, 10);
                 (data, back)
             })
         })

@@ -19,7 +19,7 @@
 //! them.
 
 use crate::stream::{self, StreamEvent};
-use oxnet_driver::{Mempool, Packet, PacketBatch};
+use oxnet_driver::{Mempool, Packet, PacketBatch, SharedBuffer};
 use oxnet_stack::tcp::epoll::{Epoll, EpollOp, EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP};
 use oxnet_stack::tcp::socket::TcpStream;
 use std::collections::{HashMap, VecDeque};
@@ -316,8 +316,8 @@ impl Conns {
         }
         let mut again = false;
         while let Some(p) = c.pending.pop_front() {
-            let len = p.total_len();
-            match c.stream.try_send_packet(p) {
+            let len = p.len();
+            match give(&c.stream, p) {
                 Ok(()) => {
                     c.pending_bytes -= len;
                     self.stats.bytes_out += len as u64;
@@ -391,6 +391,26 @@ impl Conns {
         0
     }
 
+    /// An owner's task: one [`Conns::poll`] with the router's pool, then
+    /// `accept` (a server's listeners, with the owner's events and the
+    /// batch for the Opens), and what came out pushed out of output 0.
+    /// Returns whether anything was done.
+    pub fn run_task(
+        &mut self,
+        budget: usize,
+        ctx: &mut oxnet_graph::Ctx<'_>,
+        accept: impl FnOnce(&mut Conns, Vec<(u32, u64)>, &mut PacketBatch, &Mempool) -> bool,
+    ) -> bool {
+        let mut out = PacketBatch::default();
+        let pool = ctx.pool().clone();
+        let (owner, work) = self.poll(budget, &mut out, &pool);
+        let accepted = !owner.is_empty() && accept(self, owner, &mut out, &pool);
+        if !out.is_empty() {
+            ctx.push(0, out);
+        }
+        work || accepted
+    }
+
     /// A stream packet pushed in (the owner has handled Open).
     pub fn input(&mut self, p: Packet, out: &mut PacketBatch, pool: &Mempool) {
         let id = stream::socket(&p);
@@ -411,25 +431,33 @@ impl Conns {
                 if p.total_len() == 0 {
                     return;
                 }
-                let len = p.total_len();
-                if c.pending.is_empty() && !c.open_due {
-                    match c.stream.try_send_packet(p) {
-                        Ok(()) => {
-                            self.stats.bytes_out += len as u64;
-                            return;
+                // A chain's segments go one by one: a plain buffer as it
+                // is, an attached one (a stored value) as a handle to its
+                // buffer; none is copied ([`give`]).
+                let mut segment = p;
+                loop {
+                    let rest = segment.take_next();
+                    let len = segment.len();
+                    if c.pending.is_empty() && !c.open_due {
+                        match give(&c.stream, segment) {
+                            Ok(()) => self.stats.bytes_out += len as u64,
+                            Err((libc::EAGAIN, p)) => {
+                                c.pending.push_back(p);
+                                c.pending_bytes += len;
+                            }
+                            Err(_) => {
+                                self.stats.write_drops += 1;
+                                return;
+                            }
                         }
-                        Err((libc::EAGAIN, p)) => {
-                            c.pending.push_back(p);
-                            c.pending_bytes += len;
-                        }
-                        Err(_) => {
-                            self.stats.write_drops += 1;
-                            return;
-                        }
+                    } else {
+                        c.pending.push_back(segment);
+                        c.pending_bytes += len;
                     }
-                } else {
-                    c.pending.push_back(p);
-                    c.pending_bytes += len;
+                    match rest {
+                        Some(r) => segment = r,
+                        None => break,
+                    }
                 }
                 if c.pending_bytes > self.max_pending && !c.paused {
                     c.paused = true;
@@ -459,4 +487,19 @@ impl Conns {
             StreamEvent::Open => {}
         }
     }
+}
+
+/// Gives one segment to the stack without a copy: a plain buffer as it is
+/// (`TcpStream::try_send_packet`); an attached segment that covers its
+/// whole buffer as another handle to that buffer
+/// (`TcpStream::try_send_shared`), so a value stored once is sent on
+/// many connections at once. An attached range of a buffer is copied by
+/// the stack (counted in its zero-copy statistics).
+fn give(stream: &TcpStream, p: Packet) -> Result<(), (i32, Packet)> {
+    if let Some((buffer, offset)) = SharedBuffer::of_attached(&p) {
+        if offset == 0 && buffer.len() == p.len() {
+            return stream.try_send_shared(buffer).map_err(|(e, _)| (e, p));
+        }
+    }
+    stream.try_send_packet(p)
 }

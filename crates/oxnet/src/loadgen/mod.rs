@@ -34,6 +34,7 @@
 //! `-t`, `-c`, `-T`).
 
 pub mod client;
+pub mod etc;
 pub mod kernel;
 pub mod net;
 pub mod on_stack;

@@ -715,11 +715,32 @@ impl Timers {
             info.arm_keepalive(r, quiet_since + ka.idle_us);
             return None;
         }
-        if tcb.keepalive_probes >= ka.count {
+        // RFC 5482 §1: the user timeout bounds how long the peer may stay
+        // silent; with a probe out and that long passed, give up now, as
+        // Linux's keepalive timer does (TCP_KEEPCNT no longer counts).
+        let user_timed_out = tcb
+            .user_timeout_us
+            .is_some_and(|limit| tcb.keepalive_probes > 0 && now.saturating_sub(quiet_since) >= limit);
+        if user_timed_out || tcb.keepalive_probes >= ka.count {
             self.gave_up += 1;
-            self.keepalive_timeouts += 1;
+            if user_timed_out {
+                self.user_timeouts += 1;
+            } else {
+                self.keepalive_timeouts += 1;
+            }
+            // A RST tells a peer that is there after all (a path that came
+            // back) that the connection is gone, as Linux's keepalive
+            // timer does (tcp_send_active_reset before the error):
+            // <SEQ=SND.NXT><ACK=RCV.NXT><CTL=RST,ACK> (RFC 9293 §3.10.4
+            // ABORT).
+            let mut seg = super::ack_segment(tcb, now);
+            seg.flags = TcpFlags::RST;
+            seg.options = Default::default();
+            seg.window = 0;
+            let key = tcb.key;
             super::rst_syn::abort(info, r, Some(libc::ETIMEDOUT));
-            return None;
+            let mut p = ctx.pool().alloc().ok()?;
+            return write_segment(&mut p, &key, &seg, &[]).then_some(p);
         }
         tcb.keepalive_probes += 1;
         self.keepalive_probes += 1;
