@@ -149,7 +149,12 @@ impl Cache {
                     c.inbuf.clear();
                     self.refuse(id, status, false, false, now, pool);
                 }
-                Parsed::Refuse { status, keep_alive, len, body } => {
+                Parsed::Refuse {
+                    status,
+                    keep_alive,
+                    len,
+                    body,
+                } => {
                     c.consume(len, body);
                     self.stats.requests += 1;
                     self.refuse(id, status, keep_alive, false, now, pool);
@@ -172,7 +177,11 @@ impl Cache {
     /// Queues an error response.
     fn refuse(&mut self, id: u32, status: u16, keep_alive: bool, head: bool, now: Now, pool: &Mempool) {
         let date = self.date.get(now.secs).to_string();
-        let c = Common { date: &date, keep_alive, head };
+        let c = Common {
+            date: &date,
+            keep_alive,
+            head,
+        };
         let packets = response::error(status, &c, pool);
         self.count(status, packets.is_some());
         if let Some(conn) = self.conns.get_mut(&id) {
@@ -236,7 +245,11 @@ impl Cache {
     /// §13.2.2: If-None-Match first, If-Modified-Since only without it).
     fn answer(&mut self, key: &str, object: Option<&Object>, r: &Request, now: Now, pool: &Mempool) -> Vec<Packet> {
         let date = self.date.get(now.secs).to_string();
-        let c = Common { date: &date, keep_alive: r.keep_alive, head: r.head };
+        let c = Common {
+            date: &date,
+            keep_alive: r.keep_alive,
+            head: r.head,
+        };
         if object.is_none() {
             self.store.get(key);
         }
@@ -282,7 +295,11 @@ impl Cache {
                 break self.last_fetch;
             }
         };
-        let host = if r.host.is_empty() { format!("{}:{}", origin.addr, origin.port) } else { r.host.clone() };
+        let host = if r.host.is_empty() {
+            format!("{}:{}", origin.addr, origin.port)
+        } else {
+            r.host.clone()
+        };
         let stored = if revalidate { self.store.peek(&key) } else { None };
         let bytes = origin::request(&r.target, &host, stored);
         let open = stream::open_request(pool, fid, origin);
@@ -388,7 +405,10 @@ impl Cache {
             self.stats.alloc_failures += 1;
             return self.fail(fid, 503, true, now, pool, out);
         }
-        let complete = f.head.as_ref().is_some_and(|h| h.status == 304 || h.length == Some(f.received));
+        let complete = f
+            .head
+            .as_ref()
+            .is_some_and(|h| h.status == 304 || h.length == Some(f.received));
         if complete {
             self.complete(fid, true, now, pool, out);
         }
@@ -397,7 +417,10 @@ impl Cache {
     /// The origin ended its side (`eof`) or the connection (a clean Close).
     fn origin_end(&mut self, fid: u32, eof: bool, now: Now, pool: &Mempool, out: &mut Out) {
         let Some(f) = self.fetches.get(&fid) else { return };
-        let whole = f.head.as_ref().is_some_and(|h| h.status == 304 || h.length.is_none_or(|n| n == f.received));
+        let whole = f
+            .head
+            .as_ref()
+            .is_some_and(|h| h.status == 304 || h.length.is_none_or(|n| n == f.received));
         if whole {
             self.complete(fid, eof, now, pool, out);
         } else {
@@ -424,7 +447,9 @@ impl Cache {
     /// The origin's answer is whole: stored if it may be, and given to
     /// every waiter.
     fn complete(&mut self, fid: u32, open: bool, now: Now, pool: &Mempool, out: &mut Out) {
-        let Some(f) = self.take_fetch(fid, open, pool, out) else { return };
+        let Some(f) = self.take_fetch(fid, open, pool, out) else {
+            return;
+        };
         let Some(h) = f.head else { return };
         let object = if h.status == 304 && f.revalidate {
             // RFC 9111 §4.3.4: the stored response is fresh again.
@@ -456,7 +481,15 @@ impl Cache {
         self.answer_waiters(f.waiters, object.as_ref(), &f.key, now, pool, out);
     }
 
-    fn answer_waiters(&mut self, waiters: Vec<Waiter>, object: Option<&Object>, key: &str, now: Now, pool: &Mempool, out: &mut Out) {
+    fn answer_waiters(
+        &mut self,
+        waiters: Vec<Waiter>,
+        object: Option<&Object>,
+        key: &str,
+        now: Now,
+        pool: &Mempool,
+        out: &mut Out,
+    ) {
         for w in waiters {
             if !self.conns.contains_key(&w.conn) {
                 continue;
@@ -472,10 +505,16 @@ impl Cache {
 
     /// The fetch failed: each waiter gets `status`.
     fn fail(&mut self, fid: u32, status: u16, open: bool, now: Now, pool: &Mempool, out: &mut Out) {
-        let Some(f) = self.take_fetch(fid, open, pool, out) else { return };
+        let Some(f) = self.take_fetch(fid, open, pool, out) else {
+            return;
+        };
         let date = self.date.get(now.secs).to_string();
         for w in f.waiters {
-            let c = Common { date: &date, keep_alive: w.req.keep_alive, head: w.req.head };
+            let c = Common {
+                date: &date,
+                keep_alive: w.req.keep_alive,
+                head: w.req.head,
+            };
             let packets = response::error(status, &c, pool);
             self.count(status, packets.is_some());
             if let Some(conn) = self.conns.get_mut(&w.conn) {

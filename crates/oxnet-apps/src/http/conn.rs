@@ -39,14 +39,21 @@ pub struct Conn {
 
 impl Conn {
     pub fn new(now_us: u64) -> Conn {
-        Conn { last_us: now_us, ..Conn::default() }
+        Conn {
+            last_us: now_us,
+            ..Conn::default()
+        }
     }
 
     /// Queues a slot; its sequence number.
     pub fn push_slot(&mut self, packets: Option<Vec<Packet>>, keep_alive: bool) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.queue.push_back(Slot { seq, packets, keep_alive });
+        self.queue.push_back(Slot {
+            seq,
+            packets,
+            keep_alive,
+        });
         if !keep_alive {
             self.done = true;
         }

@@ -35,7 +35,11 @@ impl DateCache {
 mod tests {
     #[test]
     fn the_three_forms_of_rfc_9110_read_the_same() {
-        for text in ["Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"] {
+        for text in [
+            "Sun, 06 Nov 1994 08:49:37 GMT",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
+        ] {
             assert_eq!(super::parse(text), Some(784111777), "{text}");
         }
         assert_eq!(super::format(784111777), "Sun, 06 Nov 1994 08:49:37 GMT");

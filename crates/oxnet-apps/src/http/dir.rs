@@ -34,7 +34,11 @@ pub fn load(cache: &mut Cache, root: &Path) -> Result<usize, String> {
             let rel = path.strip_prefix(root).map_err(|e| e.to_string())?;
             let key = format!("/{}", rel.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/"));
             let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let mtime = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_secs());
+            let mtime = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_secs());
             let headers = Headers {
                 content_type: Some(content_type(&key).to_string()),
                 last_modified: Some(mtime),

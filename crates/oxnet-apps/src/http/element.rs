@@ -80,7 +80,10 @@ fn seconds_us(key: &str, v: &str) -> Result<u64, String> {
 impl HttpCache {
     fn now(&self, ctx: &Ctx<'_>) -> Now {
         let us = ctx.now_us();
-        Now { us, secs: (self.epoch_us + us) / 1_000_000 }
+        Now {
+            us,
+            secs: (self.epoch_us + us) / 1_000_000,
+        }
     }
 
     fn send(out: Out, ctx: &mut Ctx<'_>) {
@@ -105,10 +108,12 @@ impl Element for HttpCache {
     }
     fn configure(&mut self, a: &mut Args) -> Result<(), String> {
         let mut config = Config::default();
-        let dir = a.keyword("DIR");
+        // DIR "" is no directory (a configuration's default).
+        let dir = args::opt(a.keyword("DIR"), args::string, "DIR")?.filter(|d| !d.is_empty());
         if let Some(v) = a.keyword("ORIGIN") {
-            let addr: std::net::SocketAddr =
-                v.parse().map_err(|_| format!("ORIGIN: '{v}' is not ADDR:PORT ([ADDR]:PORT for IPv6)"))?;
+            let addr: std::net::SocketAddr = v
+                .parse()
+                .map_err(|_| format!("ORIGIN: '{v}' is not ADDR:PORT ([ADDR]:PORT for IPv6)"))?;
             config.origin = Some(IpEndpoint::new(addr.ip(), addr.port()));
         }
         let memory = match a.keyword("MEMORY") {
@@ -128,7 +133,8 @@ impl Element for HttpCache {
             config.limits.max_header_bytes = bytes("MAX_HEADER", &v)?.max(64);
         }
         if let Some(v) = a.keyword("MAX_HEADERS") {
-            config.limits.max_headers = (args::unsigned(&v).map_err(|e| format!("MAX_HEADERS: {e}"))? as usize).clamp(1, 1024);
+            config.limits.max_headers =
+                (args::unsigned(&v).map_err(|e| format!("MAX_HEADERS: {e}"))? as usize).clamp(1, 1024);
         }
         if let Some(v) = a.keyword("MAX_BODY") {
             config.limits.max_body = bytes("MAX_BODY", &v)?;
@@ -163,7 +169,9 @@ impl Element for HttpCache {
         Ok(())
     }
     fn start(&mut self, ctx: &mut Ctx<'_>) {
-        let wall = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
         self.epoch_us = wall.saturating_sub(ctx.now_us());
         ctx.schedule_after_us(self.tick_us);
     }

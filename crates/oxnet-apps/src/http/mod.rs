@@ -26,7 +26,10 @@ use std::collections::BTreeMap;
 
 pub const MODULE: Module = Module {
     classes: &["HTTPCache"],
-    create: |class| (class == "HTTPCache").then(|| Box::new(element::HttpCache::default()) as Box<dyn oxnet_graph::element::Element>),
+    create: |class| {
+        (class == "HTTPCache")
+            .then(|| Box::new(element::HttpCache::default()) as Box<dyn oxnet_graph::element::Element>)
+    },
 };
 
 /// Bounds on what a client may send.
@@ -42,7 +45,11 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_header_bytes: 8192, max_headers: 64, max_body: 64 * 1024 }
+        Limits {
+            max_header_bytes: 8192,
+            max_headers: 64,
+            max_body: 64 * 1024,
+        }
     }
 }
 

@@ -21,7 +21,11 @@ pub struct Freshness {
 
 impl Freshness {
     /// Never stale.
-    pub const FOREVER: Freshness = Freshness { lifetime: None, initial_age: 0, stored_at: 0 };
+    pub const FOREVER: Freshness = Freshness {
+        lifetime: None,
+        initial_age: 0,
+        stored_at: 0,
+    };
 
     /// The current age (RFC 9111 §4.2.3: initial age plus resident time).
     pub fn age(&self, now: u64) -> u64 {
@@ -136,7 +140,10 @@ pub struct Headers {
 
 /// A media type for a file name (what DIR's files are served as).
 pub fn content_type(name: &str) -> &'static str {
-    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    let ext = name
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
     match ext.as_str() {
         "html" | "htm" => "text/html",
         "css" => "text/css",
@@ -162,7 +169,11 @@ mod tests {
 
     #[test]
     fn freshness_ages_and_expires() {
-        let f = Freshness { lifetime: Some(60), initial_age: 10, stored_at: 1000 };
+        let f = Freshness {
+            lifetime: Some(60),
+            initial_age: 10,
+            stored_at: 1000,
+        };
         assert_eq!(f.age(1020), 30);
         assert!(f.fresh(1049, None));
         assert!(!f.fresh(1050, None));

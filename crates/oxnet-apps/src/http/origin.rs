@@ -49,7 +49,11 @@ pub struct Head {
 
 impl Head {
     pub fn freshness(&self, now: u64) -> Freshness {
-        Freshness { lifetime: Some(self.lifetime), initial_age: self.initial_age, stored_at: now }
+        Freshness {
+            lifetime: Some(self.lifetime),
+            initial_age: self.initial_age,
+            stored_at: now,
+        }
     }
 }
 
@@ -71,12 +75,20 @@ pub fn parse(buf: &[u8], now: u64) -> Parsed {
         Ok(httparse::Status::Complete(n)) if n <= MAX_HEAD => n,
         _ => return Parsed::Invalid,
     };
-    let Some(status) = resp.code else { return Parsed::Invalid };
-    let mut h = Head { status, storable: status == 200, ..Head::default() };
+    let Some(status) = resp.code else {
+        return Parsed::Invalid;
+    };
+    let mut h = Head {
+        status,
+        storable: status == 200,
+        ..Head::default()
+    };
     let (mut date, mut age, mut expires, mut max_age, mut s_maxage) = (None, 0u64, None, None, None);
     let mut no_cache = false;
     for f in resp.headers.iter() {
-        let Ok(value) = std::str::from_utf8(f.value) else { continue };
+        let Ok(value) = std::str::from_utf8(f.value) else {
+            continue;
+        };
         let value = value.trim();
         let name = f.name.to_ascii_lowercase();
         match name.as_str() {
@@ -152,13 +164,22 @@ mod tests {
     #[test]
     fn freshness_comes_from_cache_control_then_expires_then_last_modified() {
         let d = "Date: Sun, 06 Nov 1994 08:49:27 GMT\r\n";
-        let h = head(&format!("HTTP/1.1 200 OK\r\n{d}Cache-Control: max-age=60, s-maxage=90\r\nContent-Length: 5\r\n\r\n"));
-        assert_eq!((h.status, h.length, h.storable, h.lifetime, h.initial_age), (200, Some(5), true, 90, 10));
-        let h = head(&format!("HTTP/1.1 200 OK\r\n{d}Expires: Sun, 06 Nov 1994 08:50:27 GMT\r\n\r\n"));
+        let h = head(&format!(
+            "HTTP/1.1 200 OK\r\n{d}Cache-Control: max-age=60, s-maxage=90\r\nContent-Length: 5\r\n\r\n"
+        ));
+        assert_eq!(
+            (h.status, h.length, h.storable, h.lifetime, h.initial_age),
+            (200, Some(5), true, 90, 10)
+        );
+        let h = head(&format!(
+            "HTTP/1.1 200 OK\r\n{d}Expires: Sun, 06 Nov 1994 08:50:27 GMT\r\n\r\n"
+        ));
         assert_eq!((h.lifetime, h.explicit), (60, true));
         let h = head(&format!("HTTP/1.1 200 OK\r\n{d}Expires: 0\r\n\r\n"));
         assert_eq!(h.lifetime, 0, "an invalid Expires is in the past");
-        let h = head(&format!("HTTP/1.1 200 OK\r\n{d}Last-Modified: Sun, 06 Nov 1994 08:32:47 GMT\r\n\r\n"));
+        let h = head(&format!(
+            "HTTP/1.1 200 OK\r\n{d}Last-Modified: Sun, 06 Nov 1994 08:32:47 GMT\r\n\r\n"
+        ));
         assert_eq!((h.lifetime, h.explicit), (100, false));
         let h = head("HTTP/1.1 200 OK\r\nCache-Control: no-cache, max-age=60\r\nAge: 3\r\n\r\n");
         assert_eq!((h.lifetime, h.storable, h.initial_age), (0, true, 3));
@@ -170,8 +191,14 @@ mod tests {
         assert!(!head("HTTP/1.1 200 OK\r\nCache-Control: no-store\r\n\r\n").storable);
         assert!(!head("HTTP/1.1 200 OK\r\nVary: Cookie\r\n\r\n").storable);
         assert!(!head("HTTP/1.1 404 Not Found\r\n\r\n").storable);
-        assert_eq!(parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", NOW), Parsed::Invalid);
-        assert_eq!(parse(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", NOW), Parsed::Invalid);
+        assert_eq!(
+            parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", NOW),
+            Parsed::Invalid
+        );
+        assert_eq!(
+            parse(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", NOW),
+            Parsed::Invalid
+        );
         assert_eq!(parse(b"HTTP/1.1 200 OK\r\nCont", NOW), Parsed::Partial);
         assert_eq!(parse(b"garbage\r\n\r\n", NOW), Parsed::Invalid);
     }

@@ -41,7 +41,12 @@ pub enum Parsed {
     Request(Request, usize),
     /// A request to refuse: the status, whether the connection can go on
     /// (the head's length and the body to skip are known), and those.
-    Refuse { status: u16, keep_alive: bool, len: usize, body: usize },
+    Refuse {
+        status: u16,
+        keep_alive: bool,
+        len: usize,
+        body: usize,
+    },
     /// Unusable bytes: answer with this status and close.
     Fatal(u16),
 }
@@ -57,7 +62,11 @@ pub fn parse(buf: &[u8], limits: &Limits) -> Parsed {
     let len = match req.parse(buf) {
         Ok(httparse::Status::Partial) => {
             // RFC 9110 §15.5.20 / RFC 6585 §5: a head larger than we take.
-            return if buf.len() > limits.max_header_bytes { Parsed::Fatal(431) } else { Parsed::Partial };
+            return if buf.len() > limits.max_header_bytes {
+                Parsed::Fatal(431)
+            } else {
+                Parsed::Partial
+            };
         }
         Ok(httparse::Status::Complete(n)) => n,
         Err(httparse::Error::TooManyHeaders) => return Parsed::Fatal(431),
@@ -113,7 +122,9 @@ pub fn parse(buf: &[u8], limits: &Limits) -> Parsed {
             }
         } else if is(h.name, "content-length") {
             // RFC 9112 §6.3: differing or invalid lengths are fatal.
-            let Ok(n) = value.parse::<u64>() else { return Parsed::Fatal(400) };
+            let Ok(n) = value.parse::<u64>() else {
+                return Parsed::Fatal(400);
+            };
             if content_length.is_some_and(|m| m != n) {
                 return Parsed::Fatal(400);
             }
@@ -154,18 +165,42 @@ pub fn parse(buf: &[u8], limits: &Limits) -> Parsed {
     r.body = body as usize;
     // RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host.
     if (http11 && hosts != 1) || hosts > 1 {
-        return Parsed::Refuse { status: 400, keep_alive: false, len, body: r.body };
+        return Parsed::Refuse {
+            status: 400,
+            keep_alive: false,
+            len,
+            body: r.body,
+        };
     }
     match method {
         "GET" | "HEAD" => {}
         m if KNOWN.contains(&m) => {
-            return Parsed::Refuse { status: 405, keep_alive: r.keep_alive, len, body: r.body };
+            return Parsed::Refuse {
+                status: 405,
+                keep_alive: r.keep_alive,
+                len,
+                body: r.body,
+            };
         }
-        _ => return Parsed::Refuse { status: 501, keep_alive: r.keep_alive, len, body: r.body },
+        _ => {
+            return Parsed::Refuse {
+                status: 501,
+                keep_alive: r.keep_alive,
+                len,
+                body: r.body,
+            }
+        }
     }
     match origin_form(path) {
         Some(t) => r.target = t.to_string(),
-        None => return Parsed::Refuse { status: 400, keep_alive: r.keep_alive, len, body: r.body },
+        None => {
+            return Parsed::Refuse {
+                status: 400,
+                keep_alive: r.keep_alive,
+                len,
+                body: r.body,
+            }
+        }
     }
     Parsed::Request(r, len)
 }
@@ -202,7 +237,9 @@ mod tests {
     #[test]
     fn a_get_with_conditions_and_cache_control() {
         let raw = b"GET /a?b HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"1\"\r\nIf-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\nCache-Control: no-cache, max-age=5\r\n\r\nrest";
-        let Parsed::Request(r, len) = parse(raw, &limits()) else { panic!() };
+        let Parsed::Request(r, len) = parse(raw, &limits()) else {
+            panic!()
+        };
         assert_eq!(len, raw.len() - 4);
         assert_eq!(
             (r.head, r.target.as_str(), r.host.as_str(), r.http11, r.keep_alive),
@@ -229,18 +266,52 @@ mod tests {
     fn refusals_and_fatal_errors() {
         let l = limits();
         assert_eq!(parse(b"GET / HTTP/1.1\r\nHo", &l), Parsed::Partial);
-        assert_eq!(parse(b"GET / HTTP/1.1\r\n\r\n", &l), Parsed::Refuse { status: 400, keep_alive: false, len: 18, body: 0 });
-        assert!(matches!(parse(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n", &l), Parsed::Refuse { status: 405, keep_alive: true, body: 3, .. }));
-        assert!(matches!(parse(b"BREW / HTTP/1.1\r\nHost: x\r\n\r\n", &l), Parsed::Refuse { status: 501, .. }));
-        assert_eq!(parse(b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", &l), Parsed::Fatal(501));
-        assert_eq!(parse(b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n", &l), Parsed::Fatal(413));
-        assert_eq!(parse(b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", &l), Parsed::Fatal(400));
+        assert_eq!(
+            parse(b"GET / HTTP/1.1\r\n\r\n", &l),
+            Parsed::Refuse {
+                status: 400,
+                keep_alive: false,
+                len: 18,
+                body: 0
+            }
+        );
+        assert!(matches!(
+            parse(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n", &l),
+            Parsed::Refuse {
+                status: 405,
+                keep_alive: true,
+                body: 3,
+                ..
+            }
+        ));
+        assert!(matches!(
+            parse(b"BREW / HTTP/1.1\r\nHost: x\r\n\r\n", &l),
+            Parsed::Refuse { status: 501, .. }
+        ));
+        assert_eq!(
+            parse(b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", &l),
+            Parsed::Fatal(501)
+        );
+        assert_eq!(
+            parse(b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n", &l),
+            Parsed::Fatal(413)
+        );
+        assert_eq!(
+            parse(
+                b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                &l
+            ),
+            Parsed::Fatal(400)
+        );
         assert_eq!(parse(b"G\x01T / HTTP/1.1\r\n\r\n", &l), Parsed::Fatal(400));
         assert_eq!(parse(b"GET / HTTP/2.0\r\n\r\n", &l), Parsed::Fatal(400));
         let big = format!("GET / HTTP/1.1\r\nX: {}", "a".repeat(l.max_header_bytes));
         assert_eq!(parse(big.as_bytes(), &l), Parsed::Fatal(431));
         let many: String = (0..=l.max_headers).map(|i| format!("X{i}: y\r\n")).collect();
-        assert_eq!(parse(format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes(), &l), Parsed::Fatal(431));
+        assert_eq!(
+            parse(format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes(), &l),
+            Parsed::Fatal(431)
+        );
     }
 
     #[test]

@@ -46,11 +46,20 @@ pub struct Common<'a> {
 }
 
 fn start(out: &mut Vec<u8>, status: u16, c: &Common<'_>) {
-    let _ = write!(out, "HTTP/1.1 {status} {}\r\nServer: oxnet\r\nDate: {}\r\n", reason(status), c.date);
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {}\r\nServer: oxnet\r\nDate: {}\r\n",
+        reason(status),
+        c.date
+    );
 }
 
 fn end(out: &mut Vec<u8>, c: &Common<'_>) {
-    out.extend_from_slice(if c.keep_alive { b"Connection: keep-alive\r\n\r\n" } else { b"Connection: close\r\n\r\n" });
+    out.extend_from_slice(if c.keep_alive {
+        b"Connection: keep-alive\r\n\r\n"
+    } else {
+        b"Connection: close\r\n\r\n"
+    });
 }
 
 fn packet(pool: &Mempool, bytes: &[u8]) -> Option<Packet> {

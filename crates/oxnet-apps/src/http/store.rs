@@ -35,9 +35,17 @@ impl Store {
     /// flight.
     pub fn new(name: &str, memory: usize, attach_headers: usize) -> Result<Store, String> {
         let buffers = (memory / CHUNK).max(1);
-        let pool = Mempool::with_layout(name, buffers, 0, CHUNK, MemoryKind::Plain).map_err(|e| format!("MEMORY: {e}"))?;
+        let pool =
+            Mempool::with_layout(name, buffers, 0, CHUNK, MemoryKind::Plain).map_err(|e| format!("MEMORY: {e}"))?;
         let attach = AttachPool::new(&format!("{name}-attach"), attach_headers).map_err(|e| e.to_string())?;
-        Ok(Store { pool, attach, objects: HashMap::new(), lru: BTreeMap::new(), tick: 0, evictions: 0 })
+        Ok(Store {
+            pool,
+            attach,
+            objects: HashMap::new(),
+            lru: BTreeMap::new(),
+            tick: 0,
+            evictions: 0,
+        })
     }
 
     pub fn attach_pool(&self) -> &AttachPool {
@@ -68,7 +76,14 @@ impl Store {
         if !pinned {
             self.lru.insert(self.tick, key.to_string());
         }
-        self.objects.insert(key.to_string(), Entry { object, tick: self.tick, pinned });
+        self.objects.insert(
+            key.to_string(),
+            Entry {
+                object,
+                tick: self.tick,
+                pinned,
+            },
+        );
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Object> {

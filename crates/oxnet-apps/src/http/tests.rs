@@ -24,7 +24,10 @@ fn pool() -> Mempool {
 }
 
 fn at(secs: u64) -> Now {
-    Now { us: (secs - T0) * 1_000_000, secs }
+    Now {
+        us: (secs - T0) * 1_000_000,
+        secs,
+    }
 }
 
 fn config(origin: bool) -> Config {
@@ -121,7 +124,11 @@ fn a_get_is_answered_with_exact_status_line_headers_and_body() {
 fn head_gets_the_head_only_and_http10_closes_after_it() {
     let (pool, mut c) = (pool(), cache());
     let out = request(&mut c, &pool, at(T0), &[b"HEAD /a.txt HTTP/1.0\r\n\r\n"]);
-    assert_eq!(seen(&out.client, C), (a_txt("close", ""), "DE".into()), "the head, then our end");
+    assert_eq!(
+        seen(&out.client, C),
+        (a_txt("close", ""), "DE".into()),
+        "the head, then our end"
+    );
     let mut out = Out::default();
     c.client_input(data(&pool, C, b"GET /a.txt HTTP/1.0\r\n\r\n"), at(T0), &pool, &mut out);
     assert!(out.client.is_empty(), "nothing is read after the end");
@@ -130,22 +137,38 @@ fn head_gets_the_head_only_and_http10_closes_after_it() {
 #[test]
 fn http10_keep_alive_persists() {
     let (pool, mut c) = (pool(), cache());
-    let out = request(&mut c, &pool, at(T0), &[b"GET /a.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"]);
+    let out = request(
+        &mut c,
+        &pool,
+        at(T0),
+        &[b"GET /a.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"],
+    );
     assert_eq!(seen(&out.client, C), (a_txt("keep-alive", "") + "hello\n", "D".into()));
 }
 
 #[test]
 fn conditions_give_304_with_the_validators() {
     let (pool, mut c) = (pool(), cache());
-    let not_modified = format!("HTTP/1.1 304 Not Modified\r\nServer: oxnet\r\n{DATE}ETag: \"abc-6\"\r\nConnection: keep-alive\r\n\r\n");
+    let not_modified = format!(
+        "HTTP/1.1 304 Not Modified\r\nServer: oxnet\r\n{DATE}ETag: \"abc-6\"\r\nConnection: keep-alive\r\n\r\n"
+    );
     for (req, expect) in [
         ("If-None-Match: \"zz\", W/\"abc-6\"\r\n", not_modified.clone()),
         ("If-None-Match: *\r\n", not_modified.clone()),
         ("If-None-Match: \"zz\"\r\n", a_txt("keep-alive", "") + "hello\n"),
-        ("If-Modified-Since: Sat, 05 Nov 1994 08:49:37 GMT\r\n", not_modified.clone()),
-        ("If-Modified-Since: Sat, 05 Nov 1994 08:49:36 GMT\r\n", a_txt("keep-alive", "") + "hello\n"),
+        (
+            "If-Modified-Since: Sat, 05 Nov 1994 08:49:37 GMT\r\n",
+            not_modified.clone(),
+        ),
+        (
+            "If-Modified-Since: Sat, 05 Nov 1994 08:49:36 GMT\r\n",
+            a_txt("keep-alive", "") + "hello\n",
+        ),
         // RFC 9110 §13.2.2: If-Modified-Since is ignored with If-None-Match.
-        ("If-None-Match: \"zz\"\r\nIf-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n", a_txt("keep-alive", "") + "hello\n"),
+        (
+            "If-None-Match: \"zz\"\r\nIf-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n",
+            a_txt("keep-alive", "") + "hello\n",
+        ),
     ] {
         let raw = format!("GET /a.txt HTTP/1.1\r\nHost: x\r\n{req}\r\n");
         let out = request(&mut c, &pool, at(T0), &[raw.as_bytes()]);
@@ -164,7 +187,11 @@ fn pipelined_requests_are_answered_in_order_and_the_last_closes() {
         &[b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\nHEAD /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"],
     );
     let expect = a_txt("keep-alive", "") + "hello\n" + &error("404 Not Found", "keep-alive", "") + &a_txt("close", "");
-    assert_eq!(seen(&out.client, C), (expect, "DE".into()), "nothing after Connection: close");
+    assert_eq!(
+        seen(&out.client, C),
+        (expect, "DE".into()),
+        "nothing after Connection: close"
+    );
     assert_eq!(c.stats.requests, 3);
 }
 
@@ -183,25 +210,57 @@ fn a_directory_target_serves_its_index() {
     let o = c.make_object(b"<p>", &Headers::default()).unwrap();
     c.pin("/d/index.html", o);
     let out = request(&mut c, &pool, at(T0), &[b"GET /d/?q HTTP/1.1\r\nHost: x\r\n\r\n"]);
-    assert!(seen(&out.client, C).0.ends_with("Content-Length: 3\r\nConnection: keep-alive\r\n\r\n<p>"));
+    assert!(seen(&out.client, C)
+        .0
+        .ends_with("Content-Length: 3\r\nConnection: keep-alive\r\n\r\n<p>"));
 }
 
 #[test]
 fn malformed_huge_and_unsupported_requests_get_their_status() {
     let cases: &[(&[u8], &str, &str, &str)] = &[
         (b"GET /a.txt HTTP/1.1\r\nHost x\r\n\r\n", "400 Bad Request", "close", ""),
-        (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", "400 Bad Request", "close", ""),
+        (
+            b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+            "400 Bad Request",
+            "close",
+            "",
+        ),
         (b"GET /a.txt HTTP/1.1\r\n\r\n", "400 Bad Request", "close", ""),
-        (b"DELETE /a.txt HTTP/1.1\r\nHost: x\r\n\r\n", "405 Method Not Allowed", "keep-alive", "Allow: GET, HEAD\r\n"),
-        (b"BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n", "501 Not Implemented", "keep-alive", ""),
-        (b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", "501 Not Implemented", "close", ""),
-        (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\n\r\n", "413 Content Too Large", "close", ""),
+        (
+            b"DELETE /a.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+            "405 Method Not Allowed",
+            "keep-alive",
+            "Allow: GET, HEAD\r\n",
+        ),
+        (
+            b"BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n",
+            "501 Not Implemented",
+            "keep-alive",
+            "",
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "501 Not Implemented",
+            "close",
+            "",
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\n\r\n",
+            "413 Content Too Large",
+            "close",
+            "",
+        ),
     ];
     for &(raw, status, conn, extra) in cases {
         let (pool, mut c) = (pool(), cache());
         let out = request(&mut c, &pool, at(T0), &[raw]);
         let events = if conn == "close" { "DE" } else { "D" };
-        assert_eq!(seen(&out.client, C), (error(status, conn, extra), events.into()), "{}", String::from_utf8_lossy(raw));
+        assert_eq!(
+            seen(&out.client, C),
+            (error(status, conn, extra), events.into()),
+            "{}",
+            String::from_utf8_lossy(raw)
+        );
         assert_eq!(c.stats.errors(), 1);
     }
 }
@@ -209,8 +268,17 @@ fn malformed_huge_and_unsupported_requests_get_their_status() {
 #[test]
 fn a_refused_post_body_is_skipped_and_the_connection_goes_on() {
     let (pool, mut c) = (pool(), cache());
-    let out = request(&mut c, &pool, at(T0), &[b"POST /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab", b"cdeGET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"]);
-    let expect = error("405 Method Not Allowed", "keep-alive", "Allow: GET, HEAD\r\n") + &a_txt("keep-alive", "") + "hello\n";
+    let out = request(
+        &mut c,
+        &pool,
+        at(T0),
+        &[
+            b"POST /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab",
+            b"cdeGET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+        ],
+    );
+    let expect =
+        error("405 Method Not Allowed", "keep-alive", "Allow: GET, HEAD\r\n") + &a_txt("keep-alive", "") + "hello\n";
     assert_eq!(seen(&out.client, C).0, expect);
 }
 
@@ -222,7 +290,10 @@ fn a_huge_header_gets_431_before_it_ends() {
     for _ in 0..9 {
         c.client_input(data(&pool, C, &filler), at(T0), &pool, &mut out);
     }
-    assert_eq!(seen(&out.client, C), (error("431 Request Header Fields Too Large", "close", ""), "DE".into()));
+    assert_eq!(
+        seen(&out.client, C),
+        (error("431 Request Header Fields Too Large", "close", ""), "DE".into())
+    );
     // The peer's end after ours: the server closes; its Close forgets it.
     c.client_input(control(&pool, C, StreamEvent::Close), at(T0), &pool, &mut out);
     assert_eq!(c.connections(), 0);
@@ -284,11 +355,17 @@ fn a_miss_is_fetched_from_the_origin_stored_and_then_a_hit() {
     let out = request(&mut c, &pool, at(T0), &[b"GET /o.html HTTP/1.1\r\nHost: www\r\n\r\n"]);
     assert!(out.client.is_empty(), "the answer waits for the origin");
     let open = out.origin.iter().next().unwrap();
-    assert_eq!(stream::parse_open_request(open), Some(IpEndpoint::new(Ipv4Addr::new(10, 0, 0, 1), ORIGIN_PORT)));
+    assert_eq!(
+        stream::parse_open_request(open),
+        Some(IpEndpoint::new(Ipv4Addr::new(10, 0, 0, 1), ORIGIN_PORT))
+    );
     let fid = stream::socket(open);
     assert_eq!(
         origin_seen(&out, fid),
-        ("GET /o.html HTTP/1.0\r\nHost: www\r\nUser-Agent: oxnet-http-cache\r\nConnection: close\r\n\r\n".into(), "OD".into())
+        (
+            "GET /o.html HTTP/1.0\r\nHost: www\r\nUser-Agent: oxnet-http-cache\r\nConnection: close\r\n\r\n".into(),
+            "OD".into()
+        )
     );
     let out = origin_reply(
         &mut c,
@@ -299,11 +376,20 @@ fn a_miss_is_fetched_from_the_origin_stored_and_then_a_hit() {
     );
     let expect = format!("HTTP/1.1 200 OK\r\nServer: oxnet\r\n{DATE}Age: 2\r\nContent-Type: text/html\r\nETag: \"o1\"\r\nCache-Control: max-age=60\r\nContent-Length: 4\r\nConnection: keep-alive\r\n\r\n<h1>");
     assert_eq!(seen(&out.client, C), (expect, "D".into()));
-    assert_eq!(origin_seen(&out, fid).1, "C", "the origin's connection is ended once the body is whole");
+    assert_eq!(
+        origin_seen(&out, fid).1,
+        "C",
+        "the origin's connection is ended once the body is whole"
+    );
     assert_eq!((c.stats.misses, c.stats.fetches, c.store.len()), (1, 1, 2));
     // Ten seconds later: from memory, twelve seconds old.
     let mut out = Out::default();
-    c.client_input(data(&pool, C, b"GET /o.html HTTP/1.1\r\nHost: www\r\n\r\n"), at(T0 + 10), &pool, &mut out);
+    c.client_input(
+        data(&pool, C, b"GET /o.html HTTP/1.1\r\nHost: www\r\n\r\n"),
+        at(T0 + 10),
+        &pool,
+        &mut out,
+    );
     assert!(out.origin.is_empty());
     assert!(seen(&out.client, C).0.contains("\r\nAge: 12\r\n"));
     assert_eq!(c.stats.hits, 1);
@@ -314,16 +400,40 @@ fn a_stale_object_is_revalidated_and_a_304_from_the_origin_refreshes_it() {
     let (pool, mut c) = (pool(), cache_with(config(true), 1 << 20));
     let out = request(&mut c, &pool, at(T0), &[b"GET /o HTTP/1.1\r\nHost: www\r\n\r\n"]);
     let fid = stream::socket(out.origin.iter().next().unwrap());
-    origin_reply(&mut c, &pool, at(T0), fid, &[b"HTTP/1.1 200 OK\r\nCache-Control: max-age=5\r\nETag: \"v1\"\r\nContent-Length: 2\r\n\r\nok"]);
+    origin_reply(
+        &mut c,
+        &pool,
+        at(T0),
+        fid,
+        &[b"HTTP/1.1 200 OK\r\nCache-Control: max-age=5\r\nETag: \"v1\"\r\nContent-Length: 2\r\n\r\nok"],
+    );
     // Stale at T0 + 5: a conditional request with the stored ETag.
     let mut out = Out::default();
-    c.client_input(data(&pool, C, b"GET /o HTTP/1.1\r\nHost: www\r\n\r\n"), at(T0 + 5), &pool, &mut out);
+    c.client_input(
+        data(&pool, C, b"GET /o HTTP/1.1\r\nHost: www\r\n\r\n"),
+        at(T0 + 5),
+        &pool,
+        &mut out,
+    );
     let fid = stream::socket(out.origin.iter().next().unwrap());
     assert!(origin_seen(&out, fid).0.contains("\r\nIf-None-Match: \"v1\"\r\n"));
-    let mut out = origin_reply(&mut c, &pool, at(T0 + 5), fid, &[b"HTTP/1.1 304 Not Modified\r\nCache-Control: max-age=5\r\n\r\n"]);
-    assert!(seen(&out.client, C).0.ends_with("Content-Length: 2\r\nConnection: keep-alive\r\n\r\nok"));
+    let mut out = origin_reply(
+        &mut c,
+        &pool,
+        at(T0 + 5),
+        fid,
+        &[b"HTTP/1.1 304 Not Modified\r\nCache-Control: max-age=5\r\n\r\n"],
+    );
+    assert!(seen(&out.client, C)
+        .0
+        .ends_with("Content-Length: 2\r\nConnection: keep-alive\r\n\r\nok"));
     // Fresh again: the next request is a hit.
-    c.client_input(data(&pool, C, b"GET /o HTTP/1.1\r\nHost: www\r\n\r\n"), at(T0 + 9), &pool, &mut out);
+    c.client_input(
+        data(&pool, C, b"GET /o HTTP/1.1\r\nHost: www\r\n\r\n"),
+        at(T0 + 9),
+        &pool,
+        &mut out,
+    );
     assert_eq!((c.stats.revalidations, c.stats.hits, c.stats.fetches), (1, 1, 2));
 }
 
@@ -343,19 +453,33 @@ fn no_store_and_private_responses_are_passed_on_but_not_kept() {
 #[test]
 fn pipelined_requests_wait_behind_a_miss_and_concurrent_misses_share_one_fetch() {
     let (pool, mut c) = (pool(), cache_with(config(true), 1 << 20));
-    let mut out = request(&mut c, &pool, at(T0), &[b"GET /m HTTP/1.1\r\nHost: www\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: www\r\n\r\n"]);
+    let mut out = request(
+        &mut c,
+        &pool,
+        at(T0),
+        &[b"GET /m HTTP/1.1\r\nHost: www\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: www\r\n\r\n"],
+    );
     c.client_input(control(&pool, C + 1, StreamEvent::Open), at(T0), &pool, &mut out);
     c.client_input(data(&pool, C + 1, b"GET /m HTTP/1.0\r\n\r\n"), at(T0), &pool, &mut out);
     assert!(out.client.is_empty(), "the hit waits behind the miss");
     assert_eq!(out.origin.len(), 2, "one fetch: Open and its request");
     let fid = stream::socket(out.origin.iter().next().unwrap());
-    let out = origin_reply(&mut c, &pool, at(T0), fid, &[b"HTTP/1.0 200 OK\r\nETag: \"m\"\r\n\r\nmm"]);
+    let out = origin_reply(
+        &mut c,
+        &pool,
+        at(T0),
+        fid,
+        &[b"HTTP/1.0 200 OK\r\nETag: \"m\"\r\n\r\nmm"],
+    );
     // Without Content-Length the body ends with the origin's end.
     assert!(out.client.is_empty());
     let mut out = Out::default();
     c.origin_input(control(&pool, fid, StreamEvent::Eof), at(T0), &pool, &mut out);
     let (bytes, events) = seen(&out.client, C);
-    assert!(bytes.contains("ETag: \"m\"\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nmmHTTP/1.1 200 OK"), "{bytes}");
+    assert!(
+        bytes.contains("ETag: \"m\"\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nmmHTTP/1.1 200 OK"),
+        "{bytes}"
+    );
     assert!(bytes.ends_with("hello\n"));
     assert_eq!(events, "D");
     assert_eq!(seen(&out.client, C + 1).1, "DE", "HTTP/1.0: closed after it");
@@ -367,7 +491,12 @@ fn an_origin_that_refuses_gives_502() {
     let out = request(&mut c, &pool, at(T0), &[b"GET /x HTTP/1.1\r\nHost: www\r\n\r\n"]);
     let fid = stream::socket(out.origin.iter().next().unwrap());
     let mut out = Out::default();
-    c.origin_input(stream::close(&pool, fid, libc::ECONNREFUSED).unwrap(), at(T0), &pool, &mut out);
+    c.origin_input(
+        stream::close(&pool, fid, libc::ECONNREFUSED).unwrap(),
+        at(T0),
+        &pool,
+        &mut out,
+    );
     assert_eq!(seen(&out.client, C).0, error("502 Bad Gateway", "keep-alive", ""));
     assert_eq!((c.stats.origin_errors, c.fetching()), (1, 0));
 }
@@ -380,7 +509,11 @@ fn large_bodies_leave_as_attached_segments_of_the_stored_buffers() {
     c.pin("/big", o);
     let out = request(&mut c, &pool, at(T0), &[b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n"]);
     let attached: Vec<bool> = out.client.iter().map(|p| p.is_attached()).collect();
-    assert_eq!(attached, [false, true, true, true], "a head, then 2048 + 2048 + 904 bytes of the store");
+    assert_eq!(
+        attached,
+        [false, true, true, true],
+        "a head, then 2048 + 2048 + 904 bytes of the store"
+    );
     let mut bytes = Vec::new();
     for p in out.client.iter() {
         p.copy_chain_to(&mut bytes);
@@ -398,7 +531,13 @@ fn objects_from_the_origin_are_evicted_least_recently_used() {
         let out = request(c, &pool, at(secs), &[raw.as_bytes()]);
         if let Some(open) = out.origin.iter().next() {
             let fid = stream::socket(open);
-            origin_reply(c, &pool, at(secs), fid, &[b"HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Length: 2\r\n\r\nok"]);
+            origin_reply(
+                c,
+                &pool,
+                at(secs),
+                fid,
+                &[b"HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Length: 2\r\n\r\nok"],
+            );
         }
     };
     fetch(&mut c, "/1", T0);
@@ -417,8 +556,12 @@ fn dir_loads_files_with_nginx_style_validators() {
     std::fs::create_dir_all(root.join("sub")).unwrap();
     std::fs::write(root.join("index.html"), b"<html>").unwrap();
     std::fs::write(root.join("sub/x.css"), b"a{}").unwrap();
-    let f = std::fs::File::options().write(true).open(root.join("sub/x.css")).unwrap();
-    f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(LM)).unwrap();
+    let f = std::fs::File::options()
+        .write(true)
+        .open(root.join("sub/x.css"))
+        .unwrap();
+    f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(LM))
+        .unwrap();
     let mut c = Cache::new(config(false), Store::new("http-test-dir", 1 << 20, 16).unwrap());
     assert_eq!(super::dir::load(&mut c, &root).unwrap(), 2);
     std::fs::remove_dir_all(&root).unwrap();
