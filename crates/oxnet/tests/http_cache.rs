@@ -1,5 +1,5 @@
-//! conf/http-cache-origin.click (StackHost + TCPEpollServer + HTTPCache
-//! + TCPEpollClient) on a TAP device in a namespace made here, with DIR
+//! conf/http-cache-origin.click (StackHost, TCPEpollServer, HTTPCache,
+//! TCPEpollClient) on a TAP device in a namespace made here, with DIR
 //! files preloaded and nginx as the origin on the kernel's side of the
 //! TAP, reached by Debian's clients from the same namespace:
 //! - curl: status, Content-Length, Date (IMF-fixdate, now), ETag, and
@@ -11,6 +11,7 @@
 //! - a malformed request (400), a huge header (431);
 //! - a slowloris client that trickles its head: 408 and closed after
 //!   TIMEOUT, while curl is answered meanwhile.
+//!
 //! The cache's counters are checked against what the clients did.
 
 mod common;
