@@ -514,6 +514,12 @@ fn large_bodies_leave_as_attached_segments_of_the_stored_buffers() {
         [false, true, true, true],
         "a head, then 2048 + 2048 + 904 bytes of the store"
     );
+    // Each covers its whole stored buffer: TCPEpollServer gives such a
+    // segment to the stack as another handle to it (no copy).
+    for p in out.client.iter().skip(1) {
+        let (buffer, offset) = oxnet_driver::SharedBuffer::of_attached(p).unwrap();
+        assert_eq!((offset, buffer.len()), (0, p.len()));
+    }
     let mut bytes = Vec::new();
     for p in out.client.iter() {
         p.copy_chain_to(&mut bytes);
