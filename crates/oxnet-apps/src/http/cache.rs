@@ -573,7 +573,12 @@ impl Cache {
                 if since(t) > timeout {
                     ended.push(id);
                 }
-            } else if c.started_us.is_some_and(|t| since(t) > timeout) && !c.done {
+            } else if c.started_us.is_some_and(|t| since(t) > timeout)
+                && !c.done
+                && c.queue.len() < self.config.max_pipeline
+            {
+                // A head still arriving (not requests waiting behind a
+                // full queue: that is the origin's slowness).
                 slow.push(id);
             } else if c.queue.is_empty() && c.inbuf.is_empty() && since(c.last_us) > idle {
                 self.stats.timeouts += 1;
@@ -602,6 +607,30 @@ impl Cache {
             self.stats.origin_errors += 1;
             self.fail(fid, 504, true, now, pool, out);
         }
+    }
+
+    /// Asserts the bounds that keep memory finite whatever clients and
+    /// origins send (the fuzz target's properties): unparsed bytes per
+    /// connection, responses owed, fetches, the store's memory.
+    pub fn check_bounds(&self) {
+        let limits = &self.config.limits;
+        for (id, c) in &self.conns {
+            assert!(
+                c.inbuf.len() <= 2 * limits.max_header_bytes,
+                "connection {id}: {} bytes unparsed",
+                c.inbuf.len()
+            );
+            assert!(
+                c.queue.len() <= self.config.max_pipeline,
+                "connection {id}: {} responses owed",
+                c.queue.len()
+            );
+        }
+        assert!(self.filling.len() == self.fetches.len(), "one fetch per target filling");
+        for f in self.fetches.values() {
+            assert!(f.received <= self.config.max_object && f.head_buf.len() <= origin::MAX_HEAD + 65536);
+        }
+        assert!(self.store.memory_used() <= self.store.memory_limit());
     }
 
     /// Stores `object` under `key` for good (DIR's files).
