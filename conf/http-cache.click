@@ -7,11 +7,13 @@
 //   curl -v http://10.0.0.2/index.html          (from the host)
 //
 // conf/http-cache-origin.click fills misses from an origin server.
-// HTTPS: TLSServer goes between the server and the cache, plaintext on
-// the cache's side (ClickNF §4.3: a function added by rewiring):
-//   srv :: TCPEpollServer(443) -> tls :: TLSServer(CERT c.pem, KEY k.pem)
-//       -> cache :: HTTPCache(DIR $DIR) -> [1]tls[1] -> srv;
-// (TLSServer's ports as its element documentation gives them.)
+// HTTPS: TLSServer goes between the server and the cache, records on
+// the server's side, plaintext on the cache's (ClickNF §4.2: a function
+// added by rewiring; the cache does not change):
+//   srv :: TCPEpollServer(443);
+//   srv -> tls :: TLSServer(CERT "$CERT", KEY "$KEY")
+//       -> cache :: HTTPCache(DIR $DIR) -> [1]tls;
+//   tls[1] -> srv;
 //
 // Variables: DEV (an oxnet device spec), IP, IP6, MAC, PORT (80), DIR,
 // MEMORY (64M), TIMEOUT (10 s: a request head must be complete by
