@@ -4,11 +4,12 @@
 //! connections to the origin through a client element.
 
 use super::conn::Conn;
+use super::fetch::Fetch;
 use super::object::{Freshness, Object};
 use super::request::{self, Parsed, Request};
 use super::response::{self, Common};
 use super::store::Store;
-use super::{origin, Config, Stats};
+use super::{Config, Stats};
 use crate::stream::{self, StreamEvent};
 use oxnet_driver::{Mempool, Packet, PacketBatch};
 use std::collections::HashMap;
@@ -29,39 +30,17 @@ pub struct Out {
     pub origin: PacketBatch,
 }
 
-/// A request that waits for the origin.
-struct Waiter {
-    conn: u32,
-    seq: u64,
-    req: Request,
-}
-
-/// One connection to the origin, filling one target.
-struct Fetch {
-    key: String,
-    waiters: Vec<Waiter>,
-    /// It revalidates the stored object (a conditional request).
-    revalidate: bool,
-    /// A waiter said no-store (RFC 9111 §5.2.1.5).
-    no_store: bool,
-    started_us: u64,
-    head_buf: Vec<u8>,
-    head: Option<origin::Head>,
-    body: Vec<Packet>,
-    received: usize,
-}
-
 /// The cache.
 pub struct Cache {
     pub config: Config,
     pub store: Store,
     pub stats: Stats,
-    conns: HashMap<u32, Conn>,
-    fetches: HashMap<u32, Fetch>,
+    pub(super) conns: HashMap<u32, Conn>,
+    pub(super) fetches: HashMap<u32, Fetch>,
     /// The fetch filling each target.
-    filling: HashMap<String, u32>,
-    last_fetch: u32,
-    date: super::date::DateCache,
+    pub(super) filling: HashMap<String, u32>,
+    pub(super) last_fetch: u32,
+    pub(super) date: super::date::DateCache,
 }
 
 impl Cache {
@@ -133,7 +112,7 @@ impl Cache {
 
     /// Parses and answers what `id` has received, in order, until the
     /// queue is full or the bytes run out.
-    fn pump(&mut self, id: u32, now: Now, pool: &Mempool, out: &mut Out) {
+    pub(super) fn pump(&mut self, id: u32, now: Now, pool: &Mempool, out: &mut Out) {
         loop {
             let Some(c) = self.conns.get_mut(&id) else { return };
             if c.done || c.queue.len() >= self.config.max_pipeline || c.skip > 0 {
@@ -175,7 +154,7 @@ impl Cache {
     }
 
     /// Queues an error response.
-    fn refuse(&mut self, id: u32, status: u16, keep_alive: bool, head: bool, now: Now, pool: &Mempool) {
+    pub(super) fn refuse(&mut self, id: u32, status: u16, keep_alive: bool, head: bool, now: Now, pool: &Mempool) {
         let date = self.date.get(now.secs).to_string();
         let c = Common {
             date: &date,
@@ -189,7 +168,7 @@ impl Cache {
         }
     }
 
-    fn count(&mut self, status: u16, made: bool) {
+    pub(super) fn count(&mut self, status: u16, made: bool) {
         *self.stats.statuses.entry(status).or_default() += 1;
         if !made {
             self.stats.alloc_failures += 1;
@@ -243,7 +222,14 @@ impl Cache {
     /// The response to `r` from the object stored under `key` (or
     /// `object`, not stored): 304 if a condition says so (RFC 9110
     /// §13.2.2: If-None-Match first, If-Modified-Since only without it).
-    fn answer(&mut self, key: &str, object: Option<&Object>, r: &Request, now: Now, pool: &Mempool) -> Vec<Packet> {
+    pub(super) fn answer(
+        &mut self,
+        key: &str,
+        object: Option<&Object>,
+        r: &Request,
+        now: Now,
+        pool: &Mempool,
+    ) -> Vec<Packet> {
         let date = self.date.get(now.secs).to_string();
         let c = Common {
             date: &date,
@@ -277,257 +263,9 @@ impl Cache {
         packets.unwrap_or_default()
     }
 
-    /// Asks the origin for `key` (or joins the fetch under way).
-    #[allow(clippy::too_many_arguments)]
-    fn fetch(&mut self, id: u32, key: String, revalidate: bool, r: Request, now: Now, pool: &Mempool, out: &mut Out) {
-        let Some(c) = self.conns.get_mut(&id) else { return };
-        let seq = c.push_slot(None, r.keep_alive);
-        let no_store = r.no_store;
-        if let Some(fetch) = self.filling.get(&key).and_then(|f| self.fetches.get_mut(f)) {
-            fetch.no_store |= no_store;
-            fetch.waiters.push(Waiter { conn: id, seq, req: r });
-            return;
-        }
-        let Some(origin) = self.config.origin else { return };
-        let fid = loop {
-            self.last_fetch = self.last_fetch.wrapping_add(1);
-            if self.last_fetch != 0 && !self.fetches.contains_key(&self.last_fetch) {
-                break self.last_fetch;
-            }
-        };
-        let host = if r.host.is_empty() {
-            format!("{}:{}", origin.addr, origin.port)
-        } else {
-            r.host.clone()
-        };
-        let stored = if revalidate { self.store.peek(&key) } else { None };
-        let bytes = origin::request(&r.target, &host, stored);
-        let open = stream::open_request(pool, fid, origin);
-        let data = pool.alloc().ok().and_then(|mut p| {
-            p.set_len(bytes.len()).ok()?;
-            p.copy_from_slice(&bytes);
-            Some(stream::data(p, fid))
-        });
-        self.fetches.insert(
-            fid,
-            Fetch {
-                key: key.clone(),
-                waiters: vec![Waiter { conn: id, seq, req: r }],
-                revalidate,
-                no_store,
-                started_us: now.us,
-                head_buf: Vec::new(),
-                head: None,
-                body: Vec::new(),
-                received: 0,
-            },
-        );
-        self.filling.insert(key, fid);
-        match (open, data) {
-            (Some(open), Some(data)) => {
-                self.stats.fetches += 1;
-                out.origin.push(open);
-                // The client element keeps data pushed before its Open
-                // comes out and sends it once connected.
-                out.origin.push(data);
-            }
-            _ => {
-                self.stats.alloc_failures += 1;
-                self.fail(fid, 502, false, now, pool, out);
-            }
-        }
-    }
-
-    /// A stream packet from the origin's client element (input 1).
-    pub fn origin_input(&mut self, p: Packet, now: Now, pool: &Mempool, out: &mut Out) {
-        let fid = stream::socket(&p);
-        if !self.fetches.contains_key(&fid) {
-            return;
-        }
-        match stream::event(&p) {
-            StreamEvent::Open => {}
-            StreamEvent::Data => {
-                for seg in p.segments() {
-                    if !self.fetches.contains_key(&fid) {
-                        return;
-                    }
-                    self.origin_bytes(fid, seg, now, pool, out);
-                }
-            }
-            StreamEvent::Eof => self.origin_end(fid, true, now, pool, out),
-            StreamEvent::Close => {
-                if stream::errno(&p) != 0 {
-                    self.stats.origin_errors += 1;
-                    return self.fail(fid, 502, false, now, pool, out);
-                }
-                self.origin_end(fid, false, now, pool, out)
-            }
-        }
-    }
-
-    fn origin_bytes(&mut self, fid: u32, mut bytes: &[u8], now: Now, pool: &Mempool, out: &mut Out) {
-        let max_object = self.config.max_object;
-        let Some(f) = self.fetches.get_mut(&fid) else { return };
-        if f.head.is_none() {
-            let before = f.head_buf.len();
-            f.head_buf.extend_from_slice(bytes);
-            match origin::parse(&f.head_buf, now.secs) {
-                origin::Parsed::Partial => return,
-                origin::Parsed::Invalid => {
-                    self.stats.origin_errors += 1;
-                    return self.fail(fid, 502, true, now, pool, out);
-                }
-                origin::Parsed::Head(h, len) => {
-                    if h.length.is_some_and(|n| n > max_object) {
-                        self.stats.origin_errors += 1;
-                        return self.fail(fid, 502, true, now, pool, out);
-                    }
-                    bytes = &bytes[len - before..];
-                    f.head = Some(h);
-                    f.head_buf = Vec::new();
-                }
-            }
-        }
-        let Some(h) = &f.head else { return };
-        let room = h.length.unwrap_or(max_object).saturating_sub(f.received);
-        if bytes.len() > room && h.length.is_none() {
-            self.stats.origin_errors += 1;
-            return self.fail(fid, 502, true, now, pool, out);
-        }
-        let take = &bytes[..bytes.len().min(room)];
-        f.received += take.len();
-        let mut body = std::mem::take(&mut f.body);
-        let written = self.store.write(&mut body, take);
-        let Some(f) = self.fetches.get_mut(&fid) else { return };
-        f.body = body;
-        if written.is_none() {
-            // No memory even after evicting everything evictable.
-            self.stats.alloc_failures += 1;
-            return self.fail(fid, 503, true, now, pool, out);
-        }
-        let complete = f
-            .head
-            .as_ref()
-            .is_some_and(|h| h.status == 304 || h.length == Some(f.received));
-        if complete {
-            self.complete(fid, true, now, pool, out);
-        }
-    }
-
-    /// The origin ended its side (`eof`) or the connection (a clean Close).
-    fn origin_end(&mut self, fid: u32, eof: bool, now: Now, pool: &Mempool, out: &mut Out) {
-        let Some(f) = self.fetches.get(&fid) else { return };
-        let whole = f
-            .head
-            .as_ref()
-            .is_some_and(|h| h.status == 304 || h.length.is_none_or(|n| n == f.received));
-        if whole {
-            self.complete(fid, eof, now, pool, out);
-        } else {
-            self.stats.origin_errors += 1;
-            self.fail(fid, 502, eof, now, pool, out);
-        }
-    }
-
-    /// Ends fetch `fid` (its connection too, if `open`).
-    fn take_fetch(&mut self, fid: u32, open: bool, pool: &Mempool, out: &mut Out) -> Option<Fetch> {
-        let f = self.fetches.remove(&fid)?;
-        if self.filling.get(&f.key) == Some(&fid) {
-            self.filling.remove(&f.key);
-        }
-        if open {
-            match stream::close(pool, fid, 0) {
-                Some(c) => out.origin.push(c),
-                None => self.stats.alloc_failures += 1,
-            }
-        }
-        Some(f)
-    }
-
-    /// The origin's answer is whole: stored if it may be, and given to
-    /// every waiter.
-    fn complete(&mut self, fid: u32, open: bool, now: Now, pool: &Mempool, out: &mut Out) {
-        let Some(f) = self.take_fetch(fid, open, pool, out) else {
-            return;
-        };
-        let Some(h) = f.head else { return };
-        let object = if h.status == 304 && f.revalidate {
-            // RFC 9111 §4.3.4: the stored response is fresh again.
-            match self.store.get(&f.key) {
-                Some(o) => {
-                    let old = o.freshness.lifetime;
-                    o.freshness = h.freshness(now.secs);
-                    if !h.explicit {
-                        o.freshness.lifetime = old;
-                    }
-                    None
-                }
-                None => {
-                    self.stats.origin_errors += 1;
-                    return self.answer_waiters(f.waiters, None, "", now, pool, out);
-                }
-            }
-        } else {
-            let o = Object::new(h.status, f.body, &h.headers, h.freshness(now.secs), true);
-            let keep = h.storable && !f.no_store && (h.lifetime > 0 || o.etag.is_some() || o.last_modified.is_some());
-            if keep {
-                self.store.insert(&f.key, o, false);
-                None
-            } else {
-                self.store.remove(&f.key);
-                Some(o)
-            }
-        };
-        self.answer_waiters(f.waiters, object.as_ref(), &f.key, now, pool, out);
-    }
-
-    fn answer_waiters(
-        &mut self,
-        waiters: Vec<Waiter>,
-        object: Option<&Object>,
-        key: &str,
-        now: Now,
-        pool: &Mempool,
-        out: &mut Out,
-    ) {
-        for w in waiters {
-            if !self.conns.contains_key(&w.conn) {
-                continue;
-            }
-            let packets = self.answer(key, object, &w.req, now, pool);
-            if let Some(c) = self.conns.get_mut(&w.conn) {
-                c.fill(w.seq, packets);
-            }
-            self.flush(w.conn, now, pool, out);
-            self.pump(w.conn, now, pool, out);
-        }
-    }
-
-    /// The fetch failed: each waiter gets `status`.
-    fn fail(&mut self, fid: u32, status: u16, open: bool, now: Now, pool: &Mempool, out: &mut Out) {
-        let Some(f) = self.take_fetch(fid, open, pool, out) else {
-            return;
-        };
-        let date = self.date.get(now.secs).to_string();
-        for w in f.waiters {
-            let c = Common {
-                date: &date,
-                keep_alive: w.req.keep_alive,
-                head: w.req.head,
-            };
-            let packets = response::error(status, &c, pool);
-            self.count(status, packets.is_some());
-            if let Some(conn) = self.conns.get_mut(&w.conn) {
-                conn.fill(w.seq, packets.unwrap_or_default());
-            }
-            self.flush(w.conn, now, pool, out);
-            self.pump(w.conn, now, pool, out);
-        }
-    }
-
     /// Pushes the responses that are ready, in order; after the last one
     /// of a connection that ends, our Eof.
-    fn flush(&mut self, id: u32, now: Now, pool: &Mempool, out: &mut Out) {
+    pub(super) fn flush(&mut self, id: u32, now: Now, pool: &Mempool, out: &mut Out) {
         let Some(c) = self.conns.get_mut(&id) else { return };
         while c.queue.front().is_some_and(|s| s.packets.is_some()) {
             let Some(slot) = c.queue.pop_front() else { break };
@@ -628,7 +366,7 @@ impl Cache {
         }
         assert!(self.filling.len() == self.fetches.len(), "one fetch per target filling");
         for f in self.fetches.values() {
-            assert!(f.received <= self.config.max_object && f.head_buf.len() <= origin::MAX_HEAD + 65536);
+            assert!(f.received <= self.config.max_object && f.head_buf.len() <= super::origin::MAX_HEAD + 65536);
         }
         assert!(self.store.memory_used() <= self.store.memory_limit());
     }

@@ -11,6 +11,7 @@ pub mod conn;
 pub mod date;
 pub mod dir;
 pub mod element;
+mod fetch;
 pub mod fuzzing;
 pub mod object;
 pub mod origin;
