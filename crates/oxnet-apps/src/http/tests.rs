@@ -579,3 +579,45 @@ fn dir_loads_files_with_nginx_style_validators() {
     assert_eq!(seen(&out.client, C).0, expect);
     assert!(c.store.peek("/index.html").is_some());
 }
+
+#[test]
+fn a_client_no_cache_or_max_age_revalidates_a_fresh_object() {
+    let (pool, mut c) = (pool(), cache_with(config(true), 1 << 20));
+    let out = request(&mut c, &pool, at(T0), &[b"GET /f HTTP/1.1\r\nHost: www\r\n\r\n"]);
+    let fid = stream::socket(out.origin.iter().next().unwrap());
+    origin_reply(
+        &mut c,
+        &pool,
+        at(T0),
+        fid,
+        &[b"HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nLast-Modified: Sat, 05 Nov 1994 08:49:37 GMT\r\nContent-Length: 1\r\n\r\nf"],
+    );
+    // A validation makes the object new again (its age restarts).
+    for (req, secs, revalidations) in [
+        ("Cache-Control: max-age=600\r\n", 10, 0),
+        ("Cache-Control: no-cache\r\n", 10, 1),
+        ("Pragma: no-cache\r\n", 10, 2),
+        ("Cache-Control: max-age=9\r\n", 19, 2),
+        ("Cache-Control: max-age=9\r\n", 20, 3),
+    ] {
+        let raw = format!("GET /f HTTP/1.1\r\nHost: www\r\n{req}\r\n");
+        let mut out = Out::default();
+        c.client_input(data(&pool, C, raw.as_bytes()), at(T0 + secs), &pool, &mut out);
+        assert_eq!(c.stats.revalidations, revalidations, "{req}");
+        if let Some(open) = out.origin.iter().next() {
+            // Conditional on the stored Last-Modified (no ETag stored).
+            let fid = stream::socket(open);
+            assert!(origin_seen(&out, fid)
+                .0
+                .contains("\r\nIf-Modified-Since: Sat, 05 Nov 1994 08:49:37 GMT\r\n"));
+            origin_reply(
+                &mut c,
+                &pool,
+                at(T0 + secs),
+                fid,
+                &[b"HTTP/1.1 304 Not Modified\r\n\r\n"],
+            );
+        }
+    }
+    assert_eq!((c.stats.hits, c.stats.fetches), (2, 4));
+}
