@@ -8,7 +8,8 @@
 //! back to it: `srv :: TCPEpollServer(80) -> cache :: HTTPCache(DIR
 //! /srv/www) -> srv`. With ORIGIN, output 1 asks a TCPEpollClient for
 //! connections to the origin and input 1 takes its answers:
-//! `cache[1] -> cli :: TCPEpollClient(SRC 10.0.0.2) -> [1]cache`.
+//! `cache[1] -> cli :: TCPEpollClient(SRC 10.0.0.2) -> [1]cache`. At
+//! least one of DIR and ORIGIN is needed (`DIR ""` is none).
 //!
 //! What it serves: GET and HEAD (other methods of RFC 9110: 405 with
 //! Allow; unknown ones: 501) of the objects in memory: DIR's files,
