@@ -100,23 +100,8 @@ fi
 
 OX_TARGET=10.81.0.2:7
 LINUX_TARGET=10.82.0.2:7
-HZ=$(getconf CLK_TCK)
-
-# Busy jiffies of the client's and the server's core together.
-cores_busy() {
-    awk -v a="cpu$CLIENT_CORE" -v b="cpu$SERVER_CORE" \
-        '$1 == a || $1 == b {s += $2 + $3 + $4 + $7 + $8 + $9} END {print s}' /proc/stat
-}
-# irq + softirq jiffies of the same two cores: the kernel's packet work
-# wherever it ran (compilers and other busy processes add little here).
-cores_irq() {
-    awk -v a="cpu$CLIENT_CORE" -v b="cpu$SERVER_CORE" \
-        '$1 == a || $1 == b {s += $7 + $8} END {print s}' /proc/stat
-}
-proc_cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# Of it, the time in the kernel (system calls: TAP reads and writes for
-# oxnet, the whole TCP/IP stack for Linux's servers).
-proc_sys() { awk '{print $15}' "/proc/$1/stat"; }
+# cores_busy, cores_irq, proc_cpu, proc_sys, HZ (shared with memcached.sh).
+. scripts/bench/cores.sh
 
 wait_ready() { # wait_ready TARGET
     local i

@@ -11,10 +11,11 @@
 #           namespace S, reached from wrk in C over a veth pair (as
 #           echo.sh's Linux servers), sendfile on, access log off.
 #
-# Server on core SERVER_CORE, wrk on CLIENT_CORE. As echo.sh does, this
-# also counts busy CPU seconds per request on both cores from /proc/stat
-# and the server process's own CPU; other processes add to the first:
-# run it on a quiet machine.
+# Server on core SERVER_CORE, wrk on CLIENT_CORE. As echo.sh does (with
+# the helpers of scripts/bench/cores.sh), this also counts busy CPU
+# seconds per request on both cores from /proc/stat and the server
+# process's own CPU; other processes add to the first: run it on a
+# quiet machine.
 #
 #   sudo scripts/bench/http.sh                          # 3 runs x 5 s per size
 #   sudo RUNS=1 SECONDS_PER_RUN=1 SIZES="64 8192" scripts/bench/http.sh   # a quick look
@@ -83,13 +84,8 @@ http {
 }
 EOF
 
-HZ=$(getconf CLK_TCK)
-# Busy jiffies of the client's and the server's core together (as echo.sh).
-cores_busy() {
-    awk -v a="cpu$CLIENT_CORE" -v b="cpu$SERVER_CORE" \
-        '$1 == a || $1 == b {s += $2 + $3 + $4 + $7 + $8 + $9} END {print s}' /proc/stat
-}
-proc_cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# cores_busy, proc_cpu, HZ: the CPU accounting echo.sh uses.
+. scripts/bench/cores.sh
 
 wait_ready() { # wait_ready HOST
     local i
