@@ -3,7 +3,7 @@
 //! files preloaded and nginx as the origin on the kernel's side of the
 //! TAP, reached by Debian's clients from the same namespace:
 //! - curl: status, Content-Length, Date (IMF-fixdate, now), ETag, and
-//!   304 for If-None-Match with that ETag;
+//!   304 for If-None-Match with that ETag; a GET over IPv6;
 //! - ab -k: every request 200 over keep-alive connections, counted exactly;
 //! - wrk: a few seconds of keep-alive load, every response 200;
 //! - a miss filled from nginx (its body, its Cache-Control, an Age),
@@ -138,6 +138,7 @@ fn curl_ab_wrk_and_bad_clients_against_the_http_cache() {
         config.to_str().unwrap().into(),
         format!("DEV=tap:{tap},ip={HOST}/24"),
         format!("IP={CACHE}"),
+        "IP6=fd00:85::2".into(),
         format!("DIR={}", www.0.display()),
         format!("ORIGIN={HOST}:{ORIGIN_PORT}"),
         "TIMEOUT=2".into(),
@@ -165,6 +166,7 @@ fn curl_ab_wrk_and_bad_clients_against_the_http_cache() {
         .spawn()
         .unwrap();
     wait_for_link(&ns, &tap, &mut oxnet);
+    ns.ip(&["-6", "addr", "add", "fd00:85::1/64", "dev", &tap, "nodad"]);
     let mut nginx = nginx(&ns, &origin.0);
     wait_for_port(&ns, CACHE, 80);
     wait_for_port(&ns, HOST, ORIGIN_PORT);
@@ -192,6 +194,20 @@ fn curl_ab_wrk_and_bad_clients_against_the_http_cache() {
     let out = text(&o);
     assert!(out.starts_with("HTTP/1.1 304 Not Modified\r\n"), "{out}");
     assert_eq!(header(&out, "ETag"), Some(etag.as_str()));
+
+    // The same over IPv6.
+    let o = curl(
+        &ns,
+        &[
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code} %{size_download}",
+            "http://[fd00:85::2]/index.html",
+        ],
+    );
+    assert_eq!(text(&o), "200 15");
+    requests += 1;
 
     // ab -k: exact counts, every connection kept.
     let o = ns.run(
