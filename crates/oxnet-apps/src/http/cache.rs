@@ -101,7 +101,7 @@ impl Cache {
                 let Some(c) = self.conns.get_mut(&id) else { return };
                 // A head cut short is dropped; what is queued is answered.
                 c.done = true;
-                c.inbuf.clear();
+                c.clear_input();
                 self.flush(id, now, pool, out);
             }
             StreamEvent::Close => {
@@ -122,10 +122,24 @@ impl Cache {
                 c.started_us = None;
                 break;
             }
+            // A head ends with an empty line: with no '\n' since the last
+            // try it is still partial, so a head trickled byte by byte
+            // costs a parse per line (at most MAX_HEADERS), not per byte.
+            // Control bytes are parsed at once: they make it invalid (a
+            // TLS ClientHello on the plain port gets its 400 now).
+            let fresh = &c.inbuf[c.scanned.min(c.inbuf.len())..];
+            let control = |b: &u8| (*b < 0x20 && *b != b'\t' && *b != b'\r') || *b == 0x7f;
+            if c.inbuf.len() <= self.config.limits.max_header_bytes && !fresh.iter().any(|b| *b == b'\n' || control(b))
+            {
+                break;
+            }
             match request::parse(&c.inbuf, &self.config.limits) {
-                Parsed::Partial => break,
+                Parsed::Partial => {
+                    c.scanned = c.inbuf.len();
+                    break;
+                }
                 Parsed::Fatal(status) => {
-                    c.inbuf.clear();
+                    c.clear_input();
                     self.refuse(id, status, false, false, now, pool);
                 }
                 Parsed::Refuse {
@@ -276,7 +290,7 @@ impl Cache {
             if !slot.keep_alive {
                 c.done = true;
                 c.queue.clear();
-                c.inbuf.clear();
+                c.clear_input();
             }
         }
         if c.done && c.queue.is_empty() && c.shut_us.is_none() {
@@ -329,7 +343,7 @@ impl Cache {
         for id in slow {
             self.stats.timeouts += 1;
             if let Some(c) = self.conns.get_mut(&id) {
-                c.inbuf.clear();
+                c.clear_input();
                 c.started_us = None;
             }
             self.refuse(id, 408, false, false, now, pool);

@@ -20,6 +20,9 @@ pub struct Conn {
     /// Received bytes not parsed yet (a request head still arriving,
     /// pipelined requests behind a full queue).
     pub inbuf: Vec<u8>,
+    /// Bytes of `inbuf` already seen by a parse that found the head
+    /// partial.
+    pub scanned: usize,
     /// Request body bytes still to discard.
     pub skip: usize,
     /// When the first byte of the request being read came (µs): a head
@@ -70,14 +73,22 @@ impl Conn {
     /// Drops `n` bytes of body to skip and of `inbuf` from the front.
     pub fn consume(&mut self, head: usize, body: usize) {
         self.inbuf.drain(..head.min(self.inbuf.len()));
+        self.scanned = 0;
         self.skip = body;
         self.discard_body();
+    }
+
+    /// Drops every byte received and not parsed.
+    pub fn clear_input(&mut self) {
+        self.inbuf.clear();
+        self.scanned = 0;
     }
 
     /// Discards what of the body to skip is in `inbuf`.
     pub fn discard_body(&mut self) {
         let n = self.skip.min(self.inbuf.len());
         self.inbuf.drain(..n);
+        self.scanned = self.scanned.saturating_sub(n);
         self.skip -= n;
     }
 }
