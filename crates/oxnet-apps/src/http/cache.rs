@@ -41,6 +41,8 @@ pub struct Cache {
     pub(super) filling: HashMap<String, u32>,
     pub(super) last_fetch: u32,
     pub(super) date: super::date::DateCache,
+    /// Closes that found the pool empty, pushed by the next tick.
+    owed_closes: Vec<u32>,
 }
 
 impl Cache {
@@ -54,6 +56,7 @@ impl Cache {
             filling: HashMap::new(),
             last_fetch: 0,
             date: Default::default(),
+            owed_closes: Vec::new(),
         }
     }
 
@@ -283,7 +286,14 @@ impl Cache {
         let Some(c) = self.conns.get_mut(&id) else { return };
         while c.queue.front().is_some_and(|s| s.packets.is_some()) {
             let Some(slot) = c.queue.pop_front() else { break };
-            for p in slot.packets.unwrap_or_default() {
+            let packets = slot.packets.unwrap_or_default();
+            if packets.is_empty() {
+                // Its packets could not be made (the pool was empty,
+                // counted): ending the connection beats leaving the
+                // client waiting for an answer that never comes.
+                return self.close(id, pool, out);
+            }
+            for p in packets {
                 out.client.push(stream::data(p, id));
             }
             c.last_us = now.us;
@@ -307,7 +317,10 @@ impl Cache {
         self.conns.remove(&id);
         match stream::close(pool, id, 0) {
             Some(p) => out.client.push(p),
-            None => self.stats.alloc_failures += 1,
+            None => {
+                self.stats.alloc_failures += 1;
+                self.owed_closes.push(id);
+            }
         }
     }
 
@@ -316,6 +329,11 @@ impl Cache {
     /// connection idle for IDLE, or lingering after our end for TIMEOUT,
     /// is closed; an origin silent for TIMEOUT gives its waiters 504.
     pub fn tick(&mut self, now: Now, pool: &Mempool, out: &mut Out) {
+        while let Some(&id) = self.owed_closes.last() {
+            let Some(p) = stream::close(pool, id, 0) else { break };
+            out.client.push(p);
+            self.owed_closes.pop();
+        }
         let (timeout, idle) = (self.config.timeout_us, self.config.idle_us);
         let mut slow = Vec::new();
         let mut ended = Vec::new();

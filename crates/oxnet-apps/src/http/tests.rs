@@ -621,3 +621,23 @@ fn a_client_no_cache_or_max_age_revalidates_a_fresh_object() {
     }
     assert_eq!((c.stats.hits, c.stats.fetches), (2, 4));
 }
+
+#[test]
+fn a_response_that_cannot_be_made_ends_the_connection() {
+    let big = pool();
+    let mut c = cache();
+    let mut out = request(&mut c, &big, at(T0), &[]);
+    // A pool with one buffer: the request's own packet, then nothing.
+    let tiny = Mempool::new("http-test-tiny", 1, MemoryKind::Plain).unwrap();
+    let p = data(&tiny, C, b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    c.client_input(p, at(T0), &tiny, &mut out);
+    assert!(out.client.is_empty());
+    assert_eq!(
+        (c.stats.alloc_failures, c.connections()),
+        (2, 0),
+        "the response and the Close"
+    );
+    // The Close goes out with the next tick that finds a buffer.
+    c.tick(at(T0), &tiny, &mut out);
+    assert_eq!(seen(&out.client, C).1, "C");
+}
