@@ -7,7 +7,7 @@
 //   curl -v http://10.0.0.2/index.html          (from the host)
 //
 // conf/http-cache-origin.click fills misses from an origin server.
-// HTTPS: TLSServer goes between the server and the cache, records on
+// HTTPS (conf/https-cache.click): TLSServer goes between the server and the cache, records on
 // the server's side, plaintext on the cache's (ClickNF §4.2: a function
 // added by rewiring; the cache does not change):
 //   srv :: TCPEpollServer(443);
