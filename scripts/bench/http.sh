@@ -20,9 +20,14 @@
 #   sudo scripts/bench/http.sh                          # 3 runs x 5 s per size
 #   sudo RUNS=1 SECONDS_PER_RUN=1 SIZES="64 8192" scripts/bench/http.sh   # a quick look
 #   PROFILE=debug ...   # the debug build (a check that the script works; not numbers)
+#   sudo TLS=1 scripts/bench/http.sh   # HTTPS: conf/https-cache.click (TLSServer
+#                                      # in front of the cache) against nginx with
+#                                      # ssl, the same certificate (`oxnet cert`,
+#                                      # ECDSA P-256), TLS 1.3, wrk over https
 #
 # Writes target/bench/http.json (every sample and the medians) and
-# target/bench/http.svg (requests/s and goodput against size).
+# target/bench/http.svg (requests/s and goodput against size); with
+# TLS=1, http-tls.json and http-tls.svg.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -33,6 +38,8 @@ SIZES="${SIZES:-64 256 1024 4096 8192}"
 CLIENT_CORE="${CLIENT_CORE:-0}"
 SERVER_CORE="${SERVER_CORE:-1}"
 out="${OXNET_BENCH_OUT:-target/bench}"
+TLS="${TLS:-0}"
+if [ "$TLS" = 1 ]; then SCHEME=https NAME=http-tls; else SCHEME=http NAME=http; fi
 
 [ "$(id -u)" -eq 0 ] || { echo "http.sh: needs root (TAP, namespaces)" >&2; exit 1; }
 command -v wrk >/dev/null && command -v nginx >/dev/null ||
@@ -81,8 +88,12 @@ http {
   client_body_temp_path $TMP/nginx/body; proxy_temp_path $TMP/nginx/proxy; fastcgi_temp_path $TMP/nginx/fastcgi;
   uwsgi_temp_path $TMP/nginx/uwsgi; scgi_temp_path $TMP/nginx/scgi;
   server { listen $NGINX_HOST:80; root $TMP/www; }
+  server { listen $NGINX_HOST:443 ssl; root $TMP/www; ssl_certificate $TMP/cert.pem; ssl_certificate_key $TMP/key.pem;
+           ssl_protocols TLSv1.3; ssl_session_tickets on; }
 }
 EOF
+# One certificate for both servers' addresses (ECDSA P-256).
+"$OXNET" cert --out "$TMP" --name "$OX_HOST" --name "$NGINX_HOST" >/dev/null
 
 # cores_busy, proc_cpu, HZ: the CPU accounting echo.sh uses.
 . scripts/bench/cores.sh
@@ -90,7 +101,7 @@ EOF
 wait_ready() { # wait_ready HOST
     local i
     for ((i = 0; i < 100; i++)); do
-        if ip netns exec "$NSC" curl -sf -o /dev/null -m 1 "http://$1/obj-${SIZES%% *}"; then
+        if ip netns exec "$NSC" curl -sf --cacert "$TMP/cert.pem" -o /dev/null -m 1 "$SCHEME://$1/obj-${SIZES%% *}"; then
             return 0
         fi
         kill -0 "$SERVER_PID" 2>/dev/null || { echo "http.sh: the server ended:" >&2; cat "$TMP/server.err" >&2; exit 1; }
@@ -103,8 +114,10 @@ wait_ready() { # wait_ready HOST
 
 start_server() { # start_server oxnet|nginx
     if [ "$1" = oxnet ]; then
-        ip netns exec "$NSC" taskset -c "$SERVER_CORE" "$OXNET" run conf/http-cache.click \
-            "DEV=$OX_SPEC" IP=$OX_HOST "DIR=$TMP/www" \
+        local conf=conf/http-cache.click tls=()
+        [ "$TLS" = 1 ] && conf=conf/https-cache.click tls=("CERT=$TMP/cert.pem" "KEY=$TMP/key.pem" "VERSIONS=1.3")
+        ip netns exec "$NSC" taskset -c "$SERVER_CORE" "$OXNET" run "$conf" \
+            "DEV=$OX_SPEC" IP=$OX_HOST "DIR=$TMP/www" "${tls[@]}" \
             -h cache.requests -h cache.errors >"$TMP/server.out" 2>"$TMP/server.err" &
         SERVER_PID=$!
         wait_ready "$OX_HOST"
@@ -126,7 +139,7 @@ measure() { # measure SERVER RUN SIZE HOST
     local before_cores after_cores before_server after_server wrk_out
     before_cores=$(cores_busy)
     before_server=$(proc_cpu "$SERVER_PID")
-    wrk_out=$(ip netns exec "$NSC" taskset -c "$CLIENT_CORE" wrk -t 1 -c "$CONNS" -d "${SECS}s" --latency "http://$4/obj-$3" 2>&1) || true
+    wrk_out=$(ip netns exec "$NSC" taskset -c "$CLIENT_CORE" wrk -t 1 -c "$CONNS" -d "${SECS}s" --latency "$SCHEME://$4/obj-$3" 2>&1) || true
     after_cores=$(cores_busy)
     after_server=$(proc_cpu "$SERVER_PID")
     printf '%s' "$wrk_out" | python3 -c '
@@ -162,10 +175,11 @@ for ((r = 1; r <= RUNS; r++)); do
     done
 done
 
-python3 - "$TMP/samples.jsonl" "$out" "$SECS" "$RUNS" "$CONNS" <<'PY'
+python3 - "$TMP/samples.jsonl" "$out" "$SECS" "$RUNS" "$CONNS" "$NAME" <<'PY'
 import json, statistics, sys
 samples = [json.loads(l) for l in open(sys.argv[1])]
-out, secs, runs, conns = sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+out, secs, runs, conns, name = sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+tls = name == "http-tls"
 SERVERS = ["oxnet", "nginx"]
 sizes = sorted({s["size"] for s in samples})
 rows = []
@@ -191,17 +205,17 @@ for size in sizes:
     n = next((r for r in rows if (r["server"], r["size"]) == ("nginx", size)), None)
     if o and n and n["requests_per_s"] > 0:
         print(f'{size} B: oxnet/nginx requests/s {o["requests_per_s"] / n["requests_per_s"]:.2f}x')
-json.dump({"benchmark": "http", "seconds_per_run": secs, "runs": runs, "connections": conns,
-           "client": f"wrk -t 1 -c {conns} --latency (keep-alive)",
-           "oxnet": "conf/http-cache.click on tap (HTTPCache, DIR preloaded)",
-           "nginx": "nginx-light, 1 worker, sendfile, over veth",
-           "medians": rows, "samples": samples}, open(f"{out}/http.json", "w"), indent=1)
+json.dump({"benchmark": name, "seconds_per_run": secs, "runs": runs, "connections": conns,
+           "client": f"wrk -t 1 -c {conns} --latency (keep-alive)" + (", https, TLS 1.3" if tls else ""),
+           "oxnet": ("conf/https-cache.click" if tls else "conf/http-cache.click") + " on tap (HTTPCache, DIR preloaded)",
+           "nginx": "nginx-light, 1 worker, sendfile, over veth" + (", ssl (TLS 1.3), the same certificate" if tls else ""),
+           "medians": rows, "samples": samples}, open(f"{out}/{name}.json", "w"), indent=1)
 
 # The figure: two panels, requests/s and goodput against object size.
 colour = {"oxnet": "#2b5797", "nginx": "#999999"}
 W, H, PW, PH = 760, 330, 300, 220
 svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
-       f'<text x="10" y="16">HTTP cache vs nginx, wrk -c {conns} keep-alive: requests/s and goodput against object size</text>']
+       f'<text x="10" y="16">{"HTTPS (TLS 1.3)" if tls else "HTTP"} cache vs nginx, wrk -c {conns} keep-alive: requests/s and goodput against object size</text>']
 for p, (key, label, scale) in enumerate([("requests_per_s", "requests/s (k)", 1e3), ("goodput_mbit_s", "goodput (Mbit/s)", 1)]):
     x0, y0 = 60 + p * 380, 40 + PH
     top = max([r[key] for r in rows] + [1]) * 1.1
@@ -220,6 +234,6 @@ for p, (key, label, scale) in enumerate([("requests_per_s", "requests/s (k)", 1e
             svg.extend(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour[server]}"/>' for x, y in pts)
         svg.append(f'<text x="{x0 + 10 + k * 70}" y="{H - 8}" fill="{colour[server]}">{server}</text>')
 svg.append('</svg>')
-open(f"{out}/http.svg", "w").write("\n".join(svg) + "\n")
-print(f"http.sh: wrote {out}/http.json and {out}/http.svg", file=sys.stderr)
+open(f"{out}/{name}.svg", "w").write("\n".join(svg) + "\n")
+print(f"http.sh: wrote {out}/{name}.json and {out}/{name}.svg", file=sys.stderr)
 PY
