@@ -9,6 +9,9 @@
 //! back in order, Eof, Close with errno 0; a refused port ends in one
 //! Close with ECONNREFUSED; the counters of every element.
 
+mod common;
+
+use common::handler;
 use oxnet_apps::stream::{self, StreamEvent};
 use oxnet_driver::PacketBatch;
 use oxnet_graph::args::{self, Args};
@@ -27,17 +30,7 @@ const BYTES: usize = 60_000;
 /// A TLS connection to a port nobody listens on.
 const REFUSED_ID: u32 = 1000;
 
-#[derive(Default, Debug)]
-struct Seen {
-    opens: u32,
-    eofs: u32,
-    closes: Vec<i32>,
-    data: Vec<u8>,
-    /// Events in order (O, D, E, C), with repeats of D folded.
-    order: String,
-}
-
-static SEEN: Mutex<BTreeMap<u32, Seen>> = Mutex::new(BTreeMap::new());
+static SEEN: Mutex<BTreeMap<u32, common::Seen>> = Mutex::new(BTreeMap::new());
 
 /// Connection `id`'s bytes; a plain one starts with 'P', never with a
 /// TLS record's 0x16.
@@ -87,11 +80,8 @@ impl Element for Requester {
         let server = IpEndpoint::new(Ipv4Addr::new(10, 8, 0, 2), 443);
         for id in self.first..self.first + self.count {
             out.push(stream::open_request(&pool, id, server).unwrap());
-            for chunk in payload(id).chunks(1500) {
-                let mut p = pool.alloc().unwrap();
-                p.set_len(chunk.len()).unwrap();
-                p.copy_from_slice(chunk);
-                out.push(stream::data(p, id));
+            for p in common::data_packets(&pool, id, &payload(id)) {
+                out.push(p);
             }
             out.push(stream::control(&pool, id, StreamEvent::Eof).unwrap());
         }
@@ -102,31 +92,7 @@ impl Element for Requester {
         ctx.push(0, out);
     }
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, _ctx: &mut Ctx<'_>) {
-        let mut seen = SEEN.lock().unwrap();
-        for p in batch.iter() {
-            let s = seen.entry(stream::socket(p)).or_default();
-            let letter = match stream::event(p) {
-                StreamEvent::Open => {
-                    s.opens += 1;
-                    'O'
-                }
-                StreamEvent::Data => {
-                    s.data.extend(p.segments().flat_map(|seg| seg.iter().copied()));
-                    'D'
-                }
-                StreamEvent::Eof => {
-                    s.eofs += 1;
-                    'E'
-                }
-                StreamEvent::Close => {
-                    s.closes.push(stream::errno(p));
-                    'C'
-                }
-            };
-            if !(letter == 'D' && s.order.ends_with('D')) {
-                s.order.push(letter);
-            }
-        }
+        common::record(&mut SEEN.lock().unwrap(), batch);
         batch.clear();
     }
 }
@@ -136,18 +102,7 @@ const TEST_MODULE: Module = Module {
     create: |class| (class == "TlsTestRequester").then(|| Box::new(Requester::default()) as Box<dyn Element>),
 };
 
-const CONFIG: &str = r#"
-TCPSettings();
-tcp :: TCPStack;
-tcp -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:02) -> q :: Queue(100000) -> Unqueue(BURST 64)
-    -> route :: IPClassifier(dst host 10.8.0.1, dst host 10.8.0.2, -);
-route[0] -> ipa :: IPv4Input(10.8.0.1) -> tcp;
-route[1] -> ipb :: IPv4Input(10.8.0.2) -> tcp;
-route[2] -> Discard;
-ipa[1] -> Discard; ipa[2] -> Discard; ipa[3] -> Discard;
-ipb[1] -> Discard; ipb[2] -> Discard; ipb[3] -> Discard;
-AppExecutor;
-
+const APPS: &str = r#"
 // The server: TLS connections echoed through TLSServer, the others
 // echoed as they are.
 srv :: TCPEpollServer(443, ADDR 10.8.0.2) -> cls :: TLSClassifier;
@@ -161,17 +116,11 @@ ctls[1] -> cli :: TCPEpollClient(SRC 10.8.0.1) -> ctls -> req;
 preq :: TlsTestRequester(FIRST 101, COUNT 10) -> pcli :: TCPEpollClient(SRC 10.8.0.1) -> preq;
 "#;
 
-fn handler(router: &oxnet_graph::Router, spec: &str) -> u64 {
-    let (name, h) = spec.rsplit_once('.').unwrap();
-    let index = router.find(name).unwrap();
-    router.read_handler(index, h).unwrap().trim().parse().unwrap()
-}
-
 #[test]
 fn tls_and_plain_connections_share_a_port_and_echo_byte_exact() {
     oxnet_apps::register();
     oxnet_graph::elements::add_modules(&[TEST_MODULE]);
-    let mut router = oxnet_graph::build("tls-test", CONFIG, &[]).unwrap();
+    let mut router = oxnet_graph::build("tls-test", &format!("{}{APPS}", common::TWO_HOSTS), &[]).unwrap();
     let ids: Vec<u32> = TLS_IDS.chain(PLAIN_IDS).chain([REFUSED_ID]).collect();
     let start = std::time::Instant::now();
     let done = || {
