@@ -10,7 +10,7 @@
 mod common;
 
 use common::netns::{self, Netns};
-use common::stack::{random_bytes, repo, value, wait_for_link};
+use common::stack::{random_bytes, run_oxnet, stop_oxnet, value, wait_for_link};
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -59,35 +59,22 @@ fn curl_and_openssl_get_the_cache_s_files_over_tls() {
 
     let ns = Netns::new("hs");
     let tap = netns::unique("ths");
-    let mut args = vec![
-        "60".to_string(),
-        OXNET.to_string(),
-        "run".to_string(),
-        repo().join("conf/https-cache.click").to_str().unwrap().to_string(),
+    let vars = [
         format!("DEV=tap:{tap},ip=10.88.0.1/24"),
         format!("IP={ADDR}"),
         format!("DIR={}", www.display()),
         format!("CERT={}", cert.display()),
         format!("KEY={}", dir.join("key.pem").display()),
     ];
-    for h in [
+    let handlers = [
         "cache.requests",
         "cache.hits",
         "tls.handshakes",
         "tls.errors",
         "srv.opened",
         "srv.closed",
-    ] {
-        args.push("-h".into());
-        args.push(h.into());
-    }
-    let mut oxnet = ns
-        .command("timeout")
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    ];
+    let mut oxnet = run_oxnet(&ns, 60, "conf/https-cache.click", &vars, &handlers);
     wait_for_link(&ns, &tap, &mut oxnet);
     let url = format!("https://{ADDR}/big.bin");
     let cacert = cert.to_str().unwrap();
@@ -173,11 +160,7 @@ fn curl_and_openssl_get_the_cache_s_files_over_tls() {
     assert!(!ok, "plain HTTP on the TLS port must fail");
 
     std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: our own child (`timeout`, which passes SIGINT on), by pid.
-    unsafe { libc::kill(oxnet.id() as libc::pid_t, libc::SIGINT) };
-    let out = oxnet.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let (stdout, all) = stop_oxnet(oxnet);
     assert_eq!(value(&stdout, "cache.requests"), requests, "{all}");
     assert_eq!(value(&stdout, "tls.handshakes"), handshakes, "{all}");
     assert_eq!(value(&stdout, "tls.errors"), 1, "the plain request: {all}");
