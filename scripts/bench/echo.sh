@@ -60,26 +60,9 @@ cargo build --release -q -p oxnet >&2
 OXNET="$(pwd)/${CARGO_TARGET_DIR:-target}/release/oxnet"
 OX_RUN_FLAGS="${OX_RUN_FLAGS:-}"    # e.g. --busy-poll
 
-NSC="oxbec$$"
-NSS="oxbes$$"
-TMP="$(mktemp -d)"
-SERVER_PID=""
-cleanup() {
-    if [ -n "$SERVER_PID" ]; then kill -INT "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-    ip netns del "$NSC" 2>/dev/null || true
-    ip netns del "$NSS" 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-ip netns add "$NSC"
-ip netns add "$NSS"
-ip -n "$NSC" link set lo up
-ip -n "$NSS" link set lo up
-ip -n "$NSC" link add oxbc0 type veth peer name oxbs0 netns "$NSS"
-ip -n "$NSC" addr add 10.82.0.1/24 dev oxbc0
-ip -n "$NSS" addr add 10.82.0.2/24 dev oxbs0
-ip -n "$NSC" link set oxbc0 up
-ip -n "$NSS" link set oxbs0 up
+# NSC, NSS, TMP, SERVER_PID and their cleanup; the veth pair oxbc0/oxbs0.
+. scripts/bench/topology.sh
+topology b 10.82.0
 if [ "$OX_DEV" = tap ]; then
     OX_SPEC="tap:oxbt0,ip=10.81.0.1/24"
 else

@@ -49,27 +49,10 @@ PROFILE="${PROFILE:-release}"
 if [ "$PROFILE" = release ]; then cargo build --release -q -p oxnet >&2; else cargo build -q -p oxnet >&2; fi
 OXNET="$(pwd)/${CARGO_TARGET_DIR:-target}/$PROFILE/oxnet"
 
-NSC="oxbhc$$"
-NSS="oxbhs$$"
-TMP="$(mktemp -d)"
+# NSC, NSS, TMP, SERVER_PID and their cleanup; the veth pair oxhc0/oxhs0.
+. scripts/bench/topology.sh
+topology h 10.87.0
 chmod 755 "$TMP"
-SERVER_PID=""
-cleanup() {
-    if [ -n "$SERVER_PID" ]; then kill -INT "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-    ip netns del "$NSC" 2>/dev/null || true
-    ip netns del "$NSS" 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-ip netns add "$NSC"
-ip netns add "$NSS"
-ip -n "$NSC" link set lo up
-ip -n "$NSS" link set lo up
-ip -n "$NSC" link add oxhc0 type veth peer name oxhs0 netns "$NSS"
-ip -n "$NSC" addr add 10.87.0.1/24 dev oxhc0
-ip -n "$NSS" addr add 10.87.0.2/24 dev oxhs0
-ip -n "$NSC" link set oxhc0 up
-ip -n "$NSS" link set oxhs0 up
 OX_SPEC="tap:oxht0,ip=10.86.0.1/24"
 OX_HOST=10.86.0.2
 NGINX_HOST=10.87.0.2

@@ -62,26 +62,9 @@ fi
 # cores_busy, cores_irq, proc_cpu, jiffies_s (shared with echo.sh).
 . scripts/bench/cores.sh
 
-NSC="oxkmc$$"
-NSS="oxkms$$"
-TMP="$(mktemp -d)"
-SERVER_PID=""
-cleanup() {
-    if [ -n "$SERVER_PID" ]; then kill -INT "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-    ip netns del "$NSC" 2>/dev/null || true
-    ip netns del "$NSS" 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-ip netns add "$NSC"
-ip netns add "$NSS"
-ip -n "$NSC" link set lo up
-ip -n "$NSS" link set lo up
-ip -n "$NSC" link add oxkc0 type veth peer name oxks0 netns "$NSS"
-ip -n "$NSC" addr add 10.82.0.1/24 dev oxkc0
-ip -n "$NSS" addr add 10.82.0.2/24 dev oxks0
-ip -n "$NSC" link set oxkc0 up
-ip -n "$NSS" link set oxks0 up
+# NSC, NSS, TMP, SERVER_PID and their cleanup; the veth pair oxkc0/oxks0.
+. scripts/bench/topology.sh
+topology k 10.82.0
 
 target_of() { if [ "$1" = oxnet ]; then echo 10.81.0.2:11211; else echo 10.82.0.2:11211; fi; }
 
