@@ -23,7 +23,7 @@
 #   sudo SECONDS_PER_RUN=10 RATES="50000 100000 200000 400000" scripts/bench/memcached.sh
 #   sudo OXNET=target/debug/oxnet SECONDS_PER_RUN=1 RATES="5000 10000" FIXED_RATE=5000 scripts/bench/memcached.sh
 #
-# Writes $OXNET_BENCH_OUT (default bench-results)/memcached.json (every
+# Writes $OXNET_BENCH_OUT (default target/bench)/memcached.json (every
 # sample, the table) and memcached.svg, and prints oxnet/memcached:
 # the highest rate answered with p99 < 500 us, and CPU per request.
 # The goal: at least 3x memcached's requests/s per core.
@@ -41,7 +41,7 @@ GET_RATIO="${GET_RATIO:-0.9}"
 CLIENT_CORE="${CLIENT_CORE:-0}"
 SERVER_CORE="${SERVER_CORE:-1}"
 OX_FLAGS="${OX_FLAGS:-}"           # more flags for oxnet memcached
-out="${OXNET_BENCH_OUT:-bench-results}"
+out="${OXNET_BENCH_OUT:-target/bench}"
 
 [ "$(id -u)" -eq 0 ] || { echo "memcached.sh: needs root (TAP, namespaces)" >&2; exit 1; }
 case "$PROTO" in memcached-text | memcached-binary) ;; *) echo "memcached.sh: PROTO=memcached-text or memcached-binary" >&2; exit 1 ;; esac
