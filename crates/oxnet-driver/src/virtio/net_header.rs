@@ -196,7 +196,8 @@ impl NetHeader {
             return 0;
         }
         let mut flags = FLAG_CSUM_CHECKED | FLAG_L4_CSUM_GOOD;
-        if let Some(h) = offload::parse(frame) {
+        // IPv6 has no header checksum (RFC 8200 §3): the L4 flag alone.
+        if let Some(h) = offload::parse(frame).filter(|h| !h.ipv6) {
             let ip = &frame[h.l2_len..h.l2_len + h.l3_len];
             flags |= if offload::fold(offload::ones_sum(ip, 0)) == 0xFFFF {
                 FLAG_IP_CSUM_GOOD
