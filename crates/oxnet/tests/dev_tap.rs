@@ -11,7 +11,8 @@
 //! * IFF_VNET_HDR: a TSO request of 3 MSS written into one TAP comes out
 //!   of another as 3 segments with valid checksums (the kernel acted on
 //!   the virtio-net header, VirtIO 1.0 §5.1.6.2), and a checksum request
-//!   is filled in;
+//!   is filled in; the same over IPv6 (gso_type TCPV6, forwarded by Linux
+//!   in a namespace with IPv6 on);
 //! * multi-queue: two queues (IFF_MULTI_QUEUE) both receive;
 //! * bad input: invalid names, a name taken by a veth or a TUN device,
 //!   `nobody` (no CAP_NET_ADMIN): clear errors; a TAP oxnet created is
@@ -583,6 +584,165 @@ fn tso_child(s2: &str, r2: &str) {
     assert_eq!(csum_frames.len(), 1);
     assert!(checksums_valid(&csum_frames[0]), "checksum request not filled in");
     println!("CHILD DONE: 3 segments of 1000 bytes, checksums valid; checksum request filled in");
+}
+
+/// An Ethernet/IPv6/TCP frame (RFC 8200 §3; fd78::2 to fd78:1::2, hop
+/// limit 64, sequence 4096, ACK PSH) with `payload` bytes, to `dst`;
+/// the TCP checksum zero.
+fn tcp6_frame(dst: [u8; 6], src: [u8; 6], payload: usize) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
+    f.extend_from_slice(&((20 + payload) as u16).to_be_bytes());
+    f.extend_from_slice(&[6, 64]);
+    f.extend_from_slice(&[0xfd, 0x78, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    f.extend_from_slice(&[0xfd, 0x78, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    f.extend_from_slice(&[
+        0x30, 0x39, 0x00, 0x50, 0, 0, 0x10, 0, 0, 0, 0, 0, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0,
+    ]);
+    f.extend((0..payload).map(|i| (i % 251) as u8));
+    f
+}
+
+/// The TCP checksum of an Ethernet/IPv6/TCP frame is valid (RFC 8200
+/// §8.1: the pseudo-header of both addresses, the 32-bit upper-layer
+/// length and next header 6).
+fn ipv6_checksum_valid(frame: &[u8]) -> bool {
+    let length = u16::from_be_bytes([frame[18], frame[19]]) as usize;
+    let mut pseudo = 6 + length as u32;
+    for w in frame[22..54].chunks(2) {
+        pseudo += u16::from_be_bytes([w[0], w[1]]) as u32;
+    }
+    rfc1071(&frame[54..54 + length], pseudo) == 0
+}
+
+/// [`vnet_hdr_tso_request_of_3_mss_comes_out_as_3_segments_with_valid_checksums`]
+/// over IPv6: the request travels as gso_type TCPV6, Linux forwards the
+/// packet between the two TAPs and cuts it on the way out.
+#[test]
+fn vnet_hdr_ipv6_tso_request_of_3_mss_comes_out_as_3_segments_with_valid_checksums() {
+    if let Some(args) = child_args() {
+        return tso6_child(&args[0], &args[1]);
+    }
+    if !netns::available() {
+        return;
+    }
+    // IPv6 on (not quiet_netns): the kernel routes it. Its own frames
+    // (MLD reports, router solicitations) are told apart by the child.
+    let ns = Netns::new(PREFIX);
+    set_sysctl(&ns, "net/ipv6/conf/all/forwarding", "1");
+    let (s, r) = (netns::unique("t6s"), netns::unique("t6r"));
+    persistent_tap(&ns, &s, &[]);
+    persistent_tap(&ns, &r, &[]);
+    ns.ip(&["-6", "addr", "add", "fd78::1/64", "dev", &s, "nodad"]);
+    ns.ip(&["-6", "addr", "add", "fd78:1::1/64", "dev", &r, "nodad"]);
+    run_child(
+        &ns,
+        "vnet_hdr_ipv6_tso_request_of_3_mss_comes_out_as_3_segments_with_valid_checksums",
+        &[&s, &r],
+    );
+    drop(ns);
+}
+
+fn tso6_child(s2: &str, r2: &str) {
+    let config = Config::default();
+    let mut sender = oxnet_driver::open(&format!("tap:{s2},vnet_hdr"), &config).unwrap();
+    let mut receiver = oxnet_driver::open(&format!("tap:{r2}"), &config).unwrap();
+    let dst = oxnet_driver::netif::mac(s2).unwrap();
+    let src = sender.mac();
+    let mac = receiver
+        .mac()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":");
+    let st = Command::new("ip")
+        .args([
+            "-6",
+            "neigh",
+            "replace",
+            "fd78:1::2",
+            "lladdr",
+            &mac,
+            "dev",
+            r2,
+            "nud",
+            "permanent",
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    // Interfaces just up: give the kernel a moment (its own first frames).
+    std::thread::sleep(Duration::from_millis(200));
+    let _ = receive(&mut *receiver, 0);
+    let pool = sender.mempool(0);
+    let mss = 1000usize;
+    let bytes = tcp6_frame(dst, src, 3 * mss);
+    let mut head = pool.alloc().unwrap();
+    head.set_len(1500).unwrap();
+    head.copy_from_slice(&bytes[..1500]);
+    let mut tail = pool.alloc().unwrap();
+    tail.set_len(bytes.len() - 1500).unwrap();
+    tail.copy_from_slice(&bytes[1500..]);
+    head.append(tail);
+    head.set_tx_offload(TxOffload {
+        flags: TX_TSO,
+        l2_len: 14,
+        l3_len: 40,
+        l4_len: 20,
+        mss: mss as u16,
+    });
+    let mut batch = PacketBatch::with_capacity(4);
+    batch.push(head);
+    assert_eq!(sender.tx_batch(0, &mut batch), 1);
+    // Only our TCP frames (next header 6): the kernel's ICMPv6 is not.
+    let tcp = |frames: Vec<Vec<u8>>| -> Vec<Vec<u8>> {
+        frames
+            .into_iter()
+            .filter(|f| f.len() >= 74 && f[12..14] == [0x86, 0xdd] && f[20] == 6)
+            .collect()
+    };
+    let frames = tcp(receive(&mut *receiver, 3));
+    let small = tcp6_frame(dst, src, 100);
+    let mut p = pool.alloc().unwrap();
+    p.set_len(small.len()).unwrap();
+    p.copy_from_slice(&small);
+    p.set_tx_offload(TxOffload {
+        flags: TX_TCP_CSUM,
+        l2_len: 14,
+        l3_len: 40,
+        l4_len: 20,
+        mss: 0,
+    });
+    batch.push(p);
+    assert_eq!(sender.tx_batch(0, &mut batch), 1);
+    let csum_frames = tcp(receive(&mut *receiver, 1));
+    let tx = sender.stats();
+    assert_eq!((tx.tx_packets, tx.tx_invalid), (2, 0));
+    assert_eq!(
+        frames.len(),
+        3,
+        "segments: {:?}",
+        frames.iter().map(|f| f.len()).collect::<Vec<_>>()
+    );
+    for (k, f) in frames.iter().enumerate() {
+        assert_eq!(f.len(), 14 + 40 + 20 + 1000, "segment {k}");
+        assert_eq!(u16::from_be_bytes([f[18], f[19]]), 1020, "segment {k} payload length");
+        let seq = u32::from_be_bytes([f[58], f[59], f[60], f[61]]);
+        assert_eq!(seq, 4096 + 1000 * k as u32, "segment {k} sequence number");
+        assert_eq!(
+            &f[74..],
+            &tcp6_frame([0; 6], [0; 6], 3000)[74 + 1000 * k..74 + 1000 * (k + 1)],
+            "segment {k} payload"
+        );
+        assert!(ipv6_checksum_valid(f), "segment {k}: bad checksum");
+        // Forwarded once: hop limit 64 - 1 (RFC 8200 §3).
+        assert_eq!(f[21], 63, "segment {k} hop limit");
+    }
+    assert_eq!(csum_frames.len(), 1);
+    assert!(ipv6_checksum_valid(&csum_frames[0]), "checksum request not filled in");
+    println!("CHILD DONE: 3 IPv6 segments of 1000 bytes, checksums valid; checksum request filled in");
 }
 
 #[test]

@@ -2,8 +2,9 @@
 //! hosts on one stack (`oxnet run`, as tests/stack_cores.rs) over two
 //! wired `sim:` ports, an echo client sending bulk data and checking
 //! every byte that comes back, with the device's TSO and checksum
-//! offload, its RSC, or TCPGRO in place of RSC. Captures at each port's
-//! input (ToDump) are the frames on the wire.
+//! offload, its RSC, or TCPGRO in place of RSC; TSO and checksum offload
+//! also over IPv6 (fd08::1 and fd08::2). Captures at each port's input
+//! (ToDump) are the frames on the wire.
 
 use std::process::Command;
 
@@ -77,6 +78,45 @@ cli :: TCPEchoClient(10.8.0.2, PORT 7, SRC 10.8.0.1, CONNECTIONS 1, BYTES {bytes
     )
 }
 
+/// [`config`] over IPv6: host A fd08::1, host B fd08::2, the same
+/// devices, TCPSettings and captures; IPv6Input in place of IPv4Input,
+/// the stack's output routed by the last byte of the IPv6 destination
+/// (offset 39 of the IP packet, RFC 8200 §3) to an EtherEncap of type
+/// 86DD (no Neighbor Discovery: the MACs are fixed).
+fn config6(name: &str, dev: &str, tcp: &str, bytes: usize, dump: &std::path::Path) -> String {
+    let (a, b) = (format!("{name}a"), format!("{name}b"));
+    let dump_a = dump.with_extension("a.pcap");
+    let dump_b = dump.with_extension("b.pcap");
+    format!(
+        r#"
+define($MACA 02:00:00:00:0a:01, $MACB 02:00:00:00:0b:02)
+ina :: FromDevice("sim:{a},wire={b}", PROMISC true {dev});
+inb :: FromDevice("sim:{b}", PROMISC true {dev});
+ina -> ToDump("{}", SNAPLEN 0) -> ca :: Classifier(12/86dd, -);
+inb -> ToDump("{}", SNAPLEN 0) -> cb :: Classifier(12/86dd, -);
+ca[1] -> Discard;
+cb[1] -> Discard;
+ca[0] -> ipa :: IPv6Input(fd08::1);
+cb[0] -> ipb :: IPv6Input(fd08::2);
+TCPSettings({tcp});
+tcp :: TCPStack;
+ipa[0] -> tcp;
+ipb[0] -> tcp;
+ipa[1] -> Discard; ipa[2] -> Discard; ipa[3] -> Discard;
+ipb[1] -> Discard; ipb[2] -> Discard; ipb[3] -> Discard;
+route :: Classifier(39/02, 39/01);
+tcp -> route;
+route[0] -> EtherEncap(0x86dd, $MACA, $MACB) -> outa :: ToDevice("sim:{a},wire={b}" {dev});
+route[1] -> EtherEncap(0x86dd, $MACB, $MACA) -> outb :: ToDevice("sim:{b}" {dev});
+AppExecutor;
+srv :: TCPEchoServer(7, ADDR fd08::2);
+cli :: TCPEchoClient(fd08::2, PORT 7, SRC fd08::1, CONNECTIONS 1, BYTES {bytes}, STOP true);
+"#,
+        dump_a.display(),
+        dump_b.display()
+    )
+}
+
 /// The frames of a pcap file (this machine's byte order, ToDump's).
 fn frames(path: &std::path::Path) -> Vec<Vec<u8>> {
     let bytes = std::fs::read(path).unwrap();
@@ -97,14 +137,28 @@ fn tcp_payload(frame: &[u8]) -> usize {
     ip_len - ihl - (frame[14 + ihl + 12] >> 4) as usize * 4
 }
 
+/// Where the TCP header of an Ethernet/IPv4/TCP or Ethernet/IPv6/TCP
+/// frame (no extension headers) starts, and its payload length; `None`
+/// for any other frame.
+fn tcp_segment(f: &[u8]) -> Option<(usize, usize)> {
+    if f[12..14] == [0x08, 0x00] && f[23] == 6 {
+        return Some((14 + (f[14] & 0xF) as usize * 4, tcp_payload(f)));
+    }
+    if f[12..14] == [0x86, 0xdd] && f[20] == 6 {
+        // RFC 8200 §3: the payload length counts the TCP header and data.
+        let payload = u16::from_be_bytes([f[18], f[19]]) as usize;
+        return Some((54, payload - (f[54 + 12] >> 4) as usize * 4));
+    }
+    None
+}
+
 /// For each direction (TCP source port) of the captured frames: the
 /// data's sequence ranges, relative to the first one seen, cover one
 /// contiguous range of `bytes` bytes (no hole, whatever was sent twice).
 fn assert_streams_whole(wire: &[Vec<u8>], bytes: usize) {
     let mut by_port: std::collections::BTreeMap<u16, Vec<(u32, usize)>> = Default::default();
-    for f in wire.iter().filter(|f| f[12..14] == [0x08, 0x00] && f[23] == 6) {
-        let tcp = 14 + (f[14] & 0xF) as usize * 4;
-        let len = tcp_payload(f);
+    for f in wire {
+        let Some((tcp, len)) = tcp_segment(f) else { continue };
         if len > 0 {
             let port = u16::from_be_bytes([f[tcp], f[tcp + 1]]);
             let seq = u32::from_be_bytes(f[tcp + 4..tcp + 8].try_into().unwrap());
@@ -136,6 +190,18 @@ const BYTES: usize = 200_000;
 /// Runs the echo with the given switches; returns the printed handlers
 /// and the frames both ports received.
 fn echo(name: &str, dev: &str, tcp: &str, gro: bool, extra: &[&str]) -> (String, Vec<Vec<u8>>) {
+    let mut handlers = vec!["ipa.bad_checksum", "ipb.bad_checksum"];
+    handlers.extend_from_slice(extra);
+    echo_with(name, &handlers, |dump| config(name, dev, tcp, gro, BYTES, dump))
+}
+
+/// [`echo`] over IPv6 ([`config6`]).
+fn echo6(name: &str, dev: &str, tcp: &str, extra: &[&str]) -> (String, Vec<Vec<u8>>) {
+    echo_with(name, extra, |dump| config6(name, dev, tcp, BYTES, dump))
+}
+
+/// Runs the configuration `make(dump)` makes; see [`echo`].
+fn echo_with(name: &str, extra: &[&str], make: impl Fn(&std::path::Path) -> String) -> (String, Vec<Vec<u8>>) {
     // One directory per run: the tests run in parallel threads of one
     // process, and each removes its own directory when done.
     let dir = std::env::temp_dir().join(format!("oxnet-stack-offload-{}-{name}", std::process::id()));
@@ -150,11 +216,9 @@ fn echo(name: &str, dev: &str, tcp: &str, gro: bool, extra: &[&str]) -> (String,
         "tcp/seg.tso",
         "tcp/fl.bad_checksums",
         "tcp/fl.device_checked",
-        "ipa.bad_checksum",
-        "ipb.bad_checksum",
     ];
     handlers.extend_from_slice(extra);
-    let out = run(&config(name, dev, tcp, gro, BYTES, &dump), &handlers);
+    let out = run(&make(&dump), &handlers);
     assert_eq!(
         (
             value(&out, "cli.done"),
@@ -264,4 +328,93 @@ fn gro_merged_segments_are_read_whole() {
     let merged = value(&out, "ga.merged") + value(&out, "gb.merged");
     assert!(merged > 0, "{out}");
     assert_eq!(value(&out, "tcp/fl.bad_checksums"), 0);
+}
+
+/// The IPv6 frames' checksum check, summed here (RFC 8200 §8.1: both
+/// addresses, the 32-bit upper-layer length, next header 6, the TCP
+/// segment), not with the driver's code.
+fn ipv6_tcp_checksum_good(f: &[u8]) -> bool {
+    let length = u16::from_be_bytes([f[18], f[19]]) as usize;
+    let mut bytes = f[22..54].to_vec();
+    bytes.extend_from_slice(&(length as u32).to_be_bytes());
+    bytes.extend_from_slice(&[0, 0, 0, 6]);
+    bytes.extend_from_slice(&f[54..54 + length]);
+    if bytes.len() % 2 == 1 {
+        bytes.push(0);
+    }
+    let mut sum: u32 = bytes.chunks(2).map(|w| (w[0] as u32) << 8 | w[1] as u32).sum();
+    while sum > 0xFFFF {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    sum == 0xFFFF
+}
+
+/// The IPv6 MSS: the 1500-byte MTU less 40 bytes of IPv6 and 20 of TCP
+/// (RFC 8200 §5, RFC 9293 §3.7.1), less the 12 bytes of timestamps each
+/// data segment carries.
+const MSS6_DATA: usize = 1500 - 40 - 20 - 12;
+
+/// [`tso_puts_mss_sized_frames_with_good_checksums_on_the_wire`] over
+/// IPv6: with the device's TSO (both modes) fewer packets handed to the
+/// devices than frames on the wire; every IPv6/TCP frame at most one MSS
+/// of data, its TCP checksum good by the sum above (and by the software
+/// verdict at the receiver: no bad checksum counted), the streams
+/// whole; with TSO off one packet per frame.
+#[test]
+fn ipv6_tso_puts_mss_sized_frames_with_good_checksums_on_the_wire() {
+    for mode in ["off", "multi", "single"] {
+        let tso = mode != "off";
+        let dev = if tso {
+            format!(", TSO {mode}, TX_CHECKSUM true")
+        } else {
+            String::new()
+        };
+        let (out, wire) = echo6(&format!("tso6-{mode}"), &dev, &format!("TSO {tso}"), &[]);
+        let handed = value(&out, "outa.count") + value(&out, "outb.count");
+        let mut tcp_frames = 0;
+        for (k, f) in wire.iter().enumerate() {
+            if let Some((_, len)) = tcp_segment(f).filter(|_| f[12..14] == [0x86, 0xdd]) {
+                tcp_frames += 1;
+                assert!(ipv6_tcp_checksum_good(f), "{mode}: frame {k}: TCP checksum");
+                assert_eq!(
+                    oxnet_driver::offload::checksum_verdict(f),
+                    0b10,
+                    "{mode}: frame {k}: the driver's verdict, L4 good, no IP flag"
+                );
+                assert!(len <= MSS6_DATA, "{mode}: frame {k}: {len} bytes");
+            }
+        }
+        assert_eq!(tcp_frames, wire.len(), "{mode}: every frame IPv6/TCP");
+        assert_streams_whole(&wire, BYTES);
+        assert_eq!(value(&out, "tcp/fl.bad_checksums"), 0);
+        assert_eq!(value(&out, "tcp/fl.device_checked"), 0, "software verdicts");
+        let large = value(&out, "tcp/seg.tso");
+        if tso {
+            assert!(large > 0, "{out}");
+            assert!(handed < wire.len() as u64, "{handed} packets, {} frames", wire.len());
+        } else {
+            assert_eq!(large, 0);
+            assert_eq!(handed, wire.len() as u64);
+        }
+    }
+}
+
+/// [`checksum_offload_both_ways`] over IPv6: the device inserts the TCP
+/// checksums, and its receive verdicts (L4 only) are taken for every
+/// segment TCPFlowLookup sees; every frame's checksum good.
+#[test]
+fn ipv6_checksum_offload_both_ways() {
+    let (out, wire) = echo6(
+        "csum6",
+        ", TX_CHECKSUM true, RX_CHECKSUM true",
+        "CHECKSUM_OFFLOAD true",
+        &["tcp/fl.count"],
+    );
+    assert!(!wire.is_empty());
+    for f in &wire {
+        assert!(ipv6_tcp_checksum_good(f));
+    }
+    assert_eq!(value(&out, "tcp/fl.bad_checksums"), 0);
+    assert_eq!(value(&out, "tcp/fl.device_checked"), value(&out, "tcp/fl.count"));
+    assert!(value(&out, "tcp/fl.count") > 100, "{out}");
 }

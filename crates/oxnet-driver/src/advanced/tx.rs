@@ -722,7 +722,13 @@ impl<N: Nic> TxQueue<N> {
                 limits.device, limits.max_data_descriptors, limits.descriptors_source
             )));
         }
-        let context = (request.flags != 0).then(|| context_fields(&request));
+        let ipv6 = offload::is_ipv6(packet, request.l2_len as usize);
+        if ipv6 && request.flags & TX_IP_CSUM != 0 {
+            return Err(Error::Config(
+                "IP header checksum requested for an IPv6 packet, which has none (RFC 8200 §3)".into(),
+            ));
+        }
+        let context = (request.flags != 0).then(|| context_fields(&request, ipv6));
         if segments + context.is_some() as usize > self.free_descriptors() {
             return Ok(Put::RingFull);
         }
@@ -779,7 +785,13 @@ impl<N: Nic> TxQueue<N> {
             }
             if request.flags & TX_TSO != 0 {
                 tse = TX_DCMD_TSE;
-                popts = TX_POPTS_IXSM | TX_POPTS_TXSM;
+                // IXSM only for IPv4: IPv6 has no header checksum (as
+                // Linux's ixgbe sets IXSM only with its IPV4 flag).
+                popts = if fields.1 & TX_TUCMD_IPV4 != 0 {
+                    TX_POPTS_IXSM | TX_POPTS_TXSM
+                } else {
+                    TX_POPTS_TXSM
+                };
                 paylen -= (request.l2_len as u32) + request.l3_len as u32 + request.l4_len as u32;
             } else {
                 if request.flags & TX_IP_CSUM != 0 {
@@ -828,10 +840,13 @@ enum Put {
 }
 
 /// The context descriptor's three fields for `request` (§7.2.3.2.3):
-/// MACLEN/IPLEN, TUCMD (IPv4, L4 type), MSS/L4LEN (TSO only).
-fn context_fields(request: &crate::packet::TxOffload) -> (u32, u32, u32) {
+/// MACLEN/IPLEN, TUCMD (IPv4, L4 type), MSS/L4LEN (TSO only). TUCMD.IPV4
+/// is clear for an IPv6 packet: the NIC then writes no IP checksum or
+/// identification and puts each segment's length in the IPv6 payload
+/// length (§7.2.4.7).
+fn context_fields(request: &crate::packet::TxOffload, ipv6: bool) -> (u32, u32, u32) {
     let maclen_iplen = ((request.l2_len as u32) << TX_MACLEN_SHIFT) | request.l3_len as u32;
-    let mut tucmd = TX_TUCMD_IPV4;
+    let mut tucmd = if ipv6 { 0 } else { TX_TUCMD_IPV4 };
     if request.flags & (TX_TCP_CSUM | TX_TSO) != 0 {
         tucmd |= TX_TUCMD_L4T_TCP;
     }
@@ -848,9 +863,12 @@ fn context_fields(request: &crate::packet::TxOffload) -> (u32, u32, u32) {
 /// them): the TCP/UDP field seeded with the pseudo-header sum
 /// (without the length for TSO, with it otherwise); the IPv4 field is
 /// computed by the NIC with IXSM (we zero it for TSO, as Linux does).
+/// IPv6 (RFC 8200 §8.1 pseudo-header) has no header checksum to zero.
 fn seed_checksums(packet: &mut Packet, request: &crate::packet::TxOffload) {
     let (l2, l3) = (request.l2_len as usize, request.l3_len as usize);
-    if l3 < 20 || packet.len() < l2 + l3 + 8 {
+    let ipv6 = offload::is_ipv6(packet, l2);
+    let l3_minimum = if ipv6 { offload::IPV6_HEADER_LEN } else { 20 };
+    if l3 < l3_minimum || packet.len() < l2 + l3 + 8 {
         return;
     }
     let total = packet.total_len();
@@ -867,7 +885,7 @@ fn seed_checksums(packet: &mut Packet, request: &crate::packet::TxOffload) {
     let length = (request.flags & TX_TSO == 0).then_some(total - l2 - l3);
     let seed = offload::pseudo_header_sum(packet, l2, protocol, length);
     packet[field..field + 2].copy_from_slice(&seed.to_be_bytes());
-    if request.flags & TX_TSO != 0 {
+    if request.flags & TX_TSO != 0 && !ipv6 {
         packet[l2 + 10] = 0;
         packet[l2 + 11] = 0;
     }

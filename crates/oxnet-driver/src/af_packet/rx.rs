@@ -245,12 +245,17 @@ impl RxRing {
     }
 }
 
-/// Computes the TCP/UDP checksum of an IPv4 frame over its IP total
+/// Computes the TCP/UDP checksum of an IPv4 or IPv6 frame over its IP
 /// length (Ethernet padding left out); fragments and other frames are
 /// left as they are.
 fn fill_partial_checksum(frame: &mut [u8]) {
     let Some(h) = crate::offload::parse(frame) else { return };
-    let total = u16::from_be_bytes([frame[h.l2_len + 2], frame[h.l2_len + 3]]) as usize;
+    let total = if h.ipv6 {
+        // RFC 8200 §3: the payload length leaves out the 40-byte header.
+        crate::offload::IPV6_HEADER_LEN + u16::from_be_bytes([frame[h.l2_len + 4], frame[h.l2_len + 5]]) as usize
+    } else {
+        u16::from_be_bytes([frame[h.l2_len + 2], frame[h.l2_len + 3]]) as usize
+    };
     let end = h.l2_len + total;
     if h.fragment || total < h.l3_len + h.l4_len || end > frame.len() {
         return;

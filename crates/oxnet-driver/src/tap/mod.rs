@@ -24,7 +24,9 @@
 //!   frame read or written is preceded by the 10-byte virtio-net header
 //!   (VirtIO 1.0 §5.1.6, `TUNSETVNETHDRSZ` 10): transmit checksum and TSO
 //!   requests are carried in it (shared code in
-//!   [`crate::virtio::net_header`]), and the kernel checksums and segments.
+//!   [`crate::virtio::net_header`]), and the kernel checksums and segments,
+//!   TCP over IPv4 (gso_type TCPV4) and over IPv6 (TCPV6; the kernel's
+//!   `virtio_net_hdr_to_skb` takes both without a feature to negotiate).
 //!   `TUNSETOFFLOAD` says what *we* accept on receive: TUN_F_CSUM only with
 //!   the rx checksum switch (partial checksums are then completed here);
 //!   never TSO, so every received frame fits one buffer.

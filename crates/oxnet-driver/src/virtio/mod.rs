@@ -46,8 +46,8 @@ fn offload_features(config: &Config) -> u64 {
         f |= net_header::F_CSUM;
     }
     if o.tso != TsoMode::Off {
-        // HOST_TSO4 requires CSUM (§5.1.3.1).
-        f |= net_header::F_CSUM | net_header::F_HOST_TSO4;
+        // HOST_TSO4 and HOST_TSO6 require CSUM (§5.1.3.1).
+        f |= net_header::F_CSUM | net_header::F_HOST_TSO4 | net_header::F_HOST_TSO6;
     }
     if o.rx_checksum {
         f |= net_header::F_GUEST_CSUM;
@@ -292,7 +292,8 @@ impl<T: Transport> VirtioNet<T> {
                 }
             }
         }
-        if request.flags & TX_REQUEST_MASK != 0 && !net_header::device_can(self.features, &request) {
+        let ipv6 = offload::is_ipv6(&packet, request.l2_len as usize);
+        if request.flags & TX_REQUEST_MASK != 0 && !net_header::device_can(self.features, &request, ipv6) {
             return self.tx_software(packet, sent);
         }
         if self.tx.descriptors_for(&packet) > self.tx.size() as usize {

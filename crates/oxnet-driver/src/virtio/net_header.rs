@@ -37,8 +37,8 @@ pub const F_GUEST_CSUM: u64 = 1 << 1;
 /// VIRTIO_NET_F_HOST_TSO4 (bit 11): the device segments TCP/IPv4 packets
 /// we send (gso_type TCPV4). Requires F_CSUM (§5.1.3.1).
 pub const F_HOST_TSO4: u64 = 1 << 11;
-/// VIRTIO_NET_F_HOST_TSO6 (bit 12): likewise for TCP/IPv6 (not used: the
-/// offload requests of this crate are IPv4 only).
+/// VIRTIO_NET_F_HOST_TSO6 (bit 12): likewise for TCP/IPv6 (gso_type
+/// TCPV6). Requires F_CSUM (§5.1.3.1).
 pub const F_HOST_TSO6: u64 = 1 << 12;
 
 /// VIRTIO_NET_HDR_F_NEEDS_CSUM (§5.1.6): the checksum from `csum_start`
@@ -110,7 +110,8 @@ impl NetHeader {
     /// The header for a transmit request, and the preparation of the frame
     /// it needs (§5.1.6.2): the IPv4 header checksum is computed here (the
     /// header has no field for it; a segmenting device rewrites it per
-    /// segment), and the TCP/UDP checksum field is set to the pseudo-header
+    /// segment; IPv6 has none, RFC 8200 §3, and TX_IP_CSUM on it is
+    /// refused), and the TCP/UDP checksum field is set to the pseudo-header
     /// sum over the whole L4 length, as §5.1.6.2.1 requires with
     /// NEEDS_CSUM ("the driver MUST set the packet checksum stored in the
     /// buffer to the TCP/UDP pseudo header"). `head` is the first segment
@@ -118,7 +119,10 @@ impl NetHeader {
     /// packet's length.
     ///
     /// `request` must ask for nothing the device cannot do: with TX_TSO the
-    /// device must have HOST_TSO4, with a checksum request F_CSUM.
+    /// device must have HOST_TSO4 (HOST_TSO6 for an IPv6 packet, gso_type
+    /// TCPV6), with a checksum request F_CSUM. IPv4 or IPv6 is read from
+    /// the version nibble at `l2_len`; an IPv6 header is 40 bytes (no
+    /// extension headers: csum_start would lie behind them).
     pub fn for_request(head: &mut [u8], total_len: usize, request: &TxOffload) -> Result<NetHeader> {
         let (l2, l3, l4) = (
             request.l2_len as usize,
@@ -140,17 +144,24 @@ impl NetHeader {
             Some(_) => 8,
             None => 0,
         };
-        if l3 < 20 || l4 < min_l4 || l2 + l3 + l4 > head.len() || head.len() > total_len {
+        let ipv6 = offload::is_ipv6(head, l2);
+        let min_l3 = if ipv6 { offload::IPV6_HEADER_LEN } else { 20 };
+        if l3 < min_l3 || l4 < min_l4 || l2 + l3 + l4 > head.len() || head.len() > total_len {
             return Err(Error::Config(format!(
                 "offload lengths {l2}+{l3}+{l4} do not fit the {}-byte first segment of a {total_len}-byte packet \
-                 (IPv4 header of at least 20 bytes, TCP 20, UDP 8)",
+                 (IPv4 header of at least 20 bytes, IPv6 40, TCP 20, UDP 8)",
                 head.len()
             )));
         }
         if tso && request.mss == 0 {
             return Err(Error::Config("TSO packet with MSS 0".into()));
         }
-        if request.flags & (TX_IP_CSUM | TX_TSO) != 0 {
+        if ipv6 && request.flags & TX_IP_CSUM != 0 {
+            return Err(Error::Config(
+                "IP header checksum requested for an IPv6 packet, which has none (RFC 8200 §3)".into(),
+            ));
+        }
+        if !ipv6 && request.flags & (TX_IP_CSUM | TX_TSO) != 0 {
             offload::set_ipv4_checksum(&mut head[l2..l2 + l3]);
         }
         let Some(protocol) = protocol else {
@@ -175,7 +186,7 @@ impl NetHeader {
             // §5.1.6.2: gso_type and gso_size (the MSS); hdr_len is the
             // length of the headers (Ethernet + IP + TCP), a hint the
             // device may use. NEEDS_CSUM is required with any gso_type.
-            header.gso_type = GSO_TCPV4;
+            header.gso_type = if ipv6 { GSO_TCPV6 } else { GSO_TCPV4 };
             header.gso_size = request.mss;
             header.hdr_len = (l2 + l3 + l4) as u16;
         }
@@ -196,7 +207,8 @@ impl NetHeader {
             return 0;
         }
         let mut flags = FLAG_CSUM_CHECKED | FLAG_L4_CSUM_GOOD;
-        if let Some(h) = offload::parse(frame) {
+        // IPv6 has no header checksum (RFC 8200 §3): the L4 flag alone.
+        if let Some(h) = offload::parse(frame).filter(|h| !h.ipv6) {
             let ip = &frame[h.l2_len..h.l2_len + h.l3_len];
             flags |= if offload::fold(offload::ones_sum(ip, 0)) == 0xFFFF {
                 FLAG_IP_CSUM_GOOD
@@ -233,11 +245,17 @@ impl NetHeader {
 
 /// What a device can do with a packet's request, from the negotiated
 /// features: `true` if the header can carry it, `false` if it must be done
-/// in software.
-pub fn device_can(features: u64, request: &TxOffload) -> bool {
+/// in software. `ipv6`: the packet is IPv6 ([`offload::is_ipv6`]): TSO
+/// needs HOST_TSO6, and an IP header checksum request is left to the
+/// software path, which refuses it.
+pub fn device_can(features: u64, request: &TxOffload, ipv6: bool) -> bool {
     let flags = request.flags;
+    if ipv6 && flags & TX_IP_CSUM != 0 {
+        return false;
+    }
     if flags & TX_TSO != 0 {
-        return features & F_HOST_TSO4 != 0 && features & F_CSUM != 0;
+        let tso = if ipv6 { F_HOST_TSO6 } else { F_HOST_TSO4 };
+        return features & tso != 0 && features & F_CSUM != 0;
     }
     if flags & (TX_TCP_CSUM | TX_UDP_CSUM) != 0 {
         return features & F_CSUM != 0;
@@ -405,9 +423,97 @@ mod tests {
             flags: TX_TSO,
             ..TxOffload::default()
         };
-        assert!(!device_can(0, &csum));
-        assert!(device_can(F_CSUM, &csum));
-        assert!(!device_can(F_CSUM, &tso));
-        assert!(device_can(F_CSUM | F_HOST_TSO4, &tso));
+        assert!(!device_can(0, &csum, false));
+        assert!(device_can(F_CSUM, &csum, false));
+        assert!(!device_can(F_CSUM, &tso, false));
+        assert!(device_can(F_CSUM | F_HOST_TSO4, &tso, false));
+        // IPv6: TSO needs HOST_TSO6, not HOST_TSO4; checksums F_CSUM; an
+        // IP header checksum never goes to the device.
+        assert!(device_can(F_CSUM, &csum, true));
+        assert!(!device_can(F_CSUM | F_HOST_TSO4, &tso, true));
+        assert!(device_can(F_CSUM | F_HOST_TSO6, &tso, true));
+        assert!(!device_can(F_CSUM | F_HOST_TSO6, &tso, false));
+        let ip = TxOffload {
+            flags: TX_IP_CSUM | TX_TCP_CSUM,
+            ..TxOffload::default()
+        };
+        assert!(device_can(F_CSUM, &ip, false));
+        assert!(!device_can(F_CSUM, &ip, true));
+    }
+
+    /// An Ethernet/IPv6/TCP frame (fd00::1 to fd00::2, RFC 8200 §3) of
+    /// `payload` bytes, checksum zero.
+    fn tcp6_frame(payload: usize) -> Vec<u8> {
+        let mut f = vec![0u8; 14 + 40 + 20 + payload];
+        f[12..14].copy_from_slice(&[0x86, 0xdd]);
+        f[14] = 0x60;
+        f[18..20].copy_from_slice(&((20 + payload) as u16).to_be_bytes());
+        f[20] = 6;
+        f[21] = 64;
+        f[22] = 0xfd;
+        f[37] = 1;
+        f[38] = 0xfd;
+        f[53] = 2;
+        f[66] = 0x50;
+        for (i, b) in f[74..].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        f
+    }
+
+    /// TSO of an IPv6 packet (§5.1.6.2): gso_type TCPV6 (4), csum_start
+    /// after the 40-byte header, hdr_len 74; the IPv6 header is not
+    /// touched (no header checksum); the TCP field holds the RFC 8200
+    /// §8.1 pseudo-header sum over the whole L4 length, summed here:
+    /// fd00 + 0001 + fd00 + 0002 + length + 6.
+    #[test]
+    fn ipv6_tso_request_sets_tcpv6_and_leaves_the_ip_header() {
+        let mut f = tcp6_frame(4000);
+        let original = f.clone();
+        let len = f.len();
+        let request = TxOffload {
+            flags: TX_TSO,
+            l2_len: 14,
+            l3_len: 40,
+            l4_len: 20,
+            mss: 1428,
+        };
+        let h = NetHeader::for_request(&mut f, len, &request).unwrap();
+        assert_eq!(
+            h,
+            NetHeader {
+                flags: 1,
+                gso_type: 4,
+                hdr_len: 74,
+                gso_size: 1428,
+                csum_start: 54,
+                csum_offset: 16
+            }
+        );
+        assert_eq!(f[..70], original[..70]);
+        let seed = 0xfd00u32 + 1 + 0xfd00 + 2 + 4020 + 6;
+        let seed = ((seed & 0xFFFF) + (seed >> 16)) as u16;
+        assert_eq!(u16::from_be_bytes([f[70], f[71]]), seed);
+        // Checksum alone: GSO none, the same offsets; TX_IP_CSUM refused.
+        let csum = TxOffload {
+            flags: TX_TCP_CSUM,
+            mss: 0,
+            ..request
+        };
+        let h = NetHeader::for_request(&mut f, len, &csum).unwrap();
+        assert_eq!((h.flags, h.gso_type, h.csum_start, h.csum_offset), (1, 0, 54, 16));
+        let with_ip = TxOffload {
+            flags: TX_IP_CSUM | TX_TCP_CSUM,
+            ..csum
+        };
+        assert!(NetHeader::for_request(&mut f, len, &with_ip).is_err());
+        let short = TxOffload { l3_len: 20, ..csum };
+        assert!(NetHeader::for_request(&mut f, len, &short).is_err());
+        // The device's DATA_VALID verdict for IPv6: L4 only.
+        let valid = NetHeader {
+            flags: HDR_F_DATA_VALID,
+            ..NetHeader::default()
+        };
+        assert_eq!(valid.rx_checksum_flags(&f), FLAG_CSUM_CHECKED | FLAG_L4_CSUM_GOOD);
     }
 }

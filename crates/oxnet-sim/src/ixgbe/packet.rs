@@ -1,5 +1,6 @@
 //! What the model's MAC and DMA engines know about packet contents:
-//! Ethernet/IPv4/TCP/UDP headers, the Internet checksum (RFC 1071), and the
+//! Ethernet/IPv4/TCP/UDP headers (and, for the checksum verdict, IPv6's),
+//! the Internet checksum (RFC 1071), and the
 //! RSS Toeplitz hash (§7.1.2.8.1). Written for the model, independently of
 //! the driver's `offload.rs` and `rss.rs`.
 
@@ -59,8 +60,37 @@ pub(crate) fn pseudo(frame: &[u8], p: &Parsed, l4_length: usize) -> u64 {
     sum(&frame[p.ip + 12..p.ip + 20]) + u64::from(p.protocol) + l4_length as u64
 }
 
+/// An untagged Ethernet/IPv6 frame whose next header is TCP or UDP
+/// (RFC 8200 §3; extension headers are not followed): the start of the
+/// L4 header and its length by the payload length field, and the
+/// protocol. Only the checksum verdict uses it: RSS and RSC in the model
+/// stay IPv4 only.
+fn parse_ipv6(frame: &[u8]) -> Option<(usize, usize, u8)> {
+    if frame.len() < 54 || frame[12..14] != [0x86, 0xDD] || frame[14] >> 4 != 6 {
+        return None;
+    }
+    let protocol = frame[20];
+    let l4 = 54;
+    let length = (u16::from_be_bytes([frame[18], frame[19]]) as usize).min(frame.len() - l4);
+    let fits = (protocol == TCP && length >= 20) || (protocol == UDP && length >= 8);
+    fits.then_some((l4, length, protocol))
+}
+
+/// The IPv6 pseudo-header sum (RFC 8200 §8.1): both addresses, the
+/// upper-layer length and the next header.
+fn pseudo_ipv6(frame: &[u8], protocol: u8, l4_length: usize) -> u64 {
+    sum(&frame[22..54]) + u64::from(protocol) + l4_length as u64
+}
+
 /// The receive checksum verdict of §7.1.6.2: (IPCS, IPE, L4CS, TCPE, UDP).
+/// IPv6 has no header checksum: IPCS stays clear, the TCP/UDP checksum
+/// is checked over the IPv6 pseudo-header.
 pub(crate) fn verdict(frame: &[u8]) -> (bool, bool, bool, bool, bool) {
+    if let Some((l4, length, protocol)) = parse_ipv6(frame) {
+        let end = l4 + length;
+        let l4_bad = fold(pseudo_ipv6(frame, protocol, length) + sum(&frame[l4..end])) != 0xFFFF;
+        return (false, false, true, l4_bad, protocol == UDP);
+    }
     let Some(p) = parse(frame) else {
         return (false, false, false, false, false);
     };

@@ -237,17 +237,23 @@ fn offload(state: &mut WorldState, port: usize, q: usize, packet: &Gathered) -> 
     let maclen = ((d0 >> 9) & 0x7F) as usize;
     let iplen = (d0 & 0x1FF) as usize;
     let l4_is_tcp = (tucmd >> 11) & 0b11 == 0b01;
+    // TUCMD.IPV4 (bit 10, §7.2.3.2.3): clear for IPv6.
+    let ipv4 = tucmd & TUCMD_IPV4 != 0;
     let ixsm = packet.popts & POPTS_IXSM != 0;
     let txsm = packet.popts & POPTS_TXSM != 0;
+    if ixsm && !ipv4 {
+        return Err("POPTS.IXSM with TUCMD.IPV4 clear: IPv6 has no header checksum (§7.2.5)".into());
+    }
     let frame = std::mem::take(&mut nic.tx_frame);
     if packet.tse {
-        let result = segment(state, port, q, &frame, maclen, iplen, d3, packet);
+        let result = segment(state, port, q, &frame, maclen, iplen, d3, ipv4, packet);
         state.ports[port].nic.tx_frame = frame;
         return result;
     }
     let mut frame = frame;
     if ixsm || txsm {
-        if maclen + iplen + 8 > frame.len() || iplen < 20 {
+        let min_iplen = if ipv4 { 20 } else { 40 };
+        if maclen + iplen + 8 > frame.len() || iplen < min_iplen {
             state.ports[port].nic.tx_frame = frame;
             return Err(format!(
                 "checksum context MACLEN {maclen} IPLEN {iplen} does not fit a {}-byte packet",
@@ -271,6 +277,8 @@ fn packet_len(packet: &Gathered) -> usize {
 }
 
 const POPTS_IXSM: u32 = 1 << 8;
+/// Context descriptor TUCMD.IPV4 (dword 2 bit 10, §7.2.3.2.3).
+const TUCMD_IPV4: u32 = 1 << 10;
 const POPTS_TXSM: u32 = 1 << 9;
 
 /// §7.2.5: IXSM — the IPv4 header checksum, computed by the NIC.
@@ -298,7 +306,9 @@ fn l4_checksum(l4: &mut [u8], tcp: bool, extra: usize) {
 /// repeated in front of every MSS bytes of payload; per segment the NIC
 /// writes the IPv4 total length, identification (+1 each), header
 /// checksum, TCP sequence number, the flags masked by DTXTCPFLGL/H (first,
-/// middle, last segment, §8.2.3.9.12/13), and the TCP checksum.
+/// middle, last segment, §8.2.3.9.12/13), and the TCP checksum. With
+/// TUCMD.IPV4 clear (IPv6) the IP header gets its payload length alone
+/// (RFC 8200 §3: no identification, no header checksum).
 #[allow(clippy::too_many_arguments)]
 fn segment(
     state: &mut WorldState,
@@ -308,12 +318,14 @@ fn segment(
     maclen: usize,
     iplen: usize,
     d3: u32,
+    ipv4: bool,
     packet: &Gathered,
 ) -> Result<(), String> {
     let mss = (d3 >> 16) as usize;
     let l4len = ((d3 >> 8) & 0xFF) as usize;
     let header = maclen + iplen + l4len;
-    if mss == 0 || l4len < 20 || header > frame.len() {
+    let min_iplen = if ipv4 { 20 } else { 40 };
+    if mss == 0 || l4len < 20 || iplen < min_iplen || header > frame.len() {
         return Err(format!(
             "TSO context MSS {mss} L4LEN {l4len} HDR {header} on a {}-byte packet",
             frame.len()
@@ -347,11 +359,19 @@ fn segment(
         } else {
             masks.1
         } as u16;
-        segment[maclen + 2..maclen + 4].copy_from_slice(&((iplen + l4len + chunk.len()) as u16).to_be_bytes());
-        segment[maclen + 4..maclen + 6].copy_from_slice(&ip_id.wrapping_add(k as u16).to_be_bytes());
+        if ipv4 {
+            segment[maclen + 2..maclen + 4].copy_from_slice(&((iplen + l4len + chunk.len()) as u16).to_be_bytes());
+            segment[maclen + 4..maclen + 6].copy_from_slice(&ip_id.wrapping_add(k as u16).to_be_bytes());
+        } else {
+            // The payload length counts what follows the 40-byte header.
+            let payload_length = (iplen - 40 + l4len + chunk.len()) as u16;
+            segment[maclen + 4..maclen + 6].copy_from_slice(&payload_length.to_be_bytes());
+        }
         segment[tcp + 4..tcp + 8].copy_from_slice(&seq.wrapping_add((k * mss) as u32).to_be_bytes());
         segment[tcp + 12..tcp + 14].copy_from_slice(&((flags_word & 0xF000) | (flags_word & mask)).to_be_bytes());
-        ip_checksum(&mut segment[maclen..tcp]);
+        if ipv4 {
+            ip_checksum(&mut segment[maclen..tcp]);
+        }
         let l4_length = l4len + chunk.len();
         l4_checksum(&mut segment[tcp..], true, l4_length);
         state.ports[port].nic.tx_frame = segment;

@@ -28,8 +28,8 @@
 //!   receive checksum verdict stays in the metadata for the transport
 //!   checks (for IPv4, `oxnet_driver::offload::rx_checksum` computes it
 //!   when the NIC did not, as for a reassembled datagram, which has
-//!   none; the driver's verdicts are IPv4 only). A reassembled IPv4
-//!   datagram looks the same (the first fragment's Ethernet and IP
+//!   none; for IPv6 the verdicts are the TCP/UDP checksum's alone). A
+//!   reassembled IPv4 datagram looks the same (the first fragment's Ethernet and IP
 //!   header, total length and fragment fields rewritten, checksum
 //!   recomputed) but for being a new packet from the router's pool: when
 //!   it does not fit one buffer it is a **chained** packet, the headers

@@ -45,8 +45,9 @@
 //! prefix], [L4_CHECKSUM false], [MTU 1500]): the same with the 40-byte
 //! IPv6 header (RFC 8200 §3: traffic class and flow label 0, no extension
 //! headers), the checksums over the IPv6 pseudo-header (RFC 8200 §8.1;
-//! ICMPv6's too, RFC 4443 §2.3), always computed here (the driver's
-//! offload is IPv4 only); link-local and multicast destinations are
+//! ICMPv6's too, RFC 4443 §2.3), always computed here (IPv6Output has no
+//! CHECKSUM_OFFLOAD; TCP's data segments over IPv6 ask the device,
+//! `tcp::offload`); link-local and multicast destinations are
 //! always on the link.
 //!
 //! Ports: 1 in, 1 out (push). Handlers (read): `count`, `drops`, and one

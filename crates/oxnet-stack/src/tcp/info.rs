@@ -51,8 +51,9 @@ pub struct TcpSettings {
     /// Hand the device one large IPv4 segment to cut (TCP segmentation
     /// offload) instead of MSS-sized ones: [`super::offload`].
     pub tso: bool,
-    /// Ask the device for the IPv4 header and TCP checksums of the data
-    /// segments TCPSegmentation sends (IPv4 only: [`super::offload`]).
+    /// Ask the device for the TCP checksum (and over IPv4 the header
+    /// checksum) of the data segments TCPSegmentation sends
+    /// ([`super::offload`]).
     pub checksum_offload: bool,
 }
 

@@ -5,12 +5,14 @@
 //! * **Checksum offload**: the segment is written as usual, but its TCP
 //!   checksum is left to the device: the packet's `TxOffload` asks for
 //!   the IPv4 header and TCP checksums (82599 datasheet §7.2.5, IXSM and
-//!   TXSM), so the payload is not summed here.
-//! * **TSO**: new data beyond one MSS goes as *one* IPv4 packet of up to
+//!   TXSM), or for IPv6 the TCP checksum alone (IPv6 has no header
+//!   checksum, RFC 8200 §3), so the payload is not summed here.
+//! * **TSO**: new data beyond one MSS goes as *one* IP packet of up to
 //!   [`tso_limit`] bytes of payload (a chain of pool buffers) with
 //!   `TX_TSO` and the MSS; the device cuts it into MSS-sized segments
 //!   (§7.2.4.7): each gets the header with its own sequence number, IP
-//!   length, identification and checksums, PSH and FIN only on the last.
+//!   length, identification and checksums (IPv6: payload length and TCP
+//!   checksum), PSH and FIN only on the last.
 //!   The limit is a whole number of MSS, so the segments on the wire are
 //!   exactly those the software loop would cut (same sequence numbers,
 //!   same payloads, PSH on the same segment). Retransmissions and window
@@ -22,14 +24,15 @@
 //!   packet moves SND.UNA into it, and a retransmission cuts one MSS from
 //!   SND.UNA, whatever packet first carried those bytes.
 //!
-//! Both are IPv4 only: the driver's offloads (and the software fallback
-//! that does them for a device without the feature,
-//! `oxnet_driver::offload`) take Ethernet/IPv4/TCP only. IPv6 segments
-//! are written and summed in software as before.
+//! Both work for IPv4 and IPv6 alike: the driver's offloads (and the
+//! software fallback that does them for a device without the feature,
+//! `oxnet_driver::offload`) take Ethernet/IPv4/TCP and Ethernet/IPv6/TCP
+//! (the IPv6 header written here has no extension headers, which the
+//! driver would refuse), telling them apart by the IP version nibble.
 
 use super::ecn::Codepoint;
 use crate::ip::encap::write_ip_packet;
-use crate::wire::{FlowKey, IpProtocol, Ipv4Packet, TcpPacket, TcpRepr};
+use crate::wire::{FlowKey, IpProtocol, Ipv4Packet, Ipv6Packet, TcpPacket, TcpRepr};
 use oxnet_driver::offload::MAX_DATA_DESCRIPTORS;
 use oxnet_driver::packet::{TX_IP_CSUM, TX_TCP_CSUM, TX_TSO};
 use oxnet_driver::{Mempool, Packet, TxOffload};
@@ -39,29 +42,44 @@ use oxnet_driver::{Mempool, Packet, TxOffload};
 const ETHER_LEN: u8 = 14;
 /// The IPv4 header `write_ip_packet` writes (no options).
 const IPV4_LEN: usize = 20;
+/// The IPv6 header `write_ip_packet` writes (no extension headers, RFC
+/// 8200 §3).
+const IPV6_LEN: usize = 40;
+
+/// The IP header `write_ip_packet` writes for an IPv4 (`true`) or IPv6
+/// flow: what [`tso_limit`] takes as `ip_header_len`.
+pub fn ip_header_len(ipv4: bool) -> usize {
+    if ipv4 {
+        IPV4_LEN
+    } else {
+        IPV6_LEN
+    }
+}
 
 /// The largest payload of one TSO packet whose TCP header is
-/// `tcp_header_len` bytes: a whole number of `mss`, the whole frame
+/// `tcp_header_len` bytes behind an IP header of `ip_header_len` (20 or
+/// 40, [`ip_header_len`]): a whole number of `mss`, the whole frame
 /// within 64 KiB less 64 bytes (the IPv4 total length is 16 bits, RFC
-/// 791 §3.1, and so is a descriptor's DTALEN, 82599 §7.2.3.2.4: the
-/// driver's single-descriptor TSO copies the frame into one buffer of
-/// that size), and a chain of at most [`MAX_DATA_DESCRIPTORS`] buffers
-/// of `pool` (§7.2.3.3).
-pub fn tso_limit(pool: &Mempool, mss: usize, tcp_header_len: usize) -> usize {
-    let by_length = u16::MAX as usize - 64 - ETHER_LEN as usize - IPV4_LEN - tcp_header_len;
+/// 791 §3.1, so is IPv6's payload length, RFC 8200 §3, and so is a
+/// descriptor's DTALEN, 82599 §7.2.3.2.4: the driver's
+/// single-descriptor TSO copies the frame into one buffer of that
+/// size), and a chain of at most [`MAX_DATA_DESCRIPTORS`] buffers of
+/// `pool` (§7.2.3.3).
+pub fn tso_limit(pool: &Mempool, mss: usize, tcp_header_len: usize, ip_header_len: usize) -> usize {
+    let by_length = u16::MAX as usize - 64 - ETHER_LEN as usize - ip_header_len - tcp_header_len;
     let room = pool.data_room();
-    let first = room.saturating_sub(IPV4_LEN + tcp_header_len);
+    let first = room.saturating_sub(ip_header_len + tcp_header_len);
     let by_chain = first + (MAX_DATA_DESCRIPTORS - 1) * room;
     let bytes = by_length.min(by_chain);
     bytes - bytes % mss.max(1)
 }
 
 /// Writes `seg` with `payload` into `packet` (whatever it held) as an
-/// IPv4 packet for the device to finish: its checksums, and with
+/// IPv4 or IPv6 packet for the device to finish: its checksums, and with
 /// `tso_mss` its segmentation into `tso_mss`-byte segments. The payload
 /// beyond the first buffer goes into buffers of `pool` chained behind
-/// it. False (and `packet` left empty) if the key is not IPv4, a buffer
-/// is missing or the segment does not fit.
+/// it. False (and `packet` left empty) if a buffer is missing or the
+/// segment does not fit.
 pub fn write_offloaded(
     packet: &mut Packet,
     pool: &Mempool,
@@ -91,12 +109,11 @@ pub fn write_offloaded_with(
 ) -> bool {
     debug_assert_eq!(seg.payload_len, len);
     let (src, dst) = (key.local.addr, key.remote.addr);
-    if !src.is_ipv4() {
-        return false;
-    }
+    let ipv4 = src.is_ipv4();
+    let ip_len = ip_header_len(ipv4);
     packet.reset();
     let header_len = seg.header_len();
-    let first = len.min(packet.capacity().saturating_sub(IPV4_LEN + header_len));
+    let first = len.min(packet.capacity().saturating_sub(ip_len + header_len));
     let written = write_ip_packet(
         packet,
         src,
@@ -115,14 +132,20 @@ pub fn write_offloaded_with(
         return false;
     }
     if first < len {
-        let total = IPV4_LEN + header_len + len;
-        let Ok(total) = u16::try_from(total) else {
+        // IPv4's total length counts its header, IPv6's payload length
+        // does not (RFC 791 §3.1, RFC 8200 §3); both are 16 bits.
+        let length = if ipv4 { IPV4_LEN } else { 0 } + header_len + len;
+        let Ok(length) = u16::try_from(length) else {
             packet.reset();
             return false;
         };
-        let mut ip = Ipv4Packet::new_unchecked(&mut packet[..IPV4_LEN]);
-        ip.set_total_len(total);
-        ip.fill_checksum();
+        if ipv4 {
+            let mut ip = Ipv4Packet::new_unchecked(&mut packet[..IPV4_LEN]);
+            ip.set_total_len(length);
+            ip.fill_checksum();
+        } else {
+            Ipv6Packet::new_unchecked(&mut packet[..IPV6_LEN]).set_payload_len(length);
+        }
         let room = pool.data_room().max(1);
         let mut at = first;
         while at < len {
@@ -136,10 +159,12 @@ pub fn write_offloaded_with(
         }
     }
     let tso = tso_mss.filter(|&mss| len > mss as usize);
+    // No header checksum to ask for over IPv6 (the driver refuses it).
+    let ip_checksum = if ipv4 { TX_IP_CSUM } else { 0 };
     packet.set_tx_offload(TxOffload {
-        flags: TX_IP_CSUM | TX_TCP_CSUM | if tso.is_some() { TX_TSO } else { 0 },
+        flags: ip_checksum | TX_TCP_CSUM | if tso.is_some() { TX_TSO } else { 0 },
         l2_len: ETHER_LEN,
-        l3_len: IPV4_LEN as u16,
+        l3_len: ip_len as u16,
         l4_len: header_len as u8,
         mss: tso.unwrap_or(0),
     });
@@ -159,7 +184,7 @@ mod tests {
     use super::*;
     use crate::wire::{IpEndpoint, TcpFlags, TcpOptions, TcpSeqNumber};
     use oxnet_driver::offload::{checksum_verdict, segment};
-    use oxnet_driver::packet::{FLAG_IP_CSUM_GOOD, FLAG_L4_CSUM_GOOD};
+    use oxnet_driver::packet::{FLAG_CSUM_BAD, FLAG_IP_CSUM_GOOD, FLAG_L4_CSUM_BAD, FLAG_L4_CSUM_GOOD};
     use oxnet_driver::MemoryKind;
     use std::net::Ipv4Addr;
 
@@ -190,7 +215,8 @@ mod tests {
     /// The frame the resolver would send: 14 bytes of Ethernet in front.
     fn framed(p: &Packet, pool: &Mempool) -> Packet {
         let mut bytes = vec![0u8; 14];
-        bytes[12..14].copy_from_slice(&[0x08, 0x00]);
+        let ethertype: [u8; 2] = if p[0] >> 4 == 6 { [0x86, 0xDD] } else { [0x08, 0x00] };
+        bytes[12..14].copy_from_slice(&ethertype);
         p.copy_chain_to(&mut bytes);
         let mut f = pool.alloc().unwrap();
         if bytes.len() <= f.capacity() {
@@ -293,30 +319,103 @@ mod tests {
     #[test]
     fn the_limit_is_whole_segments_within_the_ip_length_and_the_chain() {
         let pool = Mempool::new("limit", 4, MemoryKind::Plain).unwrap();
-        let limit = tso_limit(&pool, 1448, 32);
+        let limit = tso_limit(&pool, 1448, 32, 20);
         assert_eq!(limit % 1448, 0);
         assert!(
             limit + 14 + 20 + 32 <= 65535 - 64 && limit + 14 + 20 + 32 + 1448 > 65535 - 64,
             "{limit}"
         );
         assert_eq!(
-            tso_limit(&pool, 1, 20),
+            tso_limit(&pool, 1, 20, 20),
             65535 - 64 - 14 - 20 - 20,
             "MSS 1: the length bounds it"
         );
-        let v6 = FlowKey {
-            local: IpEndpoint::new(std::net::Ipv6Addr::LOCALHOST, 80),
-            remote: IpEndpoint::new(std::net::Ipv6Addr::LOCALHOST, 81),
-        };
+        assert_eq!(tso_limit(&pool, 1, 20, ip_header_len(false)), 65535 - 64 - 14 - 40 - 20);
+        assert_eq!(ip_header_len(true), 20);
+    }
+
+    fn key6() -> FlowKey {
+        FlowKey {
+            local: IpEndpoint::new("fd00::2".parse::<std::net::Ipv6Addr>().unwrap(), 80),
+            remote: IpEndpoint::new("fd00::1".parse::<std::net::Ipv6Addr>().unwrap(), 40000),
+        }
+    }
+
+    /// TSO over IPv6: a 10 000-byte packet is one chained IPv6 packet
+    /// (payload length 32 + 10 000) asking for the TCP checksum and TSO
+    /// but no IP checksum, L3 length 40; cut by the driver's software
+    /// segmentation it is seven segments of 1448 bytes and one of 1312,
+    /// each with the payload length of its own size, sequence numbers
+    /// 1000 + 1448 k, the payload in order, a good TCP checksum over the
+    /// IPv6 pseudo-header, PSH on the last only.
+    #[test]
+    fn an_ipv6_tso_packet_becomes_mss_sized_segments_with_valid_checksums() {
+        let pool = Mempool::new("tso6", 64, MemoryKind::Plain).unwrap();
+        let payload: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
         let mut p = pool.alloc().unwrap();
-        assert!(!write_offloaded(
+        assert!(write_offloaded(
             &mut p,
             &pool,
-            &v6,
-            &data(1, 1),
-            &[1],
+            &key6(),
+            &data(1000, payload.len()),
+            &payload,
+            Codepoint::NotEct,
+            Some(1448)
+        ));
+        assert!(p.is_chained());
+        assert_eq!(p.total_len(), 40 + 32 + 10_000);
+        assert_eq!(p[0] >> 4, 6);
+        assert_eq!(u16::from_be_bytes([p[4], p[5]]), 32 + 10_000, "payload length");
+        let o = p.tx_offload();
+        assert_eq!(
+            (o.flags, o.l2_len, o.l3_len, o.l4_len, o.mss),
+            (TX_TCP_CSUM | TX_TSO, 14, 40, 32, 1448)
+        );
+        let mut out = Vec::new();
+        segment(&framed(&p, &pool), &pool, &mut out).unwrap();
+        let lens: Vec<usize> = out.iter().map(|s| s.len() - 86).collect();
+        assert_eq!(lens, [1448, 1448, 1448, 1448, 1448, 1448, 1312]);
+        let mut joined = Vec::new();
+        for (k, s) in out.iter().enumerate() {
+            assert_eq!(checksum_verdict(s), FLAG_L4_CSUM_GOOD, "segment {k}");
+            assert_eq!(u16::from_be_bytes([s[18], s[19]]) as usize, 32 + lens[k]);
+            assert_eq!(
+                u32::from_be_bytes(s[58..62].try_into().unwrap()),
+                1000 + 1448 * k as u32
+            );
+            assert_eq!(s[67] & 0x08 != 0, k == 6, "PSH on the last only");
+            joined.extend_from_slice(&s[86..]);
+        }
+        assert_eq!(joined, payload);
+    }
+
+    /// Checksum offload over IPv6: one buffer, the TCP checksum asked
+    /// for (no IP checksum, which IPv6 lacks); the driver's software
+    /// checksum makes it good.
+    #[test]
+    fn ipv6_checksum_offload_asks_for_the_tcp_checksum_alone() {
+        let pool = Mempool::new("csum6", 8, MemoryKind::Plain).unwrap();
+        let mut p = pool.alloc().unwrap();
+        assert!(write_offloaded(
+            &mut p,
+            &pool,
+            &key6(),
+            &data(5, 100),
+            &[9; 100],
             Codepoint::NotEct,
             None
         ));
+        assert!(!p.is_chained());
+        let o = p.tx_offload();
+        assert_eq!((o.flags, o.l3_len, o.mss), (TX_TCP_CSUM, 40, 0));
+        let mut f = framed(&p, &pool);
+        assert_eq!(
+            checksum_verdict(&f),
+            FLAG_L4_CSUM_BAD | FLAG_CSUM_BAD,
+            "not summed here"
+        );
+        let request = f.tx_offload();
+        oxnet_driver::offload::fill_checksums(&mut f, &request).unwrap();
+        assert_eq!(checksum_verdict(&f), FLAG_L4_CSUM_GOOD);
     }
 }

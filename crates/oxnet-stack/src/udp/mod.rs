@@ -3,7 +3,7 @@
 //! | element | ports | what |
 //! |---|---|---|
 //! | UDPInput | 1/1 | datagrams from the IP layer (IPv4Input / IPv6Input output 1), checksum checked, to the socket bound to their destination (its own address, else the wildcard); datagrams for no socket go out of output 0 (for an ICMP port unreachable; Discard them otherwise) |
-//! | UDPOutput([CHECKSUM_OFFLOAD false]) | 0/1 | task: the datagrams the sockets sent, as IP packets for the neighbour resolver; with CHECKSUM_OFFLOAD the IPv4 ones leave their UDP checksum to the device (a `TxOffload` request for the IPv4 header and UDP checksums; IPv6 ones are summed here: the driver's offloads are IPv4 only) |
+//! | UDPOutput([CHECKSUM_OFFLOAD false]) | 0/1 | task: the datagrams the sockets sent, as IP packets for the neighbour resolver; with CHECKSUM_OFFLOAD the IPv4 ones leave their UDP checksum to the device (a `TxOffload` request for the IPv4 header and UDP checksums; IPv6 ones are summed here: not done yet, though the driver's offloads now take UDP over IPv6) |
 //! | UDPEchoServer(PORT, [ADDR]) | 0/0 | RFC 862's echo service on UDP: every datagram goes back to its sender |
 //!
 //! A socket's receive queue holds the received packets themselves (the

@@ -382,11 +382,11 @@ impl Element for Segmentation {
                 // options; a segment's data is the MSS less the options it
                 // carries (the timestamps, 12 bytes with padding).
                 let mss = tcb.segment_size() as usize;
-                // Offloads (TCPSettings TSO, CHECKSUM_OFFLOAD): IPv4 only.
-                let v4 = key.local.addr.is_ipv4();
-                let offload = v4 && (settings.tso || settings.checksum_offload);
-                let tso_limit = if v4 && settings.tso {
-                    offload::tso_limit(pool, mss, 20 + if tcb.timestamps { 12 } else { 0 })
+                // Offloads (TCPSettings TSO, CHECKSUM_OFFLOAD): IPv4 and IPv6.
+                let ip_len = offload::ip_header_len(key.local.addr.is_ipv4());
+                let offload = settings.tso || settings.checksum_offload;
+                let tso_limit = if settings.tso {
+                    offload::tso_limit(pool, mss, 20 + if tcb.timestamps { 12 } else { 0 }, ip_len)
                 } else {
                     0
                 };
