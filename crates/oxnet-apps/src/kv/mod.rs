@@ -2,7 +2,11 @@
 //! the store ([`store`]), the text, meta and binary protocols, and the
 //! `MemcachedServer` element between TCPEpollServer's output and input.
 
+pub mod info;
+pub mod meta;
+pub mod reply;
 pub mod store;
+pub mod text;
 
 use oxnet_graph::elements::Module;
 

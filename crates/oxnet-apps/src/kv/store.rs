@@ -162,6 +162,10 @@ pub struct Stats {
     pub bytes: u64,
     /// Writes refused for want of memory.
     pub outofmemory: u64,
+    /// Writes refused as larger than the item size limit.
+    pub store_too_large: u64,
+    /// Meta commands (the protocol layer counts them).
+    pub cmd_meta: u64,
 }
 
 struct Item {
@@ -225,6 +229,38 @@ impl Store {
 
     pub fn config(&self) -> &StoreConfig {
         &self.config
+    }
+
+    /// Whether an item of this size is within the item size limit (and
+    /// the memory limit), as memcached sizes it: its item header, the key
+    /// and a NUL, the flags when not 0, the value and "\r\n", the CAS
+    /// (items.c `item_size_ok`).
+    pub fn fits(&self, key_len: usize, flags: u32, value_len: usize) -> bool {
+        let total = ITEM_OVERHEAD + key_len + 1 + if flags != 0 { 4 } else { 0 } + value_len + 2 + 8;
+        total <= self.config.item_size_max && key_len + value_len + ITEM_OVERHEAD <= self.config.memory_limit
+    }
+
+    /// Counts a write refused as too large; a `set` also drops the old
+    /// item, so that readers do not see a stale value (memcached's
+    /// process_update_command).
+    pub fn refuse_too_large(&mut self, mode: Mode, key: &[u8], now: u64) {
+        self.stats.cmd_set += 1;
+        self.stats.store_too_large += 1;
+        if mode == Mode::Set {
+            if let Some(slot) = self.find(key, now) {
+                self.unlink(slot);
+            }
+        }
+    }
+
+    /// `stats reset`: the counters, not the state (items, bytes).
+    pub fn reset_stats(&mut self) {
+        let s = &self.stats;
+        self.stats = Stats {
+            curr_items: s.curr_items,
+            bytes: s.bytes,
+            ..Stats::default()
+        };
     }
 
     /// Value buffers free now.
@@ -416,15 +452,13 @@ impl Store {
             }
             _ => (std::borrow::Cow::Borrowed(data), flags, Store::absolute(exptime, now)),
         };
-        if bytes.len() > self.config.item_size_max || key.len() + bytes.len() + ITEM_OVERHEAD > self.config.memory_limit
-        {
-            // memcached drops the old item on a too-large set, so a
-            // reader does not see a stale value.
-            if matches!(mode, Mode::Set | Mode::Cas(_)) {
-                if let Some(slot) = existing {
-                    self.unlink(slot);
-                }
+        if !self.fits(key.len(), flags, bytes.len()) {
+            if matches!(mode, Mode::Append | Mode::Prepend) {
+                // memcached: the joined item cannot be allocated.
+                return (Stored::NotStored, 0);
             }
+            self.stats.cmd_set -= 1;
+            self.refuse_too_large(mode, key, now);
             return (Stored::TooLarge, 0);
         }
         let value = match self.make_value(&bytes, key.len(), existing) {
@@ -693,15 +727,55 @@ impl Store {
     }
 }
 
-/// A counter value as memcached reads it (strtoull then "only spaces
-/// after"): decimal digits, optionally followed by spaces (a decr's
-/// padding); anything else, or more than 64 bits, is not a number.
+/// A counter value as memcached reads it (util.c `safe_strtoull` on the
+/// value and its "\r\n"): optional leading white space and sign, decimal
+/// digits, then white space or the end; more than 64 bits or a negative
+/// number is not a number.
 pub fn parse_counter(v: &[u8]) -> Option<u64> {
-    let digits = v.iter().take_while(|b| b.is_ascii_digit()).count();
-    if digits == 0 || v[digits..].iter().any(|&b| b != b' ' && b != b'\r' && b != b'\n') {
+    let mut with_crlf = v.to_vec();
+    with_crlf.extend_from_slice(b"\r\n");
+    parse_u64(&with_crlf)
+}
+
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// C's strtoull then memcached's checks (util.c `safe_strtoull`): digits
+/// must follow optional white space and sign; what follows them must be
+/// white space or nothing.
+pub fn parse_u64(s: &[u8]) -> Option<u64> {
+    let mut i = s.iter().take_while(|&&b| is_space(b)).count();
+    let negative = match s.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let digits = s[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
         return None;
     }
-    std::str::from_utf8(&v[..digits]).ok()?.parse().ok()
+    let rest = &s[i + digits..];
+    if rest.first().is_some_and(|&b| !is_space(b)) {
+        return None;
+    }
+    let n: u64 = std::str::from_utf8(&s[i..i + digits]).ok()?.parse().ok()?;
+    if negative && n != 0 {
+        // strtoull negates; memcached refuses a result that is negative
+        // as a signed number, i.e. every "-N" with N below 2^63.
+        let wrapped = n.wrapping_neg();
+        if (wrapped as i64) < 0 {
+            return None;
+        }
+        return Some(wrapped);
+    }
+    Some(n)
 }
 
 #[cfg(test)]

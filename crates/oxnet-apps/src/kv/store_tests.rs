@@ -154,12 +154,20 @@ fn item_size_limit_and_a_too_large_set_drops_the_old_item() {
     })
     .unwrap();
     s.store(Mode::Set, b"k", 0, 0, b"old", T0);
-    assert_eq!(s.store(Mode::Set, b"k", 0, 0, &[1; 4001], T0).0, Stored::TooLarge);
+    // 48 + 1 + 1 + 3934 + 2 + 8 = 3994 + 6: the largest value with a
+    // one-byte key and flags 0 is 3940 bytes.
+    assert_eq!(s.store(Mode::Set, b"k", 0, 0, &[1; 3941], T0).0, Stored::TooLarge);
     assert_eq!(get(&mut s, "k", T0), None);
-    let big: Vec<u8> = (0..4000u32).map(|i| i as u8).collect();
+    assert_eq!(
+        s.store(Mode::Set, b"k", 1, 0, &[1; 3937], T0).0,
+        Stored::TooLarge,
+        "flags take 4 bytes"
+    );
+    assert_eq!(s.stats.store_too_large, 2);
+    let big: Vec<u8> = (0..3940u32).map(|i| i as u8).collect();
     assert_eq!(s.store(Mode::Set, b"k", 0, 0, &big, T0).0, Stored::Stored);
     let h = s.get(b"k", T0).unwrap();
-    assert_eq!(h.value.buffers.len(), 3, "4000 bytes in 1920-byte buffers");
+    assert_eq!(h.value.buffers.len(), 3, "3940 bytes in 1920-byte buffers");
     assert_eq!(h.value.to_vec(), big);
 }
 
