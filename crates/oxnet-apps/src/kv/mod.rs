@@ -1,7 +1,13 @@
 //! The key-value server speaking memcached's protocols (issue 12 item 6):
-//! the store ([`store`]), the text, meta and binary protocols, and the
-//! `MemcachedServer` element between TCPEpollServer's output and input.
+//! the store ([`store`]: items, LRU, memory limit, expiry, CAS; values in
+//! shared packet buffers), the text ([`text`]), meta ([`meta`]) and
+//! binary ([`binary`]) protocols, the connections ([`conns`]) and the
+//! `MemcachedServer` element ([`element`]) that sits between a
+//! TCPEpollServer's output and its input.
 
+pub mod binary;
+pub mod conns;
+pub mod element;
 pub mod info;
 pub mod meta;
 pub mod reply;
@@ -11,6 +17,6 @@ pub mod text;
 use oxnet_graph::elements::Module;
 
 pub const MODULE: Module = Module {
-    classes: &[],
-    create: |_class| None,
+    classes: &["MemcachedServer"],
+    create: |class| (class == "MemcachedServer").then(|| Box::new(element::MemcachedServer::default()) as Box<_>),
 };

@@ -1,0 +1,311 @@
+//! The server's connections: stream packets in ([`crate::stream`]),
+//! requests parsed per connection in the protocol its first byte names
+//! (0x80: binary; anything else: text and meta, as memcached's
+//! auto-negotiation), replies out as stream packets in request order.
+//!
+//! A reply's bytes are copied into packets of the router's pool; a stored
+//! value goes out as attached segments of its own buffers
+//! ([`oxnet_driver::SharedBuffer::attach_all`]), chained behind them, so
+//! a GET sends the value without a copy and the value outlives a
+//! replacement until the peer has acknowledged it (TCPEpollServer gives
+//! such a segment to the stack as another handle to the buffer).
+//!
+//! Bounds: a connection buffers at most `buf_limit` bytes of incomplete
+//! requests (a request line plus the largest item); more ends it
+//! (`overflows`). Connections beyond `max_connections` are closed at once
+//! (`rejected`).
+
+use super::binary;
+use super::info::{Env, ServerInfo};
+use super::reply::{Piece, Reply};
+use super::store::{Store, StoreConfig};
+use super::text::{self, Step, TextState};
+use crate::stream::{self, StreamEvent};
+use oxnet_driver::{AttachPool, Mempool, Packet, PacketBatch};
+use std::collections::HashMap;
+
+/// Segments per Data chain out (a long value is several chains).
+const CHAIN_MAX: usize = 256;
+/// Attached-segment headers: values being handed to connections at once.
+const ATTACH_HEADERS: usize = 16384;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    /// No byte seen yet.
+    Unknown,
+    Text,
+    Binary,
+}
+
+struct Conn {
+    protocol: Protocol,
+    buf: Vec<u8>,
+    text: TextState,
+    /// A Close was sent: what comes after is dropped.
+    closing: bool,
+}
+
+/// Drops and oddities, each counted (handlers of MemcachedServer).
+#[derive(Debug, Default, Clone)]
+pub struct Counters {
+    /// Packets for a connection not in the table.
+    pub unknown: u64,
+    /// Connections ended for buffering more than the limit.
+    pub overflows: u64,
+    /// Values copied because no attached-segment header was free.
+    pub value_copies: u64,
+    /// Replies lost because the router's pool was empty (the connection
+    /// is ended).
+    pub alloc_failures: u64,
+    /// Requests processed.
+    pub requests: u64,
+}
+
+/// The key-value server's state: the store, the connections.
+pub struct KvServer {
+    pub store: Store,
+    pub info: ServerInfo,
+    pub counters: Counters,
+    conns: HashMap<u32, Conn>,
+    attach: AttachPool,
+    buf_limit: usize,
+}
+
+impl KvServer {
+    pub fn new(config: StoreConfig, info: ServerInfo) -> Result<KvServer, String> {
+        // A request line (a get with many keys included) plus the largest
+        // data block.
+        let buf_limit = config.item_size_max + 64 * 1024;
+        let store = Store::new(config)?;
+        let attach = AttachPool::new("kv-attach", ATTACH_HEADERS).map_err(|e| e.to_string())?;
+        Ok(KvServer {
+            store,
+            info,
+            counters: Counters::default(),
+            conns: HashMap::new(),
+            attach,
+            buf_limit,
+        })
+    }
+
+    /// Connections open now.
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Takes one stream packet from TCPEpollServer; what to send back goes
+    /// to `out`. `now` is unix seconds.
+    pub fn input(&mut self, p: Packet, now: u64, pool: &Mempool, out: &mut PacketBatch) {
+        let id = stream::socket(&p);
+        match stream::event(&p) {
+            StreamEvent::Open => {
+                if self.conns.len() as u64 >= self.info.max_connections {
+                    self.info.rejected_connections += 1;
+                    if let Some(c) = stream::close(pool, id, 0) {
+                        out.push(c);
+                    }
+                    return;
+                }
+                self.info.curr_connections += 1;
+                self.info.total_connections += 1;
+                self.conns.insert(
+                    id,
+                    Conn {
+                        protocol: Protocol::Unknown,
+                        buf: Vec::new(),
+                        text: TextState::default(),
+                        closing: false,
+                    },
+                );
+            }
+            StreamEvent::Data => self.data(id, p, now, pool, out),
+            StreamEvent::Eof => {
+                // The peer sends nothing more: what it sent is answered;
+                // end the connection after those replies.
+                if let Some(c) = self.conns.get_mut(&id) {
+                    if !c.closing {
+                        c.closing = true;
+                        if let Some(p) = stream::close(pool, id, 0) {
+                            out.push(p);
+                        }
+                    }
+                }
+            }
+            StreamEvent::Close => {
+                if self.conns.remove(&id).is_some() {
+                    self.info.curr_connections -= 1;
+                }
+            }
+        }
+    }
+
+    fn data(&mut self, id: u32, p: Packet, now: u64, pool: &Mempool, out: &mut PacketBatch) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            self.counters.unknown += 1;
+            return;
+        };
+        if c.closing {
+            return;
+        }
+        self.info.bytes_read += p.total_len() as u64;
+        let mut reply = Reply::default();
+        let mut env = Env {
+            store: &mut self.store,
+            info: &mut self.info,
+            now,
+        };
+        let close;
+        if c.buf.is_empty() && !p.is_chained() {
+            // The common case: whole requests in one packet, parsed where
+            // they are; only a rest is copied.
+            let (used, cl) = process(c, &p, &mut env, &mut reply, self.buf_limit, &mut self.counters);
+            c.buf.extend_from_slice(&p[used..]);
+            close = cl;
+        } else {
+            p.copy_chain_to(&mut c.buf);
+            let buf = std::mem::take(&mut c.buf);
+            let (used, cl) = process(c, &buf, &mut env, &mut reply, self.buf_limit, &mut self.counters);
+            c.buf = buf;
+            c.buf.drain(..used);
+            close = cl;
+        }
+        drop(p);
+        let mut close = close;
+        if c.buf.len() > self.buf_limit {
+            self.counters.overflows += 1;
+            close = true;
+        }
+        if !reply.is_empty() {
+            self.info.bytes_written += reply.len() as u64;
+            if !emit(reply, id, pool, &self.attach, out, &mut self.counters) {
+                close = true;
+            }
+        }
+        if close {
+            c.closing = true;
+            c.buf = Vec::new();
+            if let Some(p) = stream::close(pool, id, 0) {
+                out.push(p);
+            }
+        }
+    }
+}
+
+/// Runs requests from the front of `buf`: the bytes used and whether the
+/// connection is to end.
+fn process(
+    c: &mut Conn,
+    buf: &[u8],
+    env: &mut Env<'_>,
+    reply: &mut Reply,
+    limit: usize,
+    counters: &mut Counters,
+) -> (usize, bool) {
+    let mut pos = 0;
+    while pos < buf.len() || c.text.swallow > 0 {
+        if c.protocol == Protocol::Unknown {
+            c.protocol = if buf[pos] == binary::REQUEST_MAGIC {
+                Protocol::Binary
+            } else {
+                Protocol::Text
+            };
+        }
+        let step = match c.protocol {
+            Protocol::Binary => binary::step(&buf[pos..], env, reply, limit),
+            _ => text::step(&buf[pos..], &mut c.text, env, reply, limit),
+        };
+        match step {
+            Step::NeedMore => break,
+            Step::Done { consumed, close } => {
+                counters.requests += 1;
+                pos += consumed;
+                if close {
+                    return (pos, true);
+                }
+            }
+        }
+    }
+    (pos, false)
+}
+
+/// Sends `reply` on connection `id` as Data chains: bytes copied into
+/// packets of `pool`, values as attached segments (copied, counted, if no
+/// header is free). False if the pool ran dry (the reply is incomplete).
+fn emit(
+    reply: Reply,
+    id: u32,
+    pool: &Mempool,
+    attach: &AttachPool,
+    out: &mut PacketBatch,
+    counters: &mut Counters,
+) -> bool {
+    let mut segments: Vec<Packet> = Vec::new();
+    let mut ok = true;
+    'pieces: for piece in reply.pieces {
+        match piece {
+            Piece::Bytes(b) => {
+                if !copy_into(&b, pool, &mut segments) {
+                    ok = false;
+                    break 'pieces;
+                }
+            }
+            Piece::Value(v) => {
+                for buffer in &v.buffers {
+                    match buffer.attach_all(attach) {
+                        Ok(seg) => segments.push(seg),
+                        Err(_) => {
+                            counters.value_copies += 1;
+                            if !copy_into(buffer, pool, &mut segments) {
+                                ok = false;
+                                break 'pieces;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if !ok {
+        counters.alloc_failures += 1;
+        return false;
+    }
+    while !segments.is_empty() {
+        let rest = if segments.len() > CHAIN_MAX {
+            segments.split_off(CHAIN_MAX)
+        } else {
+            Vec::new()
+        };
+        // Chained from the back: each append walks one segment.
+        let mut chain: Option<Packet> = None;
+        for mut seg in segments.into_iter().rev() {
+            if let Some(tail) = chain.take() {
+                seg.append(tail);
+            }
+            chain = Some(seg);
+        }
+        if let Some(head) = chain {
+            out.push(stream::data(head, id));
+        }
+        segments = rest;
+    }
+    true
+}
+
+/// Copies `bytes` into packets of `pool` (as many as it takes).
+fn copy_into(mut bytes: &[u8], pool: &Mempool, segments: &mut Vec<Packet>) -> bool {
+    while !bytes.is_empty() {
+        let Ok(mut p) = pool.alloc() else { return false };
+        let n = bytes.len().min(p.capacity());
+        if p.set_len(n).is_err() {
+            return false;
+        }
+        p.copy_from_slice(&bytes[..n]);
+        segments.push(p);
+        bytes = &bytes[n..];
+    }
+    true
+}
+
+#[cfg(test)]
+#[path = "conns_tests.rs"]
+mod tests;
