@@ -82,7 +82,9 @@ fn a_get_reply_is_a_chain_with_the_value_attached_not_copied() {
     let mut req = b"set big 0 0 5000\r\n".to_vec();
     req.extend(vec![b'w'; 5000]);
     req.extend_from_slice(b"\r\n");
-    s.input(data(&pool, 1, &req), NOW, &pool, &mut out);
+    for chunk in req.chunks(1500) {
+        s.input(data(&pool, 1, chunk), NOW, &pool, &mut out);
+    }
     s.input(data(&pool, 1, b"delete big\r\nflush_all\r\n"), NOW, &pool, &mut out);
     let mut again = Vec::new();
     p.copy_chain_to(&mut again);
