@@ -1,0 +1,277 @@
+//! `oxnet memcached` on a TAP device in a namespace made here, reached by
+//! the clients memcached users already have: libmemcached's protocol
+//! checker `memccapable` (ascii and binary; every check that passes
+//! against Debian's memcached 1.6, started here in the same namespace,
+//! passes against oxnet), memccp / memccat / memcrm / memcstat round trips,
+//! pymemcache (Debian's /usr/bin/python3) over the text protocol, and LRU
+//! eviction under a small -m.
+
+mod common;
+
+use common::netns::{self, Netns};
+use common::stack::random_bytes;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const OXNET: &str = env!("CARGO_BIN_EXE_oxnet");
+const PORT: &str = "11211";
+
+/// oxnet memcached in `ns` on a TAP whose kernel side is 10.N.0.1/24,
+/// serving at 10.N.0.2.
+struct Server {
+    oxnet: Child,
+    ip: String,
+}
+
+impl Server {
+    fn start(ns: &Netns, net: u8, extra: &[&str]) -> Server {
+        let tap = netns::unique("tkv");
+        let ip = format!("10.{net}.0.2");
+        let mut args: Vec<String> = vec![
+            "120".into(),
+            OXNET.into(),
+            "memcached".into(),
+            format!("tap:{tap},ip=10.{net}.0.1/24"),
+            "--ip".into(),
+            format!("{ip}/24"),
+            "-p".into(),
+            PORT.into(),
+            "-U".into(),
+            "0".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.extend(["--".into(), "-h".into(), "kv.stats".into()]);
+        let mut oxnet = ns
+            .command("timeout")
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while !ns.links().iter().any(|l| *l == tap) {
+            assert!(
+                oxnet.try_wait().unwrap().is_none(),
+                "oxnet ended before its TAP came up"
+            );
+            assert!(start.elapsed() < Duration::from_secs(20), "no {tap} after 20 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Serving: a version request answers.
+        let server = Server { oxnet, ip };
+        while !ns
+            .run(
+                "timeout",
+                &["5", "memcstat", &format!("--servers={}:{PORT}", server.ip)],
+            )
+            .status
+            .success()
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "oxnet memcached does not answer"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+
+    /// Ends oxnet (SIGINT, by pid) and returns what it printed.
+    fn stop(mut self) -> String {
+        // SAFETY: our own child (`timeout`, which passes SIGINT on).
+        unsafe { libc::kill(self.oxnet.id() as libc::pid_t, libc::SIGINT) };
+        let _ = self.oxnet.try_wait();
+        let out = std::mem::replace(&mut self.oxnet, Command::new("true").spawn().unwrap())
+            .wait_with_output()
+            .unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+}
+
+/// memcached 1.6 (Debian's), in the foreground inside `ns`, on loopback.
+struct Memcached(Child);
+
+impl Memcached {
+    fn start(ns: &Netns, port: &str) -> Memcached {
+        let child = ns
+            .command("timeout")
+            .args([
+                "120",
+                "memcached",
+                "-l",
+                "127.0.0.1",
+                "-p",
+                port,
+                "-U",
+                "0",
+                "-u",
+                "nobody",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("memcached (scripts/install-deps.sh installs it)");
+        let start = Instant::now();
+        while !ns
+            .run("timeout", &["5", "memcstat", &format!("--servers=127.0.0.1:{port}")])
+            .status
+            .success()
+        {
+            assert!(start.elapsed() < Duration::from_secs(20), "memcached does not answer");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Memcached(child)
+    }
+}
+
+impl Drop for Memcached {
+    fn drop(&mut self) {
+        // SAFETY: our own child, by pid.
+        unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM) };
+        let _ = self.0.wait();
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// memccapable's verdicts: (check, passed) per line "name [pass]".
+fn capable(ns: &Netns, host: &str, port: &str, mode: &str) -> (Vec<(String, bool)>, String) {
+    let out = ns.run(
+        "timeout",
+        &["60", "memccapable", "-h", host, "-p", port, mode, "-t", "5"],
+    );
+    let all = text(&out);
+    let verdicts = all
+        .lines()
+        .filter_map(|l| {
+            let (name, verdict) = l.rsplit_once('[')?;
+            let verdict = verdict.trim_end_matches(']');
+            matches!(verdict, "pass" | "FAIL" | "fail" | "skipped")
+                .then(|| (name.trim().to_string(), verdict == "pass"))
+        })
+        .collect();
+    (verdicts, all)
+}
+
+#[test]
+fn memccapable_passes_every_check_that_memcached_passes() {
+    if !netns::available() {
+        return;
+    }
+    let ns = Netns::new("kvc");
+    let reference = Memcached::start(&ns, "21211");
+    let server = Server::start(&ns, 91, &[]);
+    for mode in ["-a", "-b"] {
+        let (want, want_all) = capable(&ns, "127.0.0.1", "21211", mode);
+        assert!(want.len() > 20, "memccapable {mode} against memcached: {want_all}");
+        let (got, got_all) = capable(&ns, &server.ip, PORT, mode);
+        let passed: Vec<&String> = want.iter().filter(|(_, p)| *p).map(|(n, _)| n).collect();
+        let got_passed: Vec<&String> = got.iter().filter(|(_, p)| *p).map(|(n, _)| n).collect();
+        assert_eq!(got_passed, passed, "memccapable {mode} against oxnet:\n{got_all}");
+        assert!(got_all.contains("All tests passed"), "{got_all}");
+    }
+    drop(reference);
+    let out = server.stop();
+    assert!(out.contains("curr_connections 0"), "{out}");
+}
+
+#[test]
+fn libmemcached_tools_pymemcache_and_eviction() {
+    if !netns::available() {
+        return;
+    }
+    let ns = Netns::new("kvt");
+    let server = Server::start(&ns, 92, &["-m", "2"]);
+    let servers = format!("--servers={}:{PORT}", server.ip);
+    // memccp stores a file under its name; memccat gives it back.
+    let dir = std::env::temp_dir().join(netns::unique("kvf"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("blob.bin");
+    let data = random_bytes(300_000, 9);
+    std::fs::write(&file, &data).unwrap();
+    let cp = ns.run("timeout", &["20", "memccp", &servers, file.to_str().unwrap()]);
+    assert!(cp.status.success(), "memccp: {}", text(&cp));
+    let cat = ns.run("timeout", &["20", "memccat", &servers, "blob.bin"]);
+    assert!(cat.status.success(), "memccat: {}", text(&cat));
+    // memccat ends what it prints with a newline.
+    assert!(
+        cat.stdout[..cat.stdout.len().min(data.len())] == data[..] && cat.stdout[data.len()..] == b"\n"[..],
+        "memccat gave {} bytes back of {}",
+        cat.stdout.len(),
+        data.len()
+    );
+    let rm = ns.run("timeout", &["20", "memcrm", &servers, "blob.bin"]);
+    assert!(rm.status.success(), "memcrm: {}", text(&rm));
+    let cat = ns.run("timeout", &["20", "memccat", &servers, "blob.bin"]);
+    assert!(
+        !cat.status.success() && cat.stdout.is_empty(),
+        "removed, still there: {}",
+        text(&cat)
+    );
+    let stat = ns.run("timeout", &["20", "memcstat", &servers]);
+    let stat = text(&stat);
+    for field in [
+        "curr_items: 0",
+        "cmd_get: 2",
+        "get_hits: 1",
+        "get_misses: 1",
+        "delete_hits: 1",
+        "limit_maxbytes: 2097152",
+    ] {
+        assert!(stat.contains(field), "memcstat has no '{field}':\n{stat}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // pymemcache over the text protocol; then eviction under -m 2: 3000
+    // values of 1000 bytes (each takes one 2 KiB buffer), the oldest go.
+    let script = format!(
+        r#"
+from pymemcache.client.base import Client
+c = Client(("{ip}", {PORT}), connect_timeout=5, timeout=5)
+assert c.set("k", b"v" * 100, expire=0, noreply=False)
+assert c.get("k") == b"v" * 100
+assert c.add("k", b"x", noreply=False) is False
+assert c.replace("k", b"r", noreply=False) is True
+assert c.append("k", b"+", noreply=False) is True
+assert c.prepend("k", b"-", noreply=False) is True
+assert c.get("k") == b"-r+"
+value, cas = c.gets("k")
+assert c.cas("k", b"new", cas, noreply=False) is True
+assert c.cas("k", b"newer", cas, noreply=False) is False
+assert c.set("n", b"41", noreply=False)
+assert c.incr("n", 1) == 42
+assert c.decr("n", 50) == 0
+assert c.get_many(["k", "n", "none"]) == {{"k": b"new", "n": b"0 "}}
+assert c.touch("k", 100, noreply=False) is True
+assert c.delete("k", noreply=False) is True
+assert c.get("k") is None
+assert c.version().startswith(b"1.6")
+for i in range(3000):
+    c.set("e%d" % i, bytes([65 + i % 26]) * 1000, noreply=False)
+s = c.stats()
+assert s[b"evictions"] > 1000, s
+assert c.get("e0") is None
+assert c.get("e2999") == bytes([65 + 2999 % 26]) * 1000
+print("ok", s[b"evictions"], s[b"curr_items"])
+"#,
+        ip = server.ip
+    );
+    let py = ns.run("timeout", &["60", "/usr/bin/python3", "-c", &script]);
+    assert!(
+        py.status.success() && text(&py).starts_with("ok"),
+        "pymemcache: {}",
+        text(&py)
+    );
+    let out = server.stop();
+    assert!(out.contains("evictions "), "{out}");
+}
