@@ -211,7 +211,7 @@ fn process(
             };
         }
         let step = match c.protocol {
-            Protocol::Binary => binary::step(&buf[pos..], env, reply, limit),
+            Protocol::Binary => binary::step(&buf[pos..], &mut c.text.swallow, env, reply),
             _ => text::step(&buf[pos..], &mut c.text, env, reply, limit),
         };
         match step {

@@ -423,4 +423,4 @@ fn stats(tokens: &[&[u8]], env: &mut Env<'_>, out: &mut Reply) {
 
 #[cfg(test)]
 #[path = "text_tests.rs"]
-mod tests;
+pub(crate) mod tests;
