@@ -168,15 +168,19 @@ pub struct Stats {
     pub cmd_meta: u64,
 }
 
-struct Item {
-    key: Box<[u8]>,
-    flags: u32,
-    exptime: u64,
-    cas: u64,
-    value: Value,
+pub(crate) struct Item {
+    pub(crate) key: Box<[u8]>,
+    pub(crate) flags: u32,
+    pub(crate) exptime: u64,
+    pub(crate) cas: u64,
+    pub(crate) value: Value,
     /// Last access, unix seconds.
-    access: u64,
-    fetched: bool,
+    pub(crate) access: u64,
+    pub(crate) fetched: bool,
+    /// Marked stale by meta delete's `I` (meta get answers `X`).
+    pub(crate) stale: bool,
+    /// A meta get has sent the recache token `W` (later ones see `Z`).
+    pub(crate) token_sent: bool,
     prev: u32,
     next: u32,
 }
@@ -231,13 +235,18 @@ impl Store {
         &self.config
     }
 
+    /// An item's size as memcached counts it (ITEM_ntotal).
+    pub fn item_total(key_len: usize, flags: u32, value_len: usize) -> usize {
+        ITEM_OVERHEAD + key_len + 1 + if flags != 0 { 4 } else { 0 } + value_len + 2 + 8
+    }
+
     /// Whether an item of this size is within the item size limit (and
     /// the memory limit), as memcached sizes it: its item header, the key
     /// and a NUL, the flags when not 0, the value and "\r\n", the CAS
     /// (items.c `item_size_ok`).
     pub fn fits(&self, key_len: usize, flags: u32, value_len: usize) -> bool {
-        let total = ITEM_OVERHEAD + key_len + 1 + if flags != 0 { 4 } else { 0 } + value_len + 2 + 8;
-        total <= self.config.item_size_max && key_len + value_len + ITEM_OVERHEAD <= self.config.memory_limit
+        Store::item_total(key_len, flags, value_len) <= self.config.item_size_max
+            && key_len + value_len + ITEM_OVERHEAD <= self.config.memory_limit
     }
 
     /// Counts a write refused as too large; a `set` also drops the old
@@ -261,6 +270,15 @@ impl Store {
             bytes: s.bytes,
             ..Stats::default()
         };
+    }
+
+    /// Creates an empty item for `key` (meta get's `N`, vivify on miss):
+    /// its slot, or None without memory.
+    pub(crate) fn vivify(&mut self, key: &[u8], exptime: u64, now: u64) -> Option<u32> {
+        let value = self.make_value(&[], key.len(), None)?;
+        let cas = self.new_cas();
+        self.link_abs(key.into(), 0, exptime, value, cas, now);
+        self.index.get(key).copied()
     }
 
     /// Value buffers free now.
@@ -289,7 +307,7 @@ impl Store {
         }
     }
 
-    fn new_cas(&mut self) -> u64 {
+    pub(crate) fn new_cas(&mut self) -> u64 {
         self.next_cas += 1;
         self.next_cas
     }
@@ -305,7 +323,7 @@ impl Store {
 
     /// The live item of `key`, or None (an expired one is removed,
     /// counted).
-    fn find(&mut self, key: &[u8], now: u64) -> Option<u32> {
+    pub(crate) fn find(&mut self, key: &[u8], now: u64) -> Option<u32> {
         self.flush_due(now);
         let slot = *self.index.get(key)?;
         let it = self.item(slot);
@@ -320,11 +338,11 @@ impl Store {
         Some(slot)
     }
 
-    fn item(&self, slot: u32) -> &Item {
+    pub(crate) fn item(&self, slot: u32) -> &Item {
         self.slots[slot as usize].as_ref().expect("linked slot holds an item")
     }
 
-    fn item_mut(&mut self, slot: u32) -> &mut Item {
+    pub(crate) fn item_mut(&mut self, slot: u32) -> &mut Item {
         self.slots[slot as usize].as_mut().expect("linked slot holds an item")
     }
 
@@ -652,6 +670,8 @@ impl Store {
             value,
             access: now,
             fetched: false,
+            stale: false,
+            token_sent: false,
             prev: NIL,
             next: self.head,
         };
@@ -702,7 +722,7 @@ impl Store {
     }
 
     /// Moves `slot` to the LRU head.
-    fn bump(&mut self, slot: u32) {
+    pub(crate) fn bump(&mut self, slot: u32) {
         if self.head == slot {
             return;
         }

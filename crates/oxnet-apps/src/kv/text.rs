@@ -120,7 +120,7 @@ fn command(line: &[u8], line_len: usize, buf: &[u8], st: &mut TextState, env: &m
     }
     let cmd = tokens[0];
     if cmd.len() == 2 && cmd[0] == b'm' {
-        return super::meta::command(&tokens, line_len, buf, env, out);
+        return super::meta::command(&tokens, line_len, buf, st, env, out);
     }
     let want = |ok: bool, env: &mut Env<'_>, out: &mut Reply| {
         if !ok {

@@ -249,7 +249,7 @@ mod fuzz {
                 }
                 // What waits is a line below LINE_MAX, a get line below
                 // the limit, or a data block the store accepts.
-                prop_assert!(buf.len() <= limit + 1 << 20, "{}", buf.len());
+                prop_assert!(buf.len() <= limit + (1 << 20), "{}", buf.len());
             }
         }
     }
