@@ -49,7 +49,7 @@ impl Server {
             .spawn()
             .unwrap();
         let start = Instant::now();
-        while !ns.links().iter().any(|l| *l == tap) {
+        while !ns.links().contains(&tap) {
             assert!(
                 oxnet.try_wait().unwrap().is_none(),
                 "oxnet ended before its TAP came up"

@@ -31,6 +31,7 @@ use oxnet_graph::args::{self, Args};
 use oxnet_graph::element::Element;
 use oxnet_graph::Ctx;
 
+#[derive(Default)]
 pub struct MemcachedServer {
     config: StoreConfig,
     info: ServerInfo,
@@ -38,17 +39,6 @@ pub struct MemcachedServer {
     /// The value memory follows the router's pool's kind (DMA-able for a
     /// device): the first push makes the store again if it differs.
     kind_checked: bool,
-}
-
-impl Default for MemcachedServer {
-    fn default() -> MemcachedServer {
-        MemcachedServer {
-            config: StoreConfig::default(),
-            info: ServerInfo::default(),
-            server: None,
-            kind_checked: false,
-        }
-    }
 }
 
 /// Unix seconds now.

@@ -309,11 +309,7 @@ fn mg(tokens: &[&[u8]], ntokens: usize, env: &mut Env<'_>, out: &mut Reply) {
         let it = store.item_mut(slot);
         match t[0] {
             b'T' => it.exptime = Store::absolute(f.ttl.unwrap_or(0), now),
-            b'N' => {
-                if created {
-                    won = true;
-                }
-            }
+            b'N' if created => won = true,
             b'R' => {
                 let recache = Store::absolute(f.recache.unwrap_or(0), now);
                 if !it.token_sent && !created && it.exptime != 0 && it.exptime < recache {
@@ -628,11 +624,7 @@ fn ma(tokens: &[&[u8]], ntokens: usize, env: &mut Env<'_>, out: &mut Reply) {
                     b'c' => line.extend_from_slice(format!(" c{}", it.cas).as_bytes()),
                     b't' => line.extend_from_slice(format!(" t{}", ttl(it.exptime, now)).as_bytes()),
                     b'T' => it.exptime = Store::absolute(f.ttl.unwrap_or(0), now),
-                    b'N' => {
-                        if created {
-                            it.exptime = Store::absolute(f.vivify.unwrap_or(0), now);
-                        }
-                    }
+                    b'N' if created => it.exptime = Store::absolute(f.vivify.unwrap_or(0), now),
                     b'O' => {
                         if t.len() > OPAQUE_MAX {
                             return error(env, out, "CLIENT_ERROR opaque token too long");
