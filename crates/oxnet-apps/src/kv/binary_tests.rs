@@ -209,6 +209,49 @@ fn protocol_errors_close_unknown_opcodes_skip_large_values_skip() {
     );
 }
 
+#[test]
+fn split_at_every_byte_gives_the_same_responses() {
+    let input = cat(&[
+        req(op::SET, &set_ext(3, 0), b"key", &[9; 3000], 0),
+        req(op::GETK, &[], b"key", &[], 0),
+        req(op::INCREMENT, &incr_ext(2, 5, 0), b"n", &[], 0),
+        req(op::NOOP, &[], &[], &[], 0),
+    ]);
+    let (whole, _) = run(&input);
+    let mut s = new_store();
+    let mut info = ServerInfo::default();
+    let mut env = Env {
+        store: &mut s,
+        info: &mut info,
+        now: NOW,
+    };
+    let mut out = Reply::default();
+    let mut swallow = 0;
+    let mut buf = Vec::new();
+    for &b in &input {
+        buf.push(b);
+        while let Step::Done { consumed, .. } = step(&buf, &mut swallow, &mut env, &mut out) {
+            buf.drain(..consumed);
+        }
+    }
+    assert_eq!(out.to_vec(), whole);
+    let mut value = 3u32.to_be_bytes().to_vec();
+    value.extend_from_slice(b"key");
+    value.extend_from_slice(&[9; 3000]);
+    let mut getk = res(op::GETK, 0, &[], &[], &value, 1);
+    getk[2..4].copy_from_slice(&3u16.to_be_bytes());
+    getk[4] = 4;
+    assert_eq!(
+        whole,
+        cat(&[
+            res(op::SET, 0, &[], &[], &[], 1),
+            getk,
+            res(op::INCREMENT, 0, &[], &[], &5u64.to_be_bytes(), 2),
+            res(op::NOOP, 0, &[], &[], &[], 0),
+        ])
+    );
+}
+
 mod fuzz {
     use super::*;
     use proptest::prelude::*;
