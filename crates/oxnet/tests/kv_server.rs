@@ -231,6 +231,30 @@ fn libmemcached_tools_pymemcache_and_eviction() {
         assert!(stat.contains(field), "memcstat has no '{field}':\n{stat}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+    // memcslap: 200 keys set, then 4 threads get each of them, over the
+    // text protocol and then the binary one; every get hits.
+    for binary in [false, true] {
+        let mut args = vec![
+            "20",
+            "memcslap",
+            &servers,
+            "--concurrency=4",
+            "--execute-number=200",
+            "--test=get",
+        ];
+        if binary {
+            args.push("--binary");
+        }
+        let slap = ns.run("timeout", &args);
+        assert!(slap.status.success(), "memcslap: {}", text(&slap));
+    }
+    let stat = text(&ns.run("timeout", &["20", "memcstat", &servers]));
+    for field in ["get_hits: 1601", "get_misses: 1", "cmd_get: 1602", "curr_items: 400"] {
+        assert!(
+            stat.contains(field),
+            "after memcslap, memcstat has no '{field}':\n{stat}"
+        );
+    }
 
     // pymemcache over the text protocol; then eviction under -m 2: 3000
     // values of 1000 bytes (each takes one 2 KiB buffer), the oldest go.
