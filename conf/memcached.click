@@ -16,6 +16,9 @@ define($DEV tap:ox0, $IP 10.0.0.2, $IP6 fd00::2, $MAC 02:00:00:00:00:02, $PORT 1
 
 host :: StackHost("$DEV", $IP, $IP6, $MAC);
 AppExecutor;
-srv :: TCPEpollServer($PORT);
+// MAX_PENDING: replies waiting for one connection before it is no longer
+// read (four times that ends it): sixteen of the largest items, so that a
+// multi-get of large values is answered (values are shared, not copied).
+srv :: TCPEpollServer($PORT, MAX_PENDING 16777216);
 srv -> kv :: MemcachedServer(MEMORY $MEMORY, ITEM_SIZE_MAX $ITEM_SIZE_MAX,
                              MAX_CONNECTIONS $MAX_CONNECTIONS, PORT $PORT) -> srv;

@@ -128,15 +128,28 @@ pub fn parse(args: &[String]) -> Result<Settings, String> {
     Ok(s)
 }
 
+/// Bytes of replies that may wait for one connection before it is no
+/// longer read (TCPEpollServer's MAX_PENDING; four times that ends it):
+/// sixteen of the largest items, so that a multi-get of large values is
+/// answered (the values are shared buffers, not copies).
+pub fn max_pending(item_size_max: u64) -> u64 {
+    (16 * item_size_max).max(4 << 20)
+}
+
 /// The configuration (conf/memcached.click with the values in).
 pub fn config(s: &Settings) -> String {
     let ip = s.ip.split('/').next().unwrap_or_default();
     format!(
         "host :: StackHost(\"{}\", {ip}, {}, {});\n\
          AppExecutor;\n\
-         srv :: TCPEpollServer({});\n\
+         srv :: TCPEpollServer({}, MAX_PENDING {});\n\
          srv -> kv :: MemcachedServer(MEMORY {}, ITEM_SIZE_MAX {}, MAX_CONNECTIONS {}, VERBOSE {}, PORT {}, UDP_PORT {}) -> srv;\n",
-        s.dev, s.ip6, s.mac, s.port, s.memory_mib, s.item_size_max, s.max_connections, s.verbose, s.port, s.udp_port
+        s.dev,
+        s.ip6,
+        s.mac,
+        s.port,
+        max_pending(s.item_size_max),
+        s.memory_mib, s.item_size_max, s.max_connections, s.verbose, s.port, s.udp_port
     )
 }
 
@@ -180,7 +193,7 @@ mod tests {
         assert_eq!(s.run_args, args("-h kv.stats"));
         assert_eq!(
             config(&s),
-            "host :: StackHost(\"tap:ox0\", 10.0.0.2, fd00::2, 02:00:00:00:00:02);\nAppExecutor;\nsrv :: TCPEpollServer(11211);\nsrv -> kv :: MemcachedServer(MEMORY 8, ITEM_SIZE_MAX 2097152, MAX_CONNECTIONS 10, VERBOSE 2, PORT 11211, UDP_PORT 0) -> srv;\n"
+            "host :: StackHost(\"tap:ox0\", 10.0.0.2, fd00::2, 02:00:00:00:00:02);\nAppExecutor;\nsrv :: TCPEpollServer(11211, MAX_PENDING 33554432);\nsrv -> kv :: MemcachedServer(MEMORY 8, ITEM_SIZE_MAX 2097152, MAX_CONNECTIONS 10, VERBOSE 2, PORT 11211, UDP_PORT 0) -> srv;\n"
         );
     }
 

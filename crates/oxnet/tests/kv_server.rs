@@ -21,6 +21,7 @@ const PORT: &str = "11211";
 struct Server {
     oxnet: Child,
     ip: String,
+    tap: String,
 }
 
 impl Server {
@@ -34,6 +35,8 @@ impl Server {
             format!("tap:{tap},ip=10.{net}.0.1/24"),
             "--ip".into(),
             format!("{ip}/24"),
+            "--ip6".into(),
+            format!("fd00:{net}::2"),
             "-p".into(),
             PORT.into(),
             "-U".into(),
@@ -58,7 +61,7 @@ impl Server {
             std::thread::sleep(Duration::from_millis(50));
         }
         // Serving: a version request answers.
-        let server = Server { oxnet, ip };
+        let server = Server { oxnet, ip, tap };
         while !ns
             .run(
                 "timeout",
@@ -180,6 +183,28 @@ fn memccapable_passes_every_check_that_memcached_passes() {
         assert_eq!(got_passed, passed, "memccapable {mode} against oxnet:\n{got_all}");
         assert!(got_all.contains("All tests passed"), "{got_all}");
     }
+    // A multi-get larger than TCPEpollServer's default bound on waiting
+    // data (4 MiB): eight values of a million bytes in one reply, over
+    // IPv4 and IPv6.
+    ns.ip(&["-6", "addr", "add", "fd00:91::1/64", "dev", &server.tap, "nodad"]);
+    let script = r#"
+import sys
+from pymemcache.client.base import Client
+for host in ("10.91.0.2", "fd00:91::2"):
+    c = Client((host, 11211), connect_timeout=5, timeout=10)
+    values = {"big%d" % i: bytes([65 + i]) * 1000000 for i in range(8)}
+    for k, v in values.items():
+        assert c.set(k, v, noreply=False)
+    assert c.get_many(list(values)) == values
+    c.close()
+print("ok")
+"#;
+    let py = ns.run("timeout", &["60", "/usr/bin/python3", "-c", script]);
+    assert!(
+        py.status.success() && text(&py).starts_with("ok"),
+        "pymemcache multi-get: {}",
+        text(&py)
+    );
     drop(reference);
     let out = server.stop();
     assert!(out.contains("curr_connections 0"), "{out}");
