@@ -1,4 +1,5 @@
-//! `oxnet memcached` on a TAP device in a namespace made here, reached by
+//! `oxnet memcached` (and `oxnet run conf/memcached.click`) on a TAP
+//! device in a namespace made here, reached by
 //! the clients memcached users already have: libmemcached's protocol
 //! checker `memccapable` (ascii and binary; every check that passes
 //! against Debian's memcached 1.6, started here in the same namespace,
@@ -25,25 +26,41 @@ struct Server {
 }
 
 impl Server {
-    fn start(ns: &Netns, net: u8, extra: &[&str]) -> Server {
+    /// `oxnet memcached` with memcached's flags `extra`, or (`conf`)
+    /// `oxnet run conf/memcached.click` with the variables `extra`.
+    fn start(ns: &Netns, net: u8, conf: bool, extra: &[&str]) -> Server {
         let tap = netns::unique("tkv");
         let ip = format!("10.{net}.0.2");
-        let mut args: Vec<String> = vec![
-            "120".into(),
-            OXNET.into(),
-            "memcached".into(),
-            format!("tap:{tap},ip=10.{net}.0.1/24"),
-            "--ip".into(),
-            format!("{ip}/24"),
-            "--ip6".into(),
-            format!("fd00:{net}::2"),
-            "-p".into(),
-            PORT.into(),
-            "-U".into(),
-            "0".into(),
-        ];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        args.extend(["--".into(), "-h".into(), "kv.stats".into()]);
+        let dev = format!("tap:{tap},ip=10.{net}.0.1/24");
+        let mut args: Vec<String> = vec!["120".into(), OXNET.into()];
+        if conf {
+            let file = common::stack::repo().join("conf/memcached.click");
+            args.extend([
+                "run".into(),
+                file.to_str().unwrap().into(),
+                format!("DEV={dev}"),
+                format!("IP={ip}"),
+                format!("IP6=fd00:{net}::2"),
+                format!("PORT={PORT}"),
+            ]);
+            args.extend(extra.iter().map(|s| s.to_string()));
+            args.extend(["-h".into(), "kv.stats".into()]);
+        } else {
+            args.extend([
+                "memcached".into(),
+                dev,
+                "--ip".into(),
+                format!("{ip}/24"),
+                "--ip6".into(),
+                format!("fd00:{net}::2"),
+                "-p".into(),
+                PORT.into(),
+                "-U".into(),
+                "0".into(),
+            ]);
+            args.extend(extra.iter().map(|s| s.to_string()));
+            args.extend(["--".into(), "-h".into(), "kv.stats".into()]);
+        }
         let mut oxnet = ns
             .command("timeout")
             .args(&args)
@@ -173,7 +190,7 @@ fn memccapable_passes_every_check_that_memcached_passes() {
     }
     let ns = Netns::new("kvc");
     let reference = Memcached::start(&ns, "21211");
-    let server = Server::start(&ns, 91, &[]);
+    let server = Server::start(&ns, 91, false, &[]);
     for mode in ["-a", "-b"] {
         let (want, want_all) = capable(&ns, "127.0.0.1", "21211", mode);
         assert!(want.len() > 20, "memccapable {mode} against memcached: {want_all}");
@@ -216,7 +233,8 @@ fn libmemcached_tools_pymemcache_and_eviction() {
         return;
     }
     let ns = Netns::new("kvt");
-    let server = Server::start(&ns, 92, &["-m", "2"]);
+    // conf/memcached.click this time, with 2 MiB of items.
+    let server = Server::start(&ns, 92, true, &["MEMORY=2"]);
     let servers = format!("--servers={}:{PORT}", server.ip);
     // memccp stores a file under its name; memccat gives it back.
     let dir = std::env::temp_dir().join(netns::unique("kvf"));
