@@ -69,6 +69,9 @@ pub struct KvServer {
     conns: HashMap<u32, Conn>,
     attach: AttachPool,
     buf_limit: usize,
+    /// Reused for every Data packet: the replies, the segments out.
+    reply: Reply,
+    segments: Vec<Packet>,
 }
 
 impl KvServer {
@@ -85,6 +88,8 @@ impl KvServer {
             conns: HashMap::new(),
             attach,
             buf_limit,
+            reply: Reply::default(),
+            segments: Vec::new(),
         })
     }
 
@@ -148,7 +153,8 @@ impl KvServer {
             return;
         }
         self.info.bytes_read += p.total_len() as u64;
-        let mut reply = Reply::default();
+        let reply = &mut self.reply;
+        reply.clear();
         let mut env = Env {
             store: &mut self.store,
             info: &mut self.info,
@@ -158,13 +164,13 @@ impl KvServer {
         if c.buf.is_empty() && !p.is_chained() {
             // The common case: whole requests in one packet, parsed where
             // they are; only a rest is copied.
-            let (used, cl) = process(c, &p, &mut env, &mut reply, self.buf_limit, &mut self.counters);
+            let (used, cl) = process(c, &p, &mut env, reply, self.buf_limit, &mut self.counters);
             c.buf.extend_from_slice(&p[used..]);
             close = cl;
         } else {
             p.copy_chain_to(&mut c.buf);
             let buf = std::mem::take(&mut c.buf);
-            let (used, cl) = process(c, &buf, &mut env, &mut reply, self.buf_limit, &mut self.counters);
+            let (used, cl) = process(c, &buf, &mut env, reply, self.buf_limit, &mut self.counters);
             c.buf = buf;
             c.buf.drain(..used);
             close = cl;
@@ -177,9 +183,19 @@ impl KvServer {
         }
         if !reply.is_empty() {
             self.info.bytes_written += reply.len() as u64;
-            if !emit(reply, id, pool, &self.attach, out, &mut self.counters) {
+            if !emit(
+                reply,
+                &mut self.segments,
+                id,
+                pool,
+                &self.attach,
+                out,
+                &mut self.counters,
+            ) {
                 close = true;
             }
+            // The packets hold the values now.
+            reply.clear();
         }
         if close {
             c.closing = true;
@@ -232,63 +248,67 @@ fn process(
 /// packets of `pool`, values as attached segments (copied, counted, if no
 /// header is free). False if the pool ran dry (the reply is incomplete).
 fn emit(
-    reply: Reply,
+    reply: &Reply,
+    segments: &mut Vec<Packet>,
     id: u32,
     pool: &Mempool,
     attach: &AttachPool,
     out: &mut PacketBatch,
     counters: &mut Counters,
 ) -> bool {
-    let mut segments: Vec<Packet> = Vec::new();
-    let mut ok = true;
-    'pieces: for piece in reply.pieces {
-        match piece {
-            Piece::Bytes(b) => {
-                if !copy_into(&b, pool, &mut segments) {
-                    ok = false;
-                    break 'pieces;
-                }
+    segments.clear();
+    let ok = reply.for_each(|piece| match piece {
+        Piece::Bytes(b) => copy_into(b, pool, segments),
+        Piece::Value(v) => v.buffers.iter().all(|buffer| match buffer.attach_all(attach) {
+            Ok(seg) => {
+                segments.push(seg);
+                true
             }
-            Piece::Value(v) => {
-                for buffer in &v.buffers {
-                    match buffer.attach_all(attach) {
-                        Ok(seg) => segments.push(seg),
-                        Err(_) => {
-                            counters.value_copies += 1;
-                            if !copy_into(buffer, pool, &mut segments) {
-                                ok = false;
-                                break 'pieces;
-                            }
-                        }
-                    }
-                }
+            Err(_) => {
+                counters.value_copies += 1;
+                copy_into(buffer, pool, segments)
             }
-        }
-    }
+        }),
+    });
     if !ok {
+        segments.clear();
         counters.alloc_failures += 1;
         return false;
     }
-    while !segments.is_empty() {
-        let rest = if segments.len() > CHAIN_MAX {
-            segments.split_off(CHAIN_MAX)
-        } else {
-            Vec::new()
-        };
-        // Chained from the back: each append walks one segment.
-        let mut chain: Option<Packet> = None;
-        for mut seg in segments.into_iter().rev() {
-            if let Some(tail) = chain.take() {
-                seg.append(tail);
-            }
-            chain = Some(seg);
+    // Chains of at most CHAIN_MAX segments, each built from the back so
+    // that every append walks one segment; the last chain first.
+    let first = out.len();
+    let mut chain: Option<Packet> = None;
+    let mut in_chain = 0;
+    while let Some(mut seg) = segments.pop() {
+        if in_chain == CHAIN_MAX {
+            out.push(stream::data(chain.take().expect("a chain"), id));
+            in_chain = 0;
         }
-        if let Some(head) = chain {
-            out.push(stream::data(head, id));
+        if let Some(tail) = chain.take() {
+            seg.append(tail);
         }
-        segments = rest;
+        chain = Some(seg);
+        in_chain += 1;
     }
+    if let Some(head) = chain {
+        out.push(stream::data(head, id));
+    }
+    // Pushed last chain first: put them in order.
+    reverse_tail(out, first);
     true
+}
+
+/// Reverses the packets of `out` from index `first` on.
+fn reverse_tail(out: &mut PacketBatch, first: usize) {
+    let n = out.len() - first;
+    if n > 1 {
+        let mut tail: Vec<Packet> = out.drain_front(out.len()).collect();
+        tail[first..].reverse();
+        for p in tail {
+            out.push(p);
+        }
+    }
 }
 
 /// Copies `bytes` into packets of `pool` (as many as it takes).

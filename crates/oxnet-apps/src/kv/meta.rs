@@ -164,9 +164,11 @@ fn ttl(exptime: u64, now: u64) -> String {
 }
 
 /// A meta command line (`tokens[0]` is "m" and one letter); `line_len`
-/// bytes of `buf` are the line, a data block may follow.
+/// bytes of `buf` are the line, a data block may follow. `ntokens`
+/// counts as memcached does (the tokens and the terminal one).
 pub fn command(
     tokens: &[&[u8]],
+    ntokens: usize,
     line_len: usize,
     buf: &[u8],
     st: &mut TextState,
@@ -174,8 +176,6 @@ pub fn command(
     out: &mut Reply,
 ) -> Step {
     env.store.stats.cmd_meta += 1;
-    // ntokens as memcached counts it (tokens + the terminal one).
-    let ntokens = tokens.len().min(23) + 1;
     match tokens[0][1] {
         b'n' => {
             out.line("MN");

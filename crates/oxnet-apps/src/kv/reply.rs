@@ -1,29 +1,29 @@
-//! What a protocol answers: bytes to copy into a header packet and stored
+//! What a protocol answers: bytes to copy into header packets and stored
 //! values to send as they are (their shared buffers, no copy), in order.
+//! One reply is reused for a connection's requests: its byte buffer and
+//! value list keep their capacity.
 
 use super::store::Value;
 
-/// One piece of a reply.
-pub enum Piece {
-    Bytes(Vec<u8>),
-    /// A stored value's buffers, sent as attached segments.
-    Value(Value),
-}
-
-/// The replies of a connection's requests, in order.
+/// The replies of a connection's requests, in order: `buf`, with each
+/// value inserted at its byte offset.
 #[derive(Default)]
 pub struct Reply {
-    pub pieces: Vec<Piece>,
+    buf: Vec<u8>,
+    values: Vec<(usize, Value)>,
+}
+
+/// A piece of a reply ([`Reply::pieces`]).
+pub enum Piece<'a> {
+    Bytes(&'a [u8]),
+    Value(&'a Value),
 }
 
 impl Reply {
-    /// Appends bytes (joined to the last piece when it is bytes).
+    /// Appends bytes.
+    #[inline]
     pub fn bytes(&mut self, b: &[u8]) {
-        if let Some(Piece::Bytes(v)) = self.pieces.last_mut() {
-            v.extend_from_slice(b);
-        } else {
-            self.pieces.push(Piece::Bytes(b.to_vec()));
-        }
+        self.buf.extend_from_slice(b);
     }
 
     /// Appends a text line and its "\r\n".
@@ -32,66 +32,86 @@ impl Reply {
         self.bytes(b"\r\n");
     }
 
+    /// Appends a number in decimal (no allocation).
+    #[inline]
+    pub fn number(&mut self, mut n: u64) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.buf.extend_from_slice(&digits[i..]);
+    }
+
     /// Appends a stored value (another reference to its buffers).
-    pub fn value(&mut self, v: &super::store::Value) {
+    pub fn value(&mut self, v: &Value) {
         if v.len > 0 {
-            self.pieces.push(Piece::Value(v.clone()));
+            self.values.push((self.buf.len(), v.clone()));
         }
     }
 
     /// Bytes in all.
     pub fn len(&self) -> usize {
-        self.pieces
-            .iter()
-            .map(|p| match p {
-                Piece::Bytes(b) => b.len(),
-                Piece::Value(v) => v.len,
-            })
-            .sum()
+        self.buf.len() + self.values.iter().map(|(_, v)| v.len).sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.pieces.is_empty()
-    }
-
-    /// Drops what was added after `mark` pieces and `bytes` bytes of the
-    /// last one ([`Reply::mark`]): a command that fails half-way answers
-    /// only its error.
-    pub fn truncate(&mut self, mark: (usize, usize)) {
-        self.pieces.truncate(mark.0 + 1);
-        if self.pieces.len() > mark.0 {
-            if let Some(Piece::Bytes(b)) = self.pieces.get_mut(mark.0) {
-                b.truncate(mark.1);
-                if mark.1 == 0 {
-                    self.pieces.truncate(mark.0);
-                }
-            } else {
-                self.pieces.truncate(mark.0);
-            }
-        }
+        self.buf.is_empty() && self.values.is_empty()
     }
 
     /// Where the reply ends now, for [`Reply::truncate`].
     pub fn mark(&self) -> (usize, usize) {
-        match self.pieces.last() {
-            Some(Piece::Bytes(b)) => (self.pieces.len() - 1, b.len()),
-            _ => (self.pieces.len(), 0),
+        (self.buf.len(), self.values.len())
+    }
+
+    /// Drops what was added after `mark`: a command that fails half-way
+    /// answers only its error.
+    pub fn truncate(&mut self, mark: (usize, usize)) {
+        self.buf.truncate(mark.0);
+        self.values.truncate(mark.1);
+    }
+
+    /// Empties the reply, keeping its capacity.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.values.clear();
+    }
+
+    /// Calls `f` on the pieces in order (bytes between values, and the
+    /// values) while it returns true; false if it stopped.
+    pub fn for_each(&self, mut f: impl FnMut(Piece<'_>) -> bool) -> bool {
+        let mut pos = 0;
+        for (at, v) in &self.values {
+            if *at > pos && !f(Piece::Bytes(&self.buf[pos..*at])) {
+                return false;
+            }
+            if !f(Piece::Value(v)) {
+                return false;
+            }
+            pos = *at;
         }
+        pos == self.buf.len() || f(Piece::Bytes(&self.buf[pos..]))
     }
 
     /// Everything as one byte vector (tests; the copying path).
     pub fn to_vec(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.len());
-        for p in &self.pieces {
+        self.for_each(|p| {
             match p {
                 Piece::Bytes(b) => out.extend_from_slice(b),
                 Piece::Value(v) => {
-                    for b in &v.buffers {
+                    for b in v.buffers.iter() {
                         out.extend_from_slice(b);
                     }
                 }
             }
-        }
+            true
+        });
         out
     }
 }

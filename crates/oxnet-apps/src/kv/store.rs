@@ -20,6 +20,7 @@
 
 use oxnet_driver::{MemoryKind, Mempool, SharedBuffer};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// protocol.txt "Keys": at most 250 bytes.
 pub const KEY_MAX: usize = 250;
@@ -54,10 +55,12 @@ impl Default for StoreConfig {
 }
 
 /// A stored value: its bytes in shared buffers, in order. Cloning takes
-/// one more reference to each buffer (no copy).
+/// one more reference to the list (one atomic add; no copy): a reply
+/// holds the value this way until its segments are attached, each of
+/// which holds its buffer.
 #[derive(Clone, Default)]
 pub struct Value {
-    pub buffers: Vec<SharedBuffer>,
+    pub buffers: Arc<[SharedBuffer]>,
     pub len: usize,
 }
 
@@ -65,7 +68,7 @@ impl Value {
     /// The bytes, copied (append/prepend, incr/decr, tests).
     pub fn to_vec(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(self.len);
-        for b in &self.buffers {
+        for b in self.buffers.iter() {
             v.extend_from_slice(b);
         }
         v
@@ -621,17 +624,17 @@ impl Store {
                 return None;
             }
         }
-        let mut value = Value {
-            buffers: Vec::with_capacity(need),
-            len: bytes.len(),
-        };
+        let mut buffers = Vec::with_capacity(need);
         for chunk in bytes.chunks(VALUE_ROOM) {
             let mut p = self.pool.alloc().ok()?;
             p.set_len(chunk.len()).ok()?;
             p.copy_from_slice(chunk);
-            value.buffers.push(SharedBuffer::new(p).ok()?);
+            buffers.push(SharedBuffer::new(p).ok()?);
         }
-        Some(value)
+        Some(Value {
+            buffers: buffers.into(),
+            len: bytes.len(),
+        })
     }
 
     /// Evicts the least recently used item other than `keep`; false if

@@ -71,13 +71,19 @@ pub fn step(buf: &[u8], st: &mut TextState, env: &mut Env<'_>, out: &mut Reply, 
     command(line, nl + 1, buf, st, env, out)
 }
 
-/// Splits on spaces as memcached's tokenize_command: the tokens and
-/// `ntokens` as memcached counts it (the tokens, at most 23, plus the
-/// terminal one).
-fn tokenize(line: &[u8]) -> (Vec<&[u8]>, usize) {
-    let tokens: Vec<&[u8]> = line.split(|&b| b == b' ').filter(|t| !t.is_empty()).collect();
-    let n = tokens.len().min(MAX_TOKENS - 1) + 1;
-    (tokens, n)
+/// Splits on spaces as memcached's tokenize_command: up to 23 tokens in
+/// `tokens`, their count, and `ntokens` as memcached counts it (the
+/// tokens plus the terminal one, which holds the rest: 24 when more).
+fn tokenize<'a>(line: &'a [u8], tokens: &mut [&'a [u8]; MAX_TOKENS]) -> (usize, usize) {
+    let mut n = 0;
+    for t in line.split(|&b| b == b' ').filter(|t| !t.is_empty()) {
+        if n == MAX_TOKENS - 1 {
+            return (n, MAX_TOKENS);
+        }
+        tokens[n] = t;
+        n += 1;
+    }
+    (n, n + 1)
 }
 
 /// Replies to requests that fail, counted.
@@ -113,14 +119,16 @@ pub fn parse_i32(t: &[u8]) -> Option<i64> {
 }
 
 fn command(line: &[u8], line_len: usize, buf: &[u8], st: &mut TextState, env: &mut Env<'_>, out: &mut Reply) -> Step {
-    let (tokens, ntokens) = tokenize(line);
+    let mut array: [&[u8]; MAX_TOKENS] = [&[]; MAX_TOKENS];
+    let (count, ntokens) = tokenize(line, &mut array);
+    let tokens = &array[..count];
     if tokens.is_empty() || tokens[0].len() < 2 {
         error(env, out, false, "ERROR");
         return done(line_len);
     }
     let cmd = tokens[0];
     if cmd.len() == 2 && cmd[0] == b'm' {
-        return super::meta::command(&tokens, line_len, buf, st, env, out);
+        return super::meta::command(tokens, ntokens, line_len, buf, st, env, out);
     }
     let want = |ok: bool, env: &mut Env<'_>, out: &mut Reply| {
         if !ok {
@@ -133,7 +141,9 @@ fn command(line: &[u8], line_len: usize, buf: &[u8], st: &mut TextState, env: &m
             if want(ntokens >= 3, env, out) {
                 let cas = cmd == b"gets" || cmd == b"gats";
                 let touch = cmd == b"gat" || cmd == b"gats";
-                get(&tokens[1..], cas, touch, env, out);
+                // Every key, also past the 24 tokens (memcached reads on).
+                let args = line.split(|&b| b == b' ').filter(|t| !t.is_empty()).skip(1);
+                get(args, cas, touch, env, out);
             }
         }
         b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" => {
@@ -146,21 +156,21 @@ fn command(line: &[u8], line_len: usize, buf: &[u8], st: &mut TextState, env: &m
             if !want(ok, env, out) {
                 return done(line_len);
             }
-            return update(&tokens, ntokens, line_len, buf, st, env, out);
+            return update(tokens, ntokens, line_len, buf, st, env, out);
         }
         b"delete" => {
             if want((3..=5).contains(&ntokens), env, out) {
-                delete(&tokens, ntokens, env, out);
+                delete(tokens, ntokens, env, out);
             }
         }
         b"incr" | b"decr" => {
             if want(ntokens == 4 || ntokens == 5, env, out) {
-                arithmetic(&tokens, ntokens, cmd == b"incr", env, out);
+                arithmetic(tokens, ntokens, cmd == b"incr", env, out);
             }
         }
         b"touch" => {
             if want(ntokens == 4 || ntokens == 5, env, out) {
-                let nr = noreply(&tokens, ntokens);
+                let nr = noreply(tokens, ntokens);
                 if tokens[1].len() > KEY_MAX {
                     error(env, out, nr, "CLIENT_ERROR bad command line format");
                 } else if let Some(exp) = parse_i32(tokens[2]) {
@@ -173,7 +183,7 @@ fn command(line: &[u8], line_len: usize, buf: &[u8], st: &mut TextState, env: &m
         }
         b"flush_all" => {
             if want((2..=4).contains(&ntokens), env, out) {
-                let nr = noreply(&tokens, ntokens);
+                let nr = noreply(tokens, ntokens);
                 let mut delay = 0;
                 if ntokens != if nr { 3 } else { 2 } {
                     match parse_i32(tokens[1]) {
@@ -197,7 +207,7 @@ fn command(line: &[u8], line_len: usize, buf: &[u8], st: &mut TextState, env: &m
         }
         b"verbosity" => {
             if want(ntokens == 3 || ntokens == 4, env, out) {
-                let nr = noreply(&tokens, ntokens);
+                let nr = noreply(tokens, ntokens);
                 match parse_u32(tokens[1]) {
                     Some(level) => {
                         env.info.verbosity = level.min(2);
@@ -207,7 +217,7 @@ fn command(line: &[u8], line_len: usize, buf: &[u8], st: &mut TextState, env: &m
                 }
             }
         }
-        b"stats" => stats(&tokens, env, out),
+        b"stats" => stats(tokens, env, out),
         _ => {
             if tokens[tokens.len() - 1].starts_with(b"HTTP/") {
                 // An HTTP request: memcached closes without a word.
@@ -225,20 +235,20 @@ fn command(line: &[u8], line_len: usize, buf: &[u8], st: &mut TextState, env: &m
 /// get, gets, gat, gats (protocol.txt "Retrieval command"): "VALUE key
 /// flags bytes [cas]" and the data per hit, then "END". A key too long
 /// answers only the error (memcached drops the hits before it).
-fn get(args: &[&[u8]], cas: bool, touch: bool, env: &mut Env<'_>, out: &mut Reply) {
+fn get<'a>(mut args: impl Iterator<Item = &'a [u8]>, cas: bool, touch: bool, env: &mut Env<'_>, out: &mut Reply) {
     let mark = out.mark();
-    let (exptime, keys) = if touch {
-        match parse_i32(args[0]) {
-            Some(e) => (e, &args[1..]),
+    let exptime = if touch {
+        match args.next().and_then(parse_i32) {
+            Some(e) => e,
             None => {
                 error(env, out, false, "CLIENT_ERROR invalid exptime argument");
                 return;
             }
         }
     } else {
-        (0, args)
+        0
     };
-    for &key in keys {
+    for key in args {
         if key.len() > KEY_MAX {
             out.truncate(mark);
             error(env, out, false, "CLIENT_ERROR bad command line format");
@@ -252,11 +262,15 @@ fn get(args: &[&[u8]], cas: bool, touch: bool, env: &mut Env<'_>, out: &mut Repl
         if let Some(h) = hit {
             out.bytes(b"VALUE ");
             out.bytes(key);
+            out.bytes(b" ");
+            out.number(h.flags as u64);
+            out.bytes(b" ");
+            out.number(h.value.len as u64);
             if cas {
-                out.line(&format!(" {} {} {}", h.flags, h.value.len, h.cas));
-            } else {
-                out.line(&format!(" {} {}", h.flags, h.value.len));
+                out.bytes(b" ");
+                out.number(h.cas);
             }
+            out.bytes(b"\r\n");
             out.value(&h.value);
             out.bytes(b"\r\n");
         }
