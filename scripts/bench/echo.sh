@@ -60,26 +60,9 @@ cargo build --release -q -p oxnet >&2
 OXNET="$(pwd)/${CARGO_TARGET_DIR:-target}/release/oxnet"
 OX_RUN_FLAGS="${OX_RUN_FLAGS:-}"    # e.g. --busy-poll
 
-NSC="oxbec$$"
-NSS="oxbes$$"
-TMP="$(mktemp -d)"
-SERVER_PID=""
-cleanup() {
-    if [ -n "$SERVER_PID" ]; then kill -INT "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-    ip netns del "$NSC" 2>/dev/null || true
-    ip netns del "$NSS" 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-ip netns add "$NSC"
-ip netns add "$NSS"
-ip -n "$NSC" link set lo up
-ip -n "$NSS" link set lo up
-ip -n "$NSC" link add oxbc0 type veth peer name oxbs0 netns "$NSS"
-ip -n "$NSC" addr add 10.82.0.1/24 dev oxbc0
-ip -n "$NSS" addr add 10.82.0.2/24 dev oxbs0
-ip -n "$NSC" link set oxbc0 up
-ip -n "$NSS" link set oxbs0 up
+# NSC, NSS, TMP, SERVER_PID and their cleanup; the veth pair oxbc0/oxbs0.
+. scripts/bench/topology.sh
+topology b 10.82.0
 if [ "$OX_DEV" = tap ]; then
     OX_SPEC="tap:oxbt0,ip=10.81.0.1/24"
 else
@@ -100,20 +83,8 @@ fi
 
 OX_TARGET=10.81.0.2:7
 LINUX_TARGET=10.82.0.2:7
-HZ=$(getconf CLK_TCK)
-
-# Busy jiffies of the client's and the server's core together.
-cores_busy() {
-    awk -v a="cpu$CLIENT_CORE" -v b="cpu$SERVER_CORE" \
-        '$1 == a || $1 == b {s += $2 + $3 + $4 + $7 + $8 + $9} END {print s}' /proc/stat
-}
-# irq + softirq jiffies of the same two cores: the kernel's packet work
-# wherever it ran (compilers and other busy processes add little here).
-cores_irq() {
-    awk -v a="cpu$CLIENT_CORE" -v b="cpu$SERVER_CORE" \
-        '$1 == a || $1 == b {s += $7 + $8} END {print s}' /proc/stat
-}
-proc_cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# cores_busy, cores_irq, proc_cpu, proc_sys, HZ (shared with memcached.sh).
+. scripts/bench/cores.sh
 
 wait_ready() { # wait_ready TARGET
     local i
@@ -153,21 +124,24 @@ stop_server() {
 }
 
 measure() { # measure SERVER RUN PART CONNECTIONS TARGET MODE
-    local before_cores before_server after_cores after_server before_irq after_irq json
+    local before_cores before_server after_cores after_server before_irq after_irq before_sys after_sys json
     before_cores=$(cores_busy)
     before_irq=$(cores_irq)
     before_server=$(proc_cpu "$SERVER_PID")
+    before_sys=$(proc_sys "$SERVER_PID")
     json=$(ip netns exec "$NSC" taskset -c "$CLIENT_CORE" "$OXNET" loadgen -s "$5" --mode "$6" \
         -c "$4" -t "$SECS" --size 64 --json) || true
     after_cores=$(cores_busy)
     after_irq=$(cores_irq)
     after_server=$(proc_cpu "$SERVER_PID")
+    after_sys=$(proc_sys "$SERVER_PID")
     [ -n "$json" ] || { echo "echo.sh: $1 $3 c=$4: the client printed nothing" >&2; exit 1; }
-    printf '{"server":"%s","run":%s,"part":"%s","connections":%s,"cores_cpu_s":%s,"irq_cpu_s":%s,"server_cpu_s":%s,"client":%s}\n' \
+    printf '{"server":"%s","run":%s,"part":"%s","connections":%s,"cores_cpu_s":%s,"irq_cpu_s":%s,"server_cpu_s":%s,"server_sys_cpu_s":%s,"client":%s}\n' \
         "$1" "$2" "$3" "$4" \
         "$(awk -v d=$((after_cores - before_cores)) -v hz="$HZ" 'BEGIN {printf "%.3f", d / hz}')" \
         "$(awk -v d=$((after_irq - before_irq)) -v hz="$HZ" 'BEGIN {printf "%.3f", d / hz}')" \
         "$(awk -v d=$((after_server - before_server)) -v hz="$HZ" 'BEGIN {printf "%.3f", d / hz}')" \
+        "$(awk -v d=$((after_sys - before_sys)) -v hz="$HZ" 'BEGIN {printf "%.3f", d / hz}')" \
         "$json" >>"$TMP/samples.jsonl"
     echo "echo.sh: run $2 $1 $3 c=$4: $(printf '%s' "$json" | python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.0f msg/s, %d errors" % (j["throughput"], j["errors"]["total"]))')" >&2
 }
@@ -207,17 +181,18 @@ for part, conns in sorted({(s["part"], s["connections"]) for s in samples}, key=
             "cpu_us_per_msg_both_cores": med(lambda s: s["cores_cpu_s"] / reqs(s) * 1e6),
             "own_cpu_us_per_msg": med(lambda s: (s["server_cpu_s"] + s["client"]["cpu_seconds"] + s["irq_cpu_s"]) / reqs(s) * 1e6),
             "server_cpu_us_per_msg": med(lambda s: s["server_cpu_s"] / reqs(s) * 1e6),
+            "server_sys_us_per_msg": med(lambda s: s.get("server_sys_cpu_s", 0) / reqs(s) * 1e6),
             "client_cpu_us_per_msg": med(lambda s: s["client"]["cpu_seconds"] / reqs(s) * 1e6),
             "server_core_share": med(lambda s: s["server_cpu_s"] / s["client"]["seconds"]),
             "p50_us": med(lambda s: s["client"]["latency_us"]["p50"]),
             "p99_us": med(lambda s: s["client"]["latency_us"]["p99"]),
             "errors": sum(s["client"]["errors"]["total"] for s in ss),
         })
-hdr = f'{"part":<11}{"conns":>6} {"server":<12}{"msgs/s":>10}{"us CPU/msg (2 cores)":>22}{"us (srv+cli+irq)":>18}{"server us/msg":>15}{"client us/msg":>15}{"server core":>13}{"p50 us":>9}{"p99 us":>9}{"errors":>8}'
+hdr = f'{"part":<11}{"conns":>6} {"server":<12}{"msgs/s":>10}{"us CPU/msg (2 cores)":>22}{"us (srv+cli+irq)":>18}{"server us/msg":>15}{"of it sys":>11}{"client us/msg":>15}{"server core":>13}{"p50 us":>9}{"p99 us":>9}{"errors":>8}'
 print(hdr)
 for r in rows:
     print(f'{r["part"]:<11}{r["connections"]:>6} {r["server"]:<12}{r["msgs_per_s"]:>10.0f}{r["cpu_us_per_msg_both_cores"]:>22.2f}'
-          f'{r["own_cpu_us_per_msg"]:>18.2f}{r["server_cpu_us_per_msg"]:>15.2f}{r["client_cpu_us_per_msg"]:>15.2f}{r["server_core_share"]*100:>12.0f}%'
+          f'{r["own_cpu_us_per_msg"]:>18.2f}{r["server_cpu_us_per_msg"]:>15.2f}{r["server_sys_us_per_msg"]:>11.2f}{r["client_cpu_us_per_msg"]:>15.2f}{r["server_core_share"]*100:>12.0f}%'
           f'{r["p50_us"]:>9.1f}{r["p99_us"]:>9.1f}{r["errors"]:>8}')
 ratio = lambda a, b: f"{a / b:.2f}x" if b > 0 else "n/a"
 for part, conns in sorted({(r["part"], r["connections"]) for r in rows}):

@@ -7,45 +7,8 @@
 mod common;
 
 use common::netns::{self, Netns};
-use common::stack::{random_bytes, repo, value};
-use std::io::Write;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-const OXNET: &str = env!("CARGO_BIN_EXE_oxnet");
-
-fn socat_echo(ns: &str, target: &str, data: &[u8]) -> Vec<u8> {
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", ns, "timeout", "60", "socat", "-t", "10", "-", target])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("socat (scripts/install-deps.sh installs it)");
-    let mut stdin = child.stdin.take().unwrap();
-    let data = data.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&data).unwrap());
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    assert!(
-        out.status.success(),
-        "socat {target}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-fn wait_for_link(ns: &Netns, link: &str, oxnet: &mut Child) {
-    let start = Instant::now();
-    while !ns.links().iter().any(|l| l == link) {
-        assert!(
-            oxnet.try_wait().unwrap().is_none(),
-            "oxnet ended before its TAP came up"
-        );
-        assert!(start.elapsed() < Duration::from_secs(20), "no {link} after 20 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use common::stack::{random_bytes, run_oxnet, socat_echo, stop_oxnet, value, wait_for_link};
+use std::time::Duration;
 
 #[test]
 fn socat_gets_its_bytes_back_from_the_epoll_echo_over_ipv4_and_ipv6() {
@@ -54,17 +17,12 @@ fn socat_gets_its_bytes_back_from_the_epoll_echo_over_ipv4_and_ipv6() {
     }
     let ns = Netns::new("ee");
     let tap = netns::unique("tee");
-    let config = repo().join("conf/echo-epoll.click");
-    let mut args = vec![
-        "120".to_string(),
-        OXNET.to_string(),
-        "run".to_string(),
-        config.to_str().unwrap().to_string(),
+    let vars = [
         format!("DEV=tap:{tap},ip=10.83.0.1/24"),
         "IP=10.83.0.2".into(),
         "IP6=fd00:83::2".into(),
     ];
-    for h in [
+    let handlers = [
         "srv.opened",
         "srv.closed",
         "srv.errors",
@@ -72,24 +30,15 @@ fn socat_gets_its_bytes_back_from_the_epoll_echo_over_ipv4_and_ipv6() {
         "srv.bytes_out",
         "srv.unknown",
         "srv.connections",
-    ] {
-        args.push("-h".into());
-        args.push(h.into());
-    }
-    let mut oxnet = ns
-        .command("timeout")
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    ];
+    let mut oxnet = run_oxnet(&ns, 120, "conf/echo-epoll.click", &vars, &handlers);
     wait_for_link(&ns, &tap, &mut oxnet);
     ns.ip(&["-6", "addr", "add", "fd00:83::1/64", "dev", &tap, "nodad"]);
     let mut sent = 0u64;
     let mut connections = 0u64;
     for (i, target) in ["TCP:10.83.0.2:7", "TCP6:[fd00:83::2]:7"].iter().enumerate() {
         let data = random_bytes(300_000, 30 + i as u64);
-        let back = socat_echo(&ns.name, target, &data);
+        let back = socat_echo(&ns.name, target, &data, 10);
         assert!(
             back == data,
             "{target}: {} bytes back of {}, or changed",
@@ -104,7 +53,7 @@ fn socat_gets_its_bytes_back_from_the_epoll_echo_over_ipv4_and_ipv6() {
             let name = ns.name.clone();
             std::thread::spawn(move || {
                 let data = random_bytes(50_000, 200 + i);
-                let back = socat_echo(&name, "TCP:10.83.0.2:7", &data);
+                let back = socat_echo(&name, "TCP:10.83.0.2:7", &data, 10);
                 (data, back)
             })
         })
@@ -117,11 +66,7 @@ fn socat_gets_its_bytes_back_from_the_epoll_echo_over_ipv4_and_ipv6() {
     }
     // The last Close may still be on its way (the FIN's ACK): a moment.
     std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: our own child (`timeout`, which passes SIGINT on), by pid.
-    unsafe { libc::kill(oxnet.id() as libc::pid_t, libc::SIGINT) };
-    let out = oxnet.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let (stdout, all) = stop_oxnet(oxnet);
     assert_eq!(value(&stdout, "srv.opened"), connections, "{all}");
     assert_eq!(value(&stdout, "srv.closed"), connections, "{all}");
     assert_eq!(value(&stdout, "srv.connections"), 0, "{all}");

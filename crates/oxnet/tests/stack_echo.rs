@@ -9,51 +9,16 @@
 mod common;
 
 use common::netns::{self, Netns};
-use common::stack::{random_bytes, repo, value};
-use std::io::Write;
-use std::process::{Child, Command, Stdio};
+use common::stack::{random_bytes, repo, socat_echo, value, wait_for_link};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const OXNET: &str = env!("CARGO_BIN_EXE_oxnet");
 
-/// Sends `data` with socat inside namespace `ns` to `target` (socat's
-/// address) and returns what came back.
-fn socat_echo(ns: &str, target: &str, data: &[u8]) -> Vec<u8> {
-    // After its input ends, socat waits this long for the other side:
-    // TCP's close ends it sooner; UDP has no close, so wait briefly.
-    let wait = if target.starts_with("UDP") { "1" } else { "10" };
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", ns, "timeout", "60", "socat", "-t", wait, "-", target])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("socat (scripts/install-deps.sh installs it)");
-    let mut stdin = child.stdin.take().unwrap();
-    let data = data.to_vec();
-    let writer = std::thread::spawn(move || {
-        stdin.write_all(&data).unwrap();
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    assert!(
-        out.status.success(),
-        "socat {target}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-fn wait_for_link(ns: &Netns, link: &str, oxnet: &mut Child) {
-    let start = Instant::now();
-    while !ns.links().iter().any(|l| l == link) {
-        assert!(
-            oxnet.try_wait().unwrap().is_none(),
-            "oxnet ended before its TAP came up"
-        );
-        assert!(start.elapsed() < Duration::from_secs(20), "no {link} after 20 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// socat from namespace `ns` to `target`: what came back. UDP has no
+/// close, so socat waits only briefly after its input ends.
+fn socat(ns: &str, target: &str, data: &[u8]) -> Vec<u8> {
+    socat_echo(ns, target, data, if target.starts_with("UDP") { 1 } else { 10 })
 }
 
 #[test]
@@ -102,7 +67,7 @@ fn linux_socat_gets_its_bytes_back_from_the_oxnet_echo_server_over_ipv4_and_ipv6
     // IPv4 and IPv6, 300 kB each (many segments, window updates).
     for (i, target) in ["TCP:10.79.0.2:7", "TCP6:[fd00:79::2]:7"].iter().enumerate() {
         let data = random_bytes(300_000, 7 + i as u64);
-        let back = socat_echo(&ns.name, target, &data);
+        let back = socat(&ns.name, target, &data);
         assert_eq!(back.len(), data.len(), "{target}: bytes back");
         assert!(back == data, "{target}: the bytes came back changed");
         sent += data.len();
@@ -112,7 +77,7 @@ fn linux_socat_gets_its_bytes_back_from_the_oxnet_echo_server_over_ipv4_and_ipv6
     // UDP, both families: one datagram each, back as it went.
     for (i, target) in ["UDP:10.79.0.2:7", "UDP6:[fd00:79::2]:7"].iter().enumerate() {
         let data = format!("datagram {i} for the UDP echo\n").into_bytes();
-        let back = socat_echo(&ns.name, target, &data);
+        let back = socat(&ns.name, target, &data);
         assert_eq!(back, data, "{target}");
     }
 
@@ -122,7 +87,7 @@ fn linux_socat_gets_its_bytes_back_from_the_oxnet_echo_server_over_ipv4_and_ipv6
             let data = random_bytes(40_000, 100 + i);
             let name = ns.name.clone();
             std::thread::spawn(move || {
-                let back = socat_echo(&name, "TCP:10.79.0.2:7", &data);
+                let back = socat(&name, "TCP:10.79.0.2:7", &data);
                 (data, back)
             })
         })
@@ -151,7 +116,7 @@ fn linux_socat_gets_its_bytes_back_from_the_oxnet_echo_server_over_ipv4_and_ipv6
         String::from_utf8_lossy(&set.stderr)
     );
     let data = random_bytes(200_000, 999);
-    let back = socat_echo(&ns.name, "TCP:10.79.0.2:7", &data);
+    let back = socat(&ns.name, "TCP:10.79.0.2:7", &data);
     assert!(
         back == data,
         "with loss the bytes came back changed ({} of {})",

@@ -15,8 +15,8 @@
 mod common;
 
 use common::netns::{self, Netns};
-use common::stack::{random_bytes, repo, sha256, value};
-use std::io::{BufRead, BufReader, Write};
+use common::stack::{random_bytes, repo, sha256, socat_echo, value};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -660,29 +660,6 @@ t.join()
 print(len(data), hashlib.sha256(data).hexdigest(), len(back), hashlib.sha256(back).hexdigest(), flush=True)
 "#;
 
-/// socat sends `data` to `target` from the namespace; what came back.
-fn socat_echo(ns: &Netns, target: &str, data: &[u8]) -> Vec<u8> {
-    let mut child = ns
-        .command("timeout")
-        .args(["90", "socat", "-t", "30", "-", target])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("socat");
-    let mut stdin = child.stdin.take().unwrap();
-    let data = data.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&data).unwrap());
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    assert!(
-        out.status.success(),
-        "socat {target}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
 #[test]
 fn bulk_random_data_comes_back_byte_exact_under_loss_duplication_reordering_and_a_rate_limit() {
     if !netns::available() {
@@ -711,7 +688,7 @@ fn bulk_random_data_comes_back_byte_exact_under_loss_duplication_reordering_and_
     const BYTES: usize = 2_000_000;
     // IPv4: socat, hashed here.
     let data = random_bytes(BYTES, 4242);
-    let back = socat_echo(&ns, "TCP:10.79.0.2:7", &data);
+    let back = socat_echo(&ns.name, "TCP:10.79.0.2:7", &data, 30);
     assert_eq!(back.len(), data.len(), "IPv4: bytes back");
     assert_eq!(sha256(&back), sha256(&data), "IPv4: SHA-256 of the echo");
     // IPv6: Python's sockets, hashed there.

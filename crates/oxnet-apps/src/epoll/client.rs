@@ -104,13 +104,7 @@ impl Element for EpollClient {
         true
     }
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        let mut out = PacketBatch::default();
-        let pool = ctx.pool().clone();
-        let (_, work) = self.conns.poll(self.budget, &mut out, &pool);
-        if !out.is_empty() {
-            ctx.push(0, out);
-        }
-        work
+        self.conns.run_task(self.budget, ctx, |_, _, _, _| false)
     }
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
         let pool = ctx.pool().clone();
@@ -138,20 +132,7 @@ impl Element for EpollClient {
         }
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {
-        const NAMES: &[(&str, bool, bool)] = &[
-            ("connections", true, false),
-            ("opened", true, false),
-            ("closed", true, false),
-            ("errors", true, false),
-            ("bytes_in", true, false),
-            ("bytes_out", true, false),
-            ("unknown", true, false),
-            ("write_drops", true, false),
-            ("paused", true, false),
-            ("overflows", true, false),
-            ("alloc_failures", true, false),
-            ("refused", true, false),
-        ];
+        const NAMES: &[(&str, bool, bool)] = handlers::conn_handlers!("refused");
         NAMES
     }
     fn read_handler(&self, name: &str) -> Option<String> {

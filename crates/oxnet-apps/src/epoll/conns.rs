@@ -391,6 +391,26 @@ impl Conns {
         0
     }
 
+    /// An owner's task: one [`Conns::poll`] with the router's pool, then
+    /// `accept` (a server's listeners, with the owner's events and the
+    /// batch for the Opens), and what came out pushed out of output 0.
+    /// Returns whether anything was done.
+    pub fn run_task(
+        &mut self,
+        budget: usize,
+        ctx: &mut oxnet_graph::Ctx<'_>,
+        accept: impl FnOnce(&mut Conns, Vec<(u32, u64)>, &mut PacketBatch, &Mempool) -> bool,
+    ) -> bool {
+        let mut out = PacketBatch::default();
+        let pool = ctx.pool().clone();
+        let (owner, work) = self.poll(budget, &mut out, &pool);
+        let accepted = !owner.is_empty() && accept(self, owner, &mut out, &pool);
+        if !out.is_empty() {
+            ctx.push(0, out);
+        }
+        work || accepted
+    }
+
     /// A stream packet pushed in (the owner has handled Open).
     pub fn input(&mut self, p: Packet, out: &mut PacketBatch, pool: &Mempool) {
         let id = stream::socket(&p);

@@ -3,19 +3,29 @@
 
 use super::conns::Conns;
 
-pub const NAMES: &[(&str, bool, bool)] = &[
-    ("connections", true, false),
-    ("opened", true, false),
-    ("closed", true, false),
-    ("errors", true, false),
-    ("bytes_in", true, false),
-    ("bytes_out", true, false),
-    ("unknown", true, false),
-    ("write_drops", true, false),
-    ("paused", true, false),
-    ("overflows", true, false),
-    ("alloc_failures", true, false),
-];
+/// The table's handler names, then `extra` (TCPEpollClient's own).
+macro_rules! conn_handlers {
+    ($($extra:literal),*) => {
+        &[
+            ("connections", true, false),
+            ("opened", true, false),
+            ("closed", true, false),
+            ("errors", true, false),
+            ("bytes_in", true, false),
+            ("bytes_out", true, false),
+            ("unknown", true, false),
+            ("write_drops", true, false),
+            ("paused", true, false),
+            ("overflows", true, false),
+            ("alloc_failures", true, false),
+            $(($extra, true, false),)*
+        ]
+    };
+}
+pub(crate) use conn_handlers;
+
+/// TCPEpollServer's handlers.
+pub const NAMES: &[(&str, bool, bool)] = conn_handlers!();
 
 pub fn read(conns: &Conns, name: &str) -> Option<String> {
     let s = &conns.stats;

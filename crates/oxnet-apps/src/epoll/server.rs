@@ -120,25 +120,23 @@ impl Element for EpollServer {
         true
     }
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        let mut out = PacketBatch::default();
-        let pool = ctx.pool().clone();
-        let (owner, mut work) = self.conns.poll(self.budget, &mut out, &pool);
-        // Level-triggered listeners: accept until none is left.
-        for (_, data) in owner {
-            let Some(listener) = self.listeners.get((data & !OWNER_BIT) as usize) else {
-                continue;
-            };
-            while let Ok(stream) = listener.try_accept() {
-                work = true;
-                self.options.apply(&stream);
-                let id = self.conns.free_id(&mut self.last_id);
-                self.conns.insert(id, stream, true, &mut out, &pool);
+        let (listeners, options, last_id) = (&self.listeners, &self.options, &mut self.last_id);
+        self.conns.run_task(self.budget, ctx, |conns, owner, out, pool| {
+            let mut work = false;
+            // Level-triggered listeners: accept until none is left.
+            for (_, data) in owner {
+                let Some(listener) = listeners.get((data & !OWNER_BIT) as usize) else {
+                    continue;
+                };
+                while let Ok(stream) = listener.try_accept() {
+                    work = true;
+                    options.apply(&stream);
+                    let id = conns.free_id(last_id);
+                    conns.insert(id, stream, true, out, pool);
+                }
             }
-        }
-        if !out.is_empty() {
-            ctx.push(0, out);
-        }
-        work
+            work
+        })
     }
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
         let pool = ctx.pool().clone();
