@@ -91,6 +91,7 @@ enum Command {
     /// A key-value server speaking memcached's protocols on DEV, a
     /// drop-in for `memcached` (`oxnet memcached --help`): oxnet memcached
     /// tap:ox0 --ip 10.0.0.2/24 -p 11211 -U 0 -m 64.
+    #[command(disable_help_flag = true)]
     Memcached {
         /// DEV --ip A.B.C.D/LEN and memcached's flags (-p -U -m -c -t -I -v).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

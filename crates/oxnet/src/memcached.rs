@@ -157,9 +157,13 @@ pub fn config(s: &Settings) -> String {
 pub fn main(args: &[String]) -> u8 {
     let s = match parse(args) {
         Ok(s) => s,
+        Err(e) if e.starts_with("usage:") => {
+            println!("{e}");
+            return 0;
+        }
         Err(e) => {
             eprintln!("{e}");
-            return if e.starts_with("usage:") { 0 } else { 2 };
+            return 2;
         }
     };
     let text = config(&s);
