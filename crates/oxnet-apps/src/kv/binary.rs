@@ -404,7 +404,8 @@ pub fn step(buf: &[u8], swallow: &mut usize, env: &mut Env<'_>, out: &mut Reply)
                 ),
                 b"items" => Some(info::items(env.store)),
                 b"slabs" => Some(info::slabs(env.store)),
-                b"sizes" | b"conns" => Some(Vec::new()),
+                b"sizes" => Some(vec![("sizes_status".to_string(), "disabled".to_string())]),
+                b"conns" => Some(Vec::new()),
                 _ => None,
             };
             match list {

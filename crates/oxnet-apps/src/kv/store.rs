@@ -284,6 +284,11 @@ impl Store {
         self.index.get(key).copied()
     }
 
+    /// Items the hash table holds without growing.
+    pub fn capacity(&self) -> usize {
+        self.index.capacity()
+    }
+
     /// Value buffers free now.
     pub fn free_buffers(&self) -> usize {
         self.pool.free_count()

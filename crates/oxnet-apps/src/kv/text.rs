@@ -415,7 +415,9 @@ fn stats(tokens: &[&[u8]], env: &mut Env<'_>, out: &mut Reply) {
             .collect(),
         Some(b"items") => info::items(env.store),
         Some(b"slabs") => info::slabs(env.store),
-        Some(b"sizes") | Some(b"conns") => Vec::new(),
+        // memcached's item size histogram is off unless asked for.
+        Some(b"sizes") => vec![("sizes_status".to_string(), "disabled".to_string())],
+        Some(b"conns") => Vec::new(),
         Some(b"detail") => {
             match tokens.get(2).copied() {
                 Some(b"on") | Some(b"off") => out.line("OK"),
