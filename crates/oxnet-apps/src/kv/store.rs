@@ -332,8 +332,14 @@ impl Store {
     /// The live item of `key`, or None (an expired one is removed,
     /// counted).
     pub(crate) fn find(&mut self, key: &[u8], now: u64) -> Option<u32> {
+        self.find_or_expired(key, now).ok()
+    }
+
+    /// The live item of `key`; Err(true) if it was there but expired (it
+    /// is removed, counted), Err(false) if absent.
+    fn find_or_expired(&mut self, key: &[u8], now: u64) -> Result<u32, bool> {
         self.flush_due(now);
-        let slot = *self.index.get(key)?;
+        let slot = *self.index.get(key).ok_or(false)?;
         let it = self.item(slot);
         if it.exptime != 0 && it.exptime <= now {
             if !it.fetched {
@@ -341,9 +347,9 @@ impl Store {
             }
             self.stats.reclaimed += 1;
             self.unlink(slot);
-            return None;
+            return Err(true);
         }
-        Some(slot)
+        Ok(slot)
     }
 
     pub(crate) fn item(&self, slot: u32) -> &Item {
@@ -374,13 +380,14 @@ impl Store {
     /// get_misses.
     pub fn get(&mut self, key: &[u8], now: u64) -> Option<Hit> {
         self.stats.cmd_get += 1;
-        match self.find(key, now) {
-            Some(slot) => {
+        match self.find_or_expired(key, now) {
+            Ok(slot) => {
                 self.stats.get_hits += 1;
                 Some(self.hit(slot, now))
             }
-            None => {
+            Err(expired) => {
                 self.stats.get_misses += 1;
+                self.stats.get_expired += expired as u64;
                 None
             }
         }
@@ -420,19 +427,17 @@ impl Store {
     }
 
     /// gat/gats: touch and read.
+    /// Counted as a touch only, as memcached counts gat.
     pub fn gat(&mut self, key: &[u8], exptime: i64, now: u64) -> Option<Hit> {
         self.stats.cmd_touch += 1;
-        self.stats.cmd_get += 1;
         match self.find(key, now) {
             Some(slot) => {
                 self.stats.touch_hits += 1;
-                self.stats.get_hits += 1;
                 self.item_mut(slot).exptime = Store::absolute(exptime, now);
                 Some(self.hit(slot, now))
             }
             None => {
                 self.stats.touch_misses += 1;
-                self.stats.get_misses += 1;
                 None
             }
         }

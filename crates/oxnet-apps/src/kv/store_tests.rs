@@ -60,6 +60,7 @@ fn expiry_relative_absolute_negative_under_simulated_time() {
     assert_eq!(get(&mut s, "neg", T0), None);
     assert!(get(&mut s, "rel", T0 + 9).is_some());
     assert_eq!(get(&mut s, "rel", T0 + 10), None, "expires at set time + exptime");
+    assert_eq!(s.stats.get_expired, 3, "past, neg, rel");
     assert!(get(&mut s, "abs", T0 + 99).is_some());
     assert_eq!(get(&mut s, "abs", T0 + 100), None);
     assert!(
