@@ -98,6 +98,21 @@ impl KvServer {
         self.conns.len()
     }
 
+    /// Panics if a bound does not hold (fuzzing, tests): every
+    /// connection's buffer within the limit, the store's bytes within
+    /// the memory limit, every value buffer either free, held by an item
+    /// or by `in_flight` replies' handles.
+    pub fn check_bounds(&self, in_flight: usize) {
+        for (id, c) in &self.conns {
+            assert!(
+                c.buf.len() <= self.buf_limit,
+                "connection {id} buffers {} bytes",
+                c.buf.len()
+            );
+        }
+        self.store.check_bounds(in_flight);
+    }
+
     /// Takes one stream packet from TCPEpollServer; what to send back goes
     /// to `out`. `now` is unix seconds.
     pub fn input(&mut self, p: Packet, now: u64, pool: &Mempool, out: &mut PacketBatch) {

@@ -8,6 +8,7 @@
 pub mod binary;
 pub mod conns;
 pub mod element;
+pub mod fuzzing;
 pub mod info;
 pub mod meta;
 pub mod reply;

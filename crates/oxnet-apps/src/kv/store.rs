@@ -284,6 +284,27 @@ impl Store {
         self.index.get(key).copied()
     }
 
+    /// Panics if a bound does not hold (fuzzing, tests): bytes within the
+    /// limit, the index and the LRU list agreeing, and the value buffers
+    /// accounted for (free, an item's, or among `in_flight` held
+    /// elsewhere).
+    pub fn check_bounds(&self, in_flight: usize) {
+        assert!(
+            self.stats.bytes <= self.config.memory_limit as u64,
+            "{} bytes",
+            self.stats.bytes
+        );
+        let keys = self.keys();
+        assert_eq!(keys.len(), self.index.len(), "LRU list and index");
+        assert_eq!(keys.len() as u64, self.stats.curr_items);
+        let held: usize = self.slots.iter().flatten().map(|it| it.value.buffers.len()).sum();
+        let used = self.pool.size() - self.pool.free_count();
+        assert!(
+            used >= held && used <= held + in_flight,
+            "{used} buffers used, {held} held by items, {in_flight} in flight"
+        );
+    }
+
     /// Items the hash table holds without growing.
     pub fn capacity(&self) -> usize {
         self.index.capacity()
