@@ -169,21 +169,25 @@ pub fn items(store: &Store) -> Vec<(String, String)> {
     ]
 }
 
-/// `stats slabs`: the value buffers, as one slab class.
+/// `stats slabs`: the value memory's classes ([`super::slabs`]), by
+/// memcached's names.
 pub fn slabs(store: &Store) -> Vec<(String, String)> {
-    let used = store.total_buffers() - store.free_buffers();
-    let chunk = oxnet_driver::packet::HEADER_SIZE + super::store::VALUE_ROOM;
     let mut v = Vec::new();
-    if used > 0 {
-        v.push(("1:chunk_size".to_string(), chunk.to_string()));
-        v.push(("1:total_chunks".to_string(), store.total_buffers().to_string()));
-        v.push(("1:used_chunks".to_string(), used.to_string()));
-        v.push(("1:free_chunks".to_string(), store.free_buffers().to_string()));
+    let mut active = 0;
+    for (i, (chunk, pages, total, free)) in store.slabs().class_stats().into_iter().enumerate() {
+        if pages == 0 {
+            continue;
+        }
+        active += 1;
+        let id = i + 1;
+        v.push((format!("{id}:chunk_size"), chunk.to_string()));
+        v.push((format!("{id}:chunks_per_page"), (total / pages).to_string()));
+        v.push((format!("{id}:total_pages"), pages.to_string()));
+        v.push((format!("{id}:total_chunks"), total.to_string()));
+        v.push((format!("{id}:used_chunks"), (total - free).to_string()));
+        v.push((format!("{id}:free_chunks"), free.to_string()));
     }
-    v.push(("active_slabs".to_string(), if used > 0 { "1" } else { "0" }.to_string()));
-    v.push((
-        "total_malloced".to_string(),
-        (store.total_buffers() * chunk).to_string(),
-    ));
+    v.push(("active_slabs".to_string(), active.to_string()));
+    v.push(("total_malloced".to_string(), store.slabs().malloced().to_string()));
     v
 }

@@ -12,6 +12,7 @@ pub mod fuzzing;
 pub mod info;
 pub mod meta;
 pub mod reply;
+pub mod slabs;
 pub mod store;
 pub mod text;
 

@@ -4,21 +4,22 @@
 //! unix time, so tests simulate time), CAS, flush_all with a delay,
 //! incr/decr, touch, append/prepend, and memcached's statistics.
 //!
-//! Values live in packet buffers of a [`Mempool`] (DMA-able memory, the
-//! kind of the router's pool), each buffer shared
-//! ([`SharedBuffer`]): a GET response sends the value's buffers as
-//! attached segments, without a copy, and a value replaced, deleted or
-//! evicted while its bytes are still queued or unacknowledged stays
-//! intact until the last handle goes (the buffer returns to the pool
-//! only then). Memory is the pool's buffers: an item that finds the pool
-//! empty (or the byte limit reached) evicts from the LRU tail first.
+//! Values live in packet buffers of size classes ([`Slabs`]: DMA-able
+//! memory of the router's kind), each buffer shared ([`SharedBuffer`]):
+//! a GET response sends the value's buffers as attached segments,
+//! without a copy, and a value replaced, deleted or evicted while its
+//! bytes are still queued or unacknowledged stays intact until the last
+//! handle goes (the buffer returns to its page only then). A write that
+//! finds no buffer of its class (no page to take or move) or the byte
+//! limit reached evicts from the LRU tail first.
 //!
 //! Semantics follow memcached's protocol.txt (section "Commands",
 //! "Expiration times", "Increment/Decrement"); where the document is
 //! silent, memcached 1.6's behaviour (padding a shrunk decr value with
 //! spaces, as it does in place).
 
-use oxnet_driver::{MemoryKind, Mempool, SharedBuffer};
+use super::slabs::{Slabs, CLASS_ROOMS};
+use oxnet_driver::{MemoryKind, SharedBuffer};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -29,8 +30,6 @@ pub const RELATIVE_MAX: i64 = 60 * 60 * 24 * 30;
 /// Bytes counted per item beyond key and value (memcached's item header,
 /// roughly; the `bytes` statistic).
 pub const ITEM_OVERHEAD: usize = 48;
-/// Data room of a value buffer: with the 128-byte header, 2 KiB entries.
-pub const VALUE_ROOM: usize = 1920;
 const NIL: u32 = u32::MAX;
 
 /// How the store is sized.
@@ -198,7 +197,7 @@ impl Item {
 /// between threads.
 pub struct Store {
     config: StoreConfig,
-    pool: Mempool,
+    slabs: Slabs,
     index: HashMap<Box<[u8]>, u32>,
     slots: Vec<Option<Item>>,
     free_slots: Vec<u32>,
@@ -213,16 +212,14 @@ pub struct Store {
 }
 
 impl Store {
-    /// A store whose value buffers take `config.memory_limit` bytes of
-    /// `config.memory_kind` memory (allocated now, as memcached -L).
+    /// A store whose value buffers take at most `config.memory_limit`
+    /// bytes of `config.memory_kind` memory, in pages taken as needed
+    /// ([`Slabs`]).
     pub fn new(config: StoreConfig) -> Result<Store, String> {
-        let entry = oxnet_driver::packet::HEADER_SIZE + VALUE_ROOM;
-        let buffers = (config.memory_limit / entry).max(2);
-        let pool = Mempool::with_layout("kv-values", buffers, 0, VALUE_ROOM, config.memory_kind)
-            .map_err(|e| format!("value memory: {e}"))?;
+        let slabs = Slabs::new(config.memory_limit, config.memory_kind)?;
         Ok(Store {
             config,
-            pool,
+            slabs,
             index: HashMap::new(),
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -298,7 +295,7 @@ impl Store {
         assert_eq!(keys.len(), self.index.len(), "LRU list and index");
         assert_eq!(keys.len() as u64, self.stats.curr_items);
         let held: usize = self.slots.iter().flatten().map(|it| it.value.buffers.len()).sum();
-        let used = self.pool.size() - self.pool.free_count();
+        let used = self.slabs.total() - self.slabs.free();
         assert!(
             used >= held && used <= held + in_flight,
             "{used} buffers used, {held} held by items, {in_flight} in flight"
@@ -312,12 +309,17 @@ impl Store {
 
     /// Value buffers free now.
     pub fn free_buffers(&self) -> usize {
-        self.pool.free_count()
+        self.slabs.free()
     }
 
-    /// Value buffers in all.
+    /// Value buffers in all (in the pages taken so far).
     pub fn total_buffers(&self) -> usize {
-        self.pool.size()
+        self.slabs.total()
+    }
+
+    /// The value memory by class (`stats slabs`).
+    pub fn slabs(&self) -> &Slabs {
+        &self.slabs
     }
 
     /// Absolute expiry of a protocol exptime (protocol.txt "Expiration
@@ -645,19 +647,28 @@ impl Store {
     /// (never `keep`, the item being rewritten) while the pool is empty or
     /// the byte limit would be passed.
     fn make_value(&mut self, bytes: &[u8], key_len: usize, keep: Option<u32>) -> Option<Value> {
-        let need = bytes.len().div_ceil(VALUE_ROOM);
+        let (class, need) = Slabs::buffers_for(bytes.len());
         let size = (key_len + bytes.len() + ITEM_OVERHEAD) as u64;
         // The old version of the item goes when the new one is linked;
         // count its room as free for the limit.
         let kept = keep.map(|s| self.item(s).size() as u64).unwrap_or(0);
-        while self.pool.free_count() < need || self.stats.bytes - kept + size > self.config.memory_limit as u64 {
+        while self.stats.bytes - kept + size > self.config.memory_limit as u64 {
             if !self.evict_one(keep) {
                 return None;
             }
         }
+        let packets = loop {
+            match self.slabs.alloc(class, need) {
+                Some(p) => break p,
+                None => {
+                    if !self.evict_one(keep) {
+                        return None;
+                    }
+                }
+            }
+        };
         let mut buffers = Vec::with_capacity(need);
-        for chunk in bytes.chunks(VALUE_ROOM) {
-            let mut p = self.pool.alloc().ok()?;
+        for (mut p, chunk) in packets.into_iter().zip(bytes.chunks(CLASS_ROOMS[class])) {
             p.set_len(chunk.len()).ok()?;
             p.copy_from_slice(chunk);
             buffers.push(SharedBuffer::new(p).ok()?);

@@ -193,3 +193,28 @@ fn a_replaced_value_stays_intact_while_a_reader_holds_it() {
     drop(held);
     assert_eq!(s.free_buffers(), total);
 }
+
+#[test]
+fn small_values_take_small_buffers_and_pages_follow_the_sizes() {
+    // 1 MiB: 4000 values of 10 bytes fit (192-byte buffers; in 2 KiB
+    // buffers only 512 would).
+    let mut s = store(1 << 20);
+    for i in 0..4000 {
+        assert_eq!(
+            s.store(Mode::Set, format!("s{i}").as_bytes(), 0, 0, b"0123456789", T0)
+                .0,
+            Stored::Stored
+        );
+    }
+    assert_eq!((s.stats.curr_items, s.stats.evictions), (4000, 0));
+    // Then large values: the small items are evicted as their pages are
+    // needed, and the pages that empty move to the large class.
+    for i in 0..600 {
+        s.store(Mode::Set, format!("l{i}").as_bytes(), 0, 0, &[1; 1500], T0);
+    }
+    assert!(s.stats.evictions >= 3000, "{}", s.stats.evictions);
+    assert!(get(&mut s, "l599", T0).is_some());
+    let classes = s.slabs().class_stats();
+    assert!(classes[2].1 > classes[0].1, "{classes:?}");
+    s.check_bounds(0);
+}
