@@ -22,8 +22,11 @@ const CONNECTIONS: u32 = 8;
 const ROUNDS: u32 = 40;
 const VALUE: usize = 5000;
 
-/// Per connection: bytes received, Close errno.
-static SEEN: Mutex<BTreeMap<u32, (Vec<u8>, Option<i32>)>> = Mutex::new(BTreeMap::new());
+/// What a connection received: its bytes, its Close's errno.
+type Received = (Vec<u8>, Option<i32>);
+
+/// Per connection.
+static SEEN: Mutex<BTreeMap<u32, Received>> = Mutex::new(BTreeMap::new());
 
 /// The value connection `c` stores in round `r`: its stamp, then a
 /// pattern that depends on it.
