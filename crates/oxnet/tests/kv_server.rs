@@ -4,8 +4,11 @@
 //! checker `memccapable` (ascii and binary; every check that passes
 //! against Debian's memcached 1.6, started here in the same namespace,
 //! passes against oxnet), memccp / memccat / memcrm / memcstat round trips,
-//! pymemcache (Debian's /usr/bin/python3) over the text protocol, and LRU
-//! eviction under a small -m.
+//! pymemcache (Debian's /usr/bin/python3) over the text protocol, LRU
+//! eviction under a small -m, and four clients rewriting four keys while
+//! others read them, with 3% of the frames lost each way (so that values
+//! being replaced are still being retransmitted): every GET is one whole
+//! stored value.
 
 mod common;
 
@@ -341,4 +344,128 @@ print("ok", s[b"evictions"], s[b"curr_items"])
     );
     let out = server.stop();
     assert!(out.contains("evictions "), "{out}");
+}
+
+/// StackHost with `RandomSample(DROP LOSS)` on what it receives and on
+/// the IPv4 frames it sends (the kernel here has no sch_netem).
+fn lossy_host(loss: &str) -> String {
+    let text = oxnet_stack::app::host::STACK_HOST
+        .replace("elementclass StackHost", "elementclass LossyHost")
+        .replace(
+            "dev -> eth;",
+            &format!("dev -> rxloss :: RandomSample(DROP {loss}) -> eth;"),
+        )
+        .replace(
+            "arp :: ARPResolver($ip, $mac) -> out;",
+            &format!("arp :: ARPResolver($ip, $mac) -> txloss :: RandomSample(DROP {loss}) -> out;"),
+        );
+    assert!(
+        text.contains("RandomSample(DROP") && text.matches("RandomSample").count() == 2,
+        "StackHost changed: {text}"
+    );
+    text
+}
+
+#[test]
+fn gets_return_whole_values_while_four_clients_rewrite_them_under_loss() {
+    if !netns::available() {
+        return;
+    }
+    let ns = Netns::new("kvl");
+    let tap = netns::unique("tkv");
+    let config = format!(
+        "{}\nhost :: LossyHost(\"tap:{tap},ip=10.93.0.1/24\", 10.93.0.2, fd00:93::2, 02:00:00:00:00:02);\n\
+         AppExecutor;\nsrv :: TCPEpollServer(11211, MAX_PENDING 16777216);\n\
+         srv -> kv :: MemcachedServer(MEMORY 8) -> srv;\n",
+        lossy_host("0.03")
+    );
+    let mut oxnet = ns
+        .command("timeout")
+        .args([
+            "120",
+            OXNET,
+            "run",
+            "-e",
+            &config,
+            "-h",
+            "kv.value_copies",
+            "-h",
+            "host/rxloss.drops",
+            "-h",
+            "host/txloss.drops",
+            "-h",
+            "kv.cmd_set",
+            "-h",
+            "kv.get_hits",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !ns.links().contains(&tap) {
+        assert!(
+            oxnet.try_wait().unwrap().is_none(),
+            "oxnet ended before its TAP came up"
+        );
+        assert!(start.elapsed() < Duration::from_secs(20), "no {tap} after 20 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Four clients, four shared keys: sets of values stamped with their
+    // writer and sequence, gets checked against the stamp's pattern.
+    let script = r#"
+import random, sys, threading, time
+from pymemcache.client.base import Client
+
+def value(stamp):
+    body = (stamp * (4000 // len(stamp) + 1))[:4000 - len(stamp) - 1]
+    return (stamp + "|" + body).encode()
+
+checked = [0] * 4
+errors = []
+def client(n):
+    for attempt in range(100):
+        try:
+            c = Client(("10.93.0.2", 11211), connect_timeout=5, timeout=20)
+            c.version()
+            break
+        except Exception:
+            time.sleep(0.1)
+    rnd = random.Random(n)
+    for seq in range(150):
+        key = "k%d" % rnd.randrange(4)
+        if rnd.random() < 0.5:
+            c.set(key, value("w%d-%d" % (n, seq)), noreply=False)
+        else:
+            v = c.get(key)
+            if v is None:
+                continue
+            stamp = v.split(b"|", 1)[0].decode()
+            if v != value(stamp):
+                errors.append("%s: a torn value (%d bytes, stamp %s)" % (key, len(v), stamp))
+            checked[n] += 1
+threads = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+print("checked", sum(checked), "errors", len(errors))
+for e in errors[:5]: print(e)
+sys.exit(1 if errors or sum(checked) < 100 else 0)
+"#;
+    let py = ns.run("timeout", &["100", "/usr/bin/python3", "-c", script]);
+    // SAFETY: our own child (`timeout`, which passes SIGINT on), by pid.
+    unsafe { libc::kill(oxnet.id() as libc::pid_t, libc::SIGINT) };
+    let out = oxnet.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(py.status.success(), "pymemcache under loss: {}\n{stdout}", text(&py));
+    assert!(text(&py).starts_with("checked"), "{}", text(&py));
+    assert_eq!(common::stack::value(&stdout, "kv.value_copies"), 0, "{stdout}");
+    // The loss was there: frames dropped both ways (each a retransmission
+    // by one side or the other, while values were being replaced).
+    let drops = |h: &str| common::stack::value(&stdout, h);
+    assert!(
+        drops("host/rxloss.drops") > 0 && drops("host/txloss.drops") > 0,
+        "{stdout}"
+    );
+    assert!(drops("kv.cmd_set") >= 200 && drops("kv.get_hits") >= 100, "{stdout}");
+    eprintln!("{}", text(&py).trim());
 }
