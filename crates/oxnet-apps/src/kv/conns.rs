@@ -191,6 +191,10 @@ impl KvServer {
             close = cl;
         }
         drop(p);
+        // A large value's room is not kept by an idle connection.
+        if c.buf.is_empty() && c.buf.capacity() > 64 * 1024 {
+            c.buf = Vec::new();
+        }
         let mut close = close;
         if c.buf.len() > self.buf_limit {
             self.counters.overflows += 1;

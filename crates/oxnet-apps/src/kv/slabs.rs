@@ -31,11 +31,15 @@ pub struct Slabs {
 
 impl Slabs {
     /// Slabs for `limit` bytes of `kind` memory: pages of 1/8 of it,
-    /// between 16 KiB and 2 MiB (a huge page). One page of the largest
+    /// between 16 KiB and 2 MiB (2 MiB, one huge page, in huge pages). One page of the largest
     /// class is made now, so that a memory kind that cannot be had fails
     /// at start.
     pub fn new(limit: usize, kind: MemoryKind) -> Result<Slabs, String> {
-        let page_bytes = (limit / 8).clamp(16 << 10, 2 << 20);
+        let page_bytes = match kind {
+            // A pool of huge pages takes whole 2 MiB pages anyway.
+            MemoryKind::HugePages => oxnet_driver::memory::HUGE_PAGE_SIZE,
+            _ => (limit / 8).clamp(16 << 10, 2 << 20),
+        };
         let mut s = Slabs {
             kind,
             page_bytes,
