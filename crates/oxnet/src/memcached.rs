@@ -36,7 +36,8 @@ const USAGE: &str = "usage: oxnet memcached DEV --ip A.B.C.D/LEN [OPTION]... [--
   -c, --conn-limit N   most simultaneous connections (1024)
   -t, --threads N      only 1 (one graph thread serves every connection)
   -I, --max-item-size SIZE  largest item, with k or m (1m)
-  -v                   verbose (-vv more)
+  -v                   verbose: connections ended for their buffers;
+                       -vv also every connection and request, on stderr
   -- ...               options for `oxnet run` (-h kv.stats, -p PORT, ...)";
 
 /// memcached's -I: a number with an optional k or m (memcached.c).

@@ -128,6 +128,9 @@ impl KvServer {
                 }
                 self.info.curr_connections += 1;
                 self.info.total_connections += 1;
+                if self.info.verbosity > 1 {
+                    eprintln!("<{id} new auto-negotiating client connection");
+                }
                 self.conns.insert(
                     id,
                     Conn {
@@ -154,6 +157,9 @@ impl KvServer {
             StreamEvent::Close => {
                 if self.conns.remove(&id).is_some() {
                     self.info.curr_connections -= 1;
+                    if self.info.verbosity > 1 {
+                        eprintln!("<{id} connection closed.");
+                    }
                 }
             }
         }
@@ -179,13 +185,13 @@ impl KvServer {
         if c.buf.is_empty() && !p.is_chained() {
             // The common case: whole requests in one packet, parsed where
             // they are; only a rest is copied.
-            let (used, cl) = process(c, &p, &mut env, reply, self.buf_limit, &mut self.counters);
+            let (used, cl) = process(id, c, &p, &mut env, reply, self.buf_limit, &mut self.counters);
             c.buf.extend_from_slice(&p[used..]);
             close = cl;
         } else {
             p.copy_chain_to(&mut c.buf);
             let buf = std::mem::take(&mut c.buf);
-            let (used, cl) = process(c, &buf, &mut env, reply, self.buf_limit, &mut self.counters);
+            let (used, cl) = process(id, c, &buf, &mut env, reply, self.buf_limit, &mut self.counters);
             c.buf = buf;
             c.buf.drain(..used);
             close = cl;
@@ -198,6 +204,9 @@ impl KvServer {
         let mut close = close;
         if c.buf.len() > self.buf_limit {
             self.counters.overflows += 1;
+            if self.info.verbosity > 0 {
+                eprintln!("<{id} buffers more than {} bytes: closed", self.buf_limit);
+            }
             close = true;
         }
         if !reply.is_empty() {
@@ -229,6 +238,7 @@ impl KvServer {
 /// Runs requests from the front of `buf`: the bytes used and whether the
 /// connection is to end.
 fn process(
+    id: u32,
     c: &mut Conn,
     buf: &[u8],
     env: &mut Env<'_>,
@@ -253,6 +263,9 @@ fn process(
             Step::NeedMore => break,
             Step::Done { consumed, close } => {
                 counters.requests += 1;
+                if env.info.verbosity > 1 {
+                    log_request(id, c.protocol, &buf[pos..pos + consumed]);
+                }
                 pos += consumed;
                 if close {
                     return (pos, true);
@@ -261,6 +274,23 @@ fn process(
         }
     }
     (pos, false)
+}
+
+/// memcached -vv: each request on standard error ("<" and its line; a
+/// binary request's opcode and key length).
+fn log_request(id: u32, protocol: Protocol, request: &[u8]) {
+    match protocol {
+        Protocol::Binary if request.len() >= 24 && request[0] == binary::REQUEST_MAGIC => {
+            let keylen = u16::from_be_bytes([request[2], request[3]]);
+            eprintln!("<{id} binary opcode 0x{:02x} key length {keylen}", request[1]);
+        }
+        Protocol::Binary => {}
+        _ => {
+            let line = request.split(|&b| b == b'\n').next().unwrap_or_default();
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            eprintln!("<{id} {}", String::from_utf8_lossy(&line[..line.len().min(256)]));
+        }
+    }
 }
 
 /// Sends `reply` on connection `id` as Data chains: bytes copied into

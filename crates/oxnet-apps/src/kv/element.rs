@@ -15,7 +15,9 @@
 //!
 //! Arguments (memcached's flags): MEMORY (-m, MiB of item memory, 64),
 //! ITEM_SIZE_MAX (-I, bytes, 1048576), MAX_CONNECTIONS (-c, 1024), VERBOSE
-//! (-v, 0), PORT and UDP_PORT (reported by `stats settings`).
+//! (-v, 0; 2 prints every connection and request on standard error, as
+//! memcached -vv; the `verbosity` command sets it too), PORT and UDP_PORT
+//! (reported by `stats settings`).
 //!
 //! Handlers: `connections`, `curr_items`, `bytes`, `evictions`, `get_hits`,
 //! `get_misses`, `cmd_get`, `cmd_set`, `requests`, `protocol_errors`,
