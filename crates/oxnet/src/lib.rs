@@ -11,6 +11,7 @@ pub mod demo;
 pub mod frame;
 pub mod handler;
 pub mod loadgen;
+pub mod memcached;
 pub mod pcap;
 pub mod report;
 pub mod run;

@@ -88,6 +88,15 @@ enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// A key-value server speaking memcached's protocols on DEV, a
+    /// drop-in for `memcached` (`oxnet memcached --help`): oxnet memcached
+    /// tap:ox0 --ip 10.0.0.2/24 -p 11211 -U 0 -m 64.
+    #[command(disable_help_flag = true)]
+    Memcached {
+        /// DEV --ip A.B.C.D/LEN and memcached's flags (-p -U -m -c -t -I -v).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run a configuration in Click's language (Click's `click` options:
     /// -e EXPR, -f FILE, NAME=VALUE, -h ELEMENT.HANDLER, -q, -t; `oxnet run
     /// --help`). The binary called `click` does the same.
@@ -456,6 +465,7 @@ fn run(cli: Cli) -> oxnet_driver::Result<bool> {
                 true
             }),
         Command::Run { args } => std::process::exit(i32::from(oxnet::run::main(&args))),
+        Command::Memcached { args } => std::process::exit(i32::from(oxnet::memcached::main(&args))),
         Command::Handler {
             handler,
             value,
