@@ -11,12 +11,13 @@
 //! library (the `oxnet` binary does it at start-up).
 
 pub mod epoll;
+pub mod socks4;
 pub mod stream;
 
 use oxnet_graph::elements::Module;
 
 /// Every family of application elements; a new family adds one line.
-pub const MODULES: &[Module] = &[epoll::MODULE];
+pub const MODULES: &[Module] = &[epoll::MODULE, socks4::MODULE];
 
 /// Adds the stack's elements and these to the graph's library
 /// (idempotent).
