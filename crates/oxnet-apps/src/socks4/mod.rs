@@ -50,6 +50,8 @@
 //! `unknown`.
 
 pub mod hosts;
+#[cfg(test)]
+mod in_process;
 pub mod policy;
 pub mod proxy;
 pub mod request;
@@ -177,9 +179,9 @@ impl Element for Socks4Proxy {
         let mut out = Out::default();
         for p in batch.drain_front(batch.len()) {
             if port == 0 {
-                self.proxy.from_client(p, &mut out, &pool);
+                self.proxy.client_input(p, &mut out, &pool);
             } else {
-                self.proxy.from_remote(p, &mut out, &pool);
+                self.proxy.remote_input(p, &mut out, &pool);
             }
         }
         Self::flush(out, ctx);

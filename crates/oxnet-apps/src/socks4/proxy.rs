@@ -216,7 +216,7 @@ impl Proxy {
     }
 
     /// A stream packet from the client side (input 0).
-    pub fn from_client(&mut self, p: Packet, out: &mut Out, pool: &Mempool) {
+    pub fn client_input(&mut self, p: Packet, out: &mut Out, pool: &Mempool) {
         let id = stream::socket(&p);
         let event = stream::event(&p);
         if event == StreamEvent::Open {
@@ -257,7 +257,7 @@ impl Proxy {
             }
             (StreamEvent::Data, Phase::BoundRelay) => {
                 self.stats.bytes_up += p.total_len() as u64;
-                self.to_bound(p, out, pool);
+                self.bound_input(p, out, pool);
             }
             (StreamEvent::Eof, Phase::Request(_)) => {
                 // The client will send no more: its request never ends.
@@ -267,14 +267,14 @@ impl Proxy {
             }
             (StreamEvent::Eof, Phase::Connecting(..) | Phase::Listening(..)) => s.eof = true,
             (StreamEvent::Eof, Phase::Relay) => out.remote.push(p),
-            (StreamEvent::Eof, Phase::BoundRelay) => self.to_bound(p, out, pool),
+            (StreamEvent::Eof, Phase::BoundRelay) => self.bound_input(p, out, pool),
             (StreamEvent::Close, Phase::Relay) => {
                 self.end(id);
                 out.remote.push(p);
             }
             (StreamEvent::Close, Phase::BoundRelay) => {
                 self.end(id);
-                self.to_bound(p, out, pool);
+                self.bound_input(p, out, pool);
             }
             (StreamEvent::Close, _) => {
                 // Gone mid-handshake: cancel what was started for it.
@@ -300,7 +300,7 @@ impl Proxy {
             }
             if matches!(s.phase, Phase::BoundRelay) {
                 if let Some(c) = stream::control(pool, id, StreamEvent::Close) {
-                    self.to_bound(c, out, pool);
+                    self.bound_input(c, out, pool);
                 }
             }
         }
@@ -453,7 +453,7 @@ impl Proxy {
         };
         for p in held.into_iter().chain(eof) {
             if bound {
-                self.to_bound(p, out, pool);
+                self.bound_input(p, out, pool);
             } else {
                 out.remote.push(p);
             }
@@ -462,7 +462,7 @@ impl Proxy {
 
     /// A stream packet from the destination side (input 1,
     /// TCPEpollClient).
-    pub fn from_remote(&mut self, p: Packet, out: &mut Out, pool: &Mempool) {
+    pub fn remote_input(&mut self, p: Packet, out: &mut Out, pool: &Mempool) {
         let id = stream::socket(&p);
         let phase = self.sessions.get(&id).map(|s| &s.phase);
         match (stream::event(&p), phase) {
@@ -498,16 +498,16 @@ impl Proxy {
 
     /// A packet for BIND's accepted connection; what the table answers
     /// (its Close) is handled as from it.
-    fn to_bound(&mut self, p: Packet, out: &mut Out, pool: &Mempool) {
+    fn bound_input(&mut self, p: Packet, out: &mut Out, pool: &Mempool) {
         let mut back = PacketBatch::default();
         self.bound.input(p, &mut back, pool);
         for q in back.drain_front(back.len()) {
-            self.from_bound(q, out, pool);
+            self.bound_output(q, out, pool);
         }
     }
 
     /// A stream packet of BIND's accepted connection.
-    fn from_bound(&mut self, p: Packet, out: &mut Out, pool: &Mempool) {
+    fn bound_output(&mut self, p: Packet, out: &mut Out, pool: &Mempool) {
         let id = stream::socket(&p);
         if !matches!(self.sessions.get(&id).map(|s| &s.phase), Some(Phase::BoundRelay)) {
             return;
@@ -539,7 +539,7 @@ impl Proxy {
             self.accept(token, &mut batch, out, pool);
         }
         for p in batch.drain_front(batch.len()) {
-            self.from_bound(p, out, pool);
+            self.bound_output(p, out, pool);
         }
         work
     }

@@ -46,11 +46,11 @@ impl Rig {
     }
     fn client(&mut self, id: u32, e: StreamEvent, bytes: &[u8]) {
         let p = self.packet(id, e, bytes);
-        self.proxy.from_client(p, &mut self.out, &self.pool);
+        self.proxy.client_input(p, &mut self.out, &self.pool);
     }
     fn remote(&mut self, id: u32, e: StreamEvent, bytes: &[u8]) {
         let p = self.packet(id, e, bytes);
-        self.proxy.from_remote(p, &mut self.out, &self.pool);
+        self.proxy.remote_input(p, &mut self.out, &self.pool);
     }
     fn packet(&self, id: u32, e: StreamEvent, bytes: &[u8]) -> oxnet_driver::Packet {
         let mut p = stream::control(&self.pool, id, e).unwrap();
@@ -58,10 +58,10 @@ impl Rig {
         p.copy_from_slice(bytes);
         p
     }
-    fn to_client(&mut self) -> Vec<(u32, StreamEvent, Vec<u8>)> {
+    fn client_out(&mut self) -> Vec<(u32, StreamEvent, Vec<u8>)> {
         view(&mut self.out.client)
     }
-    fn to_remote(&mut self) -> Vec<(u32, StreamEvent, Vec<u8>)> {
+    fn remote_out(&mut self) -> Vec<(u32, StreamEvent, Vec<u8>)> {
         view(&mut self.out.remote)
     }
 }
@@ -90,19 +90,19 @@ fn connect_relays_both_ways_in_order_with_half_close() {
     req.extend_from_slice(b"GET ");
     r.client(5, Data, &req[..3]);
     assert!(
-        r.to_client().is_empty() && r.to_remote().is_empty(),
+        r.client_out().is_empty() && r.remote_out().is_empty(),
         "incomplete: nothing yet"
     );
     r.client(5, Data, &req[3..]);
-    assert_eq!(r.to_remote(), vec![(5, Open, open_bytes([10, 0, 0, 3], 80))]);
+    assert_eq!(r.remote_out(), vec![(5, Open, open_bytes([10, 0, 0, 3], 80))]);
     // Data while connecting is held, in order.
     r.client(5, Data, b"/ HTTP/1.0\r\n\r\n");
     r.client(5, Eof, b"");
-    assert!(r.to_client().is_empty() && r.to_remote().is_empty());
+    assert!(r.client_out().is_empty() && r.remote_out().is_empty());
     r.remote(5, Open, b"");
-    assert_eq!(r.to_client(), vec![(5, Data, vec![0, 90, 0, 80, 10, 0, 0, 3])]);
+    assert_eq!(r.client_out(), vec![(5, Data, vec![0, 90, 0, 80, 10, 0, 0, 3])]);
     assert_eq!(
-        r.to_remote(),
+        r.remote_out(),
         vec![
             (5, Data, b"GET ".to_vec()),
             (5, Data, b"/ HTTP/1.0\r\n\r\n".to_vec()),
@@ -113,7 +113,7 @@ fn connect_relays_both_ways_in_order_with_half_close() {
     r.remote(5, Eof, b"");
     r.remote(5, Close, b"");
     assert_eq!(
-        r.to_client(),
+        r.client_out(),
         vec![
             (5, Data, b"HTTP/1.0 200 OK\r\n".to_vec()),
             (5, Eof, vec![]),
@@ -122,7 +122,7 @@ fn connect_relays_both_ways_in_order_with_half_close() {
     );
     // The server's Close of the connection closed for it asks nothing.
     r.client(5, Close, b"");
-    assert!(r.to_client().is_empty() && r.to_remote().is_empty());
+    assert!(r.client_out().is_empty() && r.remote_out().is_empty());
     let s = &r.proxy.stats;
     assert_eq!(
         (s.requests, s.connects, s.granted, s.rejected, s.unknown),
@@ -138,11 +138,11 @@ fn a_client_close_closes_the_destination() {
     r.client(1, Open, b"");
     r.client(1, Data, &connect_request(443, [192, 0, 2, 1], b""));
     r.remote(1, Open, b"");
-    r.to_client();
-    r.to_remote();
+    r.client_out();
+    r.remote_out();
     r.client(1, Data, b"x");
     r.client(1, Close, b"");
-    assert_eq!(r.to_remote(), vec![(1, Data, b"x".to_vec()), (1, Close, vec![])]);
+    assert_eq!(r.remote_out(), vec![(1, Data, b"x".to_vec()), (1, Close, vec![])]);
     assert_eq!(r.proxy.sessions(), 0);
 }
 
@@ -151,12 +151,12 @@ fn a_failed_connect_is_91_and_closed() {
     let mut r = Rig::new(Config::default());
     r.client(2, Open, b"");
     r.client(2, Data, &connect_request(81, [10, 0, 0, 3], b""));
-    r.to_remote();
+    r.remote_out();
     let mut close = stream::close(&r.pool, 2, libc::ECONNREFUSED).unwrap();
     stream::set_socket(&mut close, 2);
-    r.proxy.from_remote(close, &mut r.out, &r.pool);
+    r.proxy.remote_input(close, &mut r.out, &r.pool);
     assert_eq!(
-        r.to_client(),
+        r.client_out(),
         vec![(2, Data, vec![0, 91, 0, 81, 10, 0, 0, 3]), (2, Close, vec![])]
     );
     let s = &r.proxy.stats;
@@ -174,17 +174,17 @@ fn socks4a_names_resolve_through_hosts_or_are_refused() {
     req.extend_from_slice(b"u\0WEB.Test\0");
     r.client(1, Open, b"");
     r.client(1, Data, &req);
-    assert_eq!(r.to_remote(), vec![(1, Open, open_bytes([10, 0, 0, 3], 80))]);
+    assert_eq!(r.remote_out(), vec![(1, Open, open_bytes([10, 0, 0, 3], 80))]);
     r.remote(1, Open, b"");
-    assert_eq!(r.to_client(), vec![(1, Data, vec![0, 90, 0, 80, 10, 0, 0, 3])]);
+    assert_eq!(r.client_out(), vec![(1, Data, vec![0, 90, 0, 80, 10, 0, 0, 3])]);
 
     let mut req = vec![4, 1, 0, 80, 0, 0, 0, 9];
     req.extend_from_slice(b"\0nowhere.test\0");
     r.client(2, Open, b"");
     r.client(2, Data, &req);
-    assert!(r.to_remote().is_empty());
+    assert!(r.remote_out().is_empty());
     assert_eq!(
-        r.to_client(),
+        r.client_out(),
         vec![(2, Data, vec![0, 91, 0, 80, 0, 0, 0, 0]), (2, Close, vec![])]
     );
     assert_eq!((r.proxy.stats.unresolved, r.proxy.stats.rejected), (1, 1));
@@ -195,9 +195,9 @@ fn socks4a_names_resolve_through_hosts_or_are_refused() {
     let mut req = vec![4, 1, 0, 80, 0, 0, 0, 1];
     req.extend_from_slice(b"\0web.test\0");
     r.client(3, Data, &req);
-    assert!(r.to_remote().is_empty());
+    assert!(r.remote_out().is_empty());
     assert_eq!(
-        r.to_client(),
+        r.client_out(),
         vec![(3, Data, vec![0, 91, 0, 80, 0, 0, 0, 0]), (3, Close, vec![])]
     );
 }
@@ -214,18 +214,18 @@ fn refused_destinations_and_users_are_91_and_counted() {
         let mut reply = vec![0, 91];
         reply.extend_from_slice(&port.to_be_bytes());
         reply.extend_from_slice(&ip);
-        assert_eq!(r.to_client(), vec![(id, Data, reply), (id, Close, vec![])]);
+        assert_eq!(r.client_out(), vec![(id, Data, reply), (id, Close, vec![])]);
     }
     r.client(3, Open, b"");
     r.client(3, Data, &connect_request(80, [10, 0, 0, 3], b"mallory"));
     assert_eq!(
-        r.to_client(),
+        r.client_out(),
         vec![(3, Data, vec![0, 91, 0, 80, 0, 0, 0, 0]), (3, Close, vec![])]
     );
     r.client(4, Open, b"");
     r.client(4, Data, &connect_request(80, [10, 0, 0, 3], b"alice"));
-    assert_eq!(r.to_remote().len(), 1, "allowed");
-    assert!(r.to_client().is_empty());
+    assert_eq!(r.remote_out().len(), 1, "allowed");
+    assert!(r.client_out().is_empty());
     let s = &r.proxy.stats;
     assert_eq!((s.requests, s.denied, s.users_refused, s.rejected), (4, 2, 1, 3));
 }
@@ -241,17 +241,17 @@ fn a_client_gone_mid_handshake_is_cleaned_up() {
     // connect is cancelled.
     r.client(2, Open, b"");
     r.client(2, Data, &connect_request(80, [10, 0, 0, 3], b""));
-    r.to_remote();
+    r.remote_out();
     r.client(2, Close, b"");
-    assert_eq!(r.to_remote(), vec![(2, Close, vec![])]);
+    assert_eq!(r.remote_out(), vec![(2, Close, vec![])]);
     // The client element answers the cancelled connect anyway: closed.
     r.remote(2, Open, b"");
-    assert_eq!(r.to_remote(), vec![(2, Close, vec![])]);
+    assert_eq!(r.remote_out(), vec![(2, Close, vec![])]);
     // Eof before a whole request: nothing more can come; closed.
     r.client(3, Open, b"");
     r.client(3, Data, &[4]);
     r.client(3, Eof, b"");
-    assert_eq!(r.to_client(), vec![(3, Close, vec![])]);
+    assert_eq!(r.client_out(), vec![(3, Close, vec![])]);
     assert_eq!(r.proxy.stats.aborted, 3);
     assert_eq!(r.proxy.sessions(), 0);
 }
@@ -265,15 +265,15 @@ fn malformed_and_oversized_requests_are_91_at_once() {
     r.client(1, Open, b"");
     r.client(1, Data, &[5, 1, 0]);
     assert_eq!(
-        r.to_client(),
+        r.client_out(),
         vec![(1, Data, vec![0, 91, 0, 0, 0, 0, 0, 0]), (1, Close, vec![])]
     );
     r.client(2, Open, b"");
     r.client(2, Data, &[4, 1, 0, 80, 1, 2, 3, 4, b'a', b'b', b'c', b'd']);
-    assert!(r.to_client().is_empty(), "4 bytes: the NUL may come");
+    assert!(r.client_out().is_empty(), "4 bytes: the NUL may come");
     r.client(2, Data, b"e");
     assert_eq!(
-        r.to_client(),
+        r.client_out(),
         vec![(2, Data, vec![0, 91, 0, 0, 0, 0, 0, 0]), (2, Close, vec![])]
     );
     assert_eq!(r.proxy.stats.errors, 2);
@@ -287,12 +287,12 @@ fn held_data_past_its_limit_ends_the_session() {
     });
     r.client(1, Open, b"");
     r.client(1, Data, &connect_request(80, [10, 0, 0, 3], b""));
-    r.to_remote();
+    r.remote_out();
     r.client(1, Data, &[7; 100]);
-    assert!(r.to_client().is_empty());
+    assert!(r.client_out().is_empty());
     r.client(1, Data, &[7]);
-    assert_eq!(r.to_client(), vec![(1, Close, vec![])]);
-    assert_eq!(r.to_remote(), vec![(1, Close, vec![])]);
+    assert_eq!(r.client_out(), vec![(1, Close, vec![])]);
+    assert_eq!(r.remote_out(), vec![(1, Close, vec![])]);
     assert_eq!((r.proxy.stats.errors, r.proxy.sessions()), (1, 0));
 }
 
@@ -317,8 +317,8 @@ fn bind_answers_with_the_listening_port_and_refuses_when_none_is_free() {
         let mut reply = vec![0, 90];
         reply.extend_from_slice(&port.to_be_bytes());
         reply.extend_from_slice(&[10, 0, 0, 2]);
-        assert_eq!(r.to_client(), vec![(id, Data, reply)]);
-        assert!(r.to_remote().is_empty(), "BIND does not use the client element");
+        assert_eq!(r.client_out(), vec![(id, Data, reply)]);
+        assert!(r.remote_out().is_empty(), "BIND does not use the client element");
         let local = IpEndpoint::new(Ipv4Addr::new(10, 0, 0, 2), port);
         assert!(stack.borrow().listeners.contains_key(&local));
     }
@@ -326,7 +326,7 @@ fn bind_answers_with_the_listening_port_and_refuses_when_none_is_free() {
     r.client(3, Open, b"");
     r.client(3, Data, &bind(5000));
     assert_eq!(
-        r.to_client(),
+        r.client_out(),
         vec![(3, Data, vec![0, 91, 0x13, 0x88, 10, 0, 0, 3]), (3, Close, vec![])]
     );
     // A client gone while waiting: its listener goes, its port is free.
