@@ -29,7 +29,7 @@
 //! Then the bytes are relayed both ways in order, Eof passed through
 //! (half-close), and the Close of either side closes the other.
 //!
-//! Arguments (keywords, all optional):
+//! Arguments (keywords, all optional; an empty value is "not set"):
 //! - USERS: user ids accepted, space-separated (default: any).
 //! - ALLOW, DENY: destinations, space-separated `PREFIX[:PORT]`
 //!   (`10.0.0.0/24 10.0.0.3:80`); DENY wins; with ALLOW, only those.
@@ -92,28 +92,37 @@ fn size(a: &mut Args, key: &str, into: &mut usize) -> Result<(), String> {
     Ok(())
 }
 
+/// A keyword's value, unquoted; None if absent or empty (so that a
+/// configuration can pass an empty variable for "not set").
+fn text(a: &mut Args, key: &str) -> Result<Option<String>, String> {
+    let Some(v) = a.keyword(key) else { return Ok(None) };
+    let v = args::string(&v).map_err(|e| format!("{key}: {e}"))?;
+    Ok((!v.trim().is_empty()).then_some(v))
+}
+
 /// The element's arguments as a [`Config`].
 pub fn configure(a: &mut Args) -> Result<Config, String> {
     let mut c = Config::default();
-    if let Some(v) = a.keyword("USERS") {
+    if let Some(v) = text(a, "USERS")? {
         c.policy.users = Some(v.split_whitespace().map(|u| u.as_bytes().to_vec()).collect());
     }
-    if let Some(v) = a.keyword("ALLOW") {
+    if let Some(v) = text(a, "ALLOW")? {
         c.policy.allow = policy::rules(&v).map_err(|e| format!("ALLOW: {e}"))?;
     }
-    if let Some(v) = a.keyword("DENY") {
+    if let Some(v) = text(a, "DENY")? {
         c.policy.deny = policy::rules(&v).map_err(|e| format!("DENY: {e}"))?;
     }
-    if let Some(v) = a.keyword("HOSTS") {
-        c.hosts = Some(hosts::Hosts::load(&args::string(&v)?)?);
+    if let Some(v) = text(a, "HOSTS")? {
+        c.hosts = Some(hosts::Hosts::load(v.trim())?);
     }
-    if let Some(v) = a.keyword("BIND_ADDR") {
+    if let Some(v) = text(a, "BIND_ADDR")? {
         c.bind_addr = Some(
-            v.parse()
+            v.trim()
+                .parse()
                 .map_err(|_| format!("BIND_ADDR: '{v}' is not an IPv4 address"))?,
         );
     }
-    if let Some(v) = a.keyword("BIND_PORTS") {
+    if let Some(v) = text(a, "BIND_PORTS")? {
         let bad = || format!("BIND_PORTS: '{v}' is not FIRST-LAST (1-65535)");
         let (first, last) = v.split_once('-').ok_or_else(bad)?;
         let first: u16 = first.trim().parse().map_err(|_| bad())?;
