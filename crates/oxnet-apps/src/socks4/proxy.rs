@@ -148,14 +148,15 @@ impl Proxy {
     /// A proxy on `stack` (None: BIND is refused).
     pub fn new(config: Config, stack: Option<Stack>) -> Proxy {
         let next_bind_port = config.bind_ports.0;
-        let max_pending = config.max_pending.max(1);
         Proxy {
             config,
             sessions: HashMap::new(),
             listeners: HashMap::new(),
             next_token: 0,
             next_bind_port,
-            bound: Conns::new(max_pending),
+            // TCPEpollServer's default limit: the accepted connection is
+            // one of its kind.
+            bound: Conns::new(1 << 20),
             stack,
             stats: Stats::default(),
         }
@@ -318,7 +319,7 @@ impl Proxy {
             return;
         };
         let bytes: Vec<u8> = p.segments().flat_map(|s| s.iter().copied()).collect();
-        let take = bytes.len().min(limit - buf.len());
+        let take = bytes.len().min(limit.saturating_sub(buf.len()));
         buf.extend_from_slice(&bytes[..take]);
         match request::parse(buf, self.config.max_user, self.config.max_host) {
             Parse::Incomplete => {}
