@@ -3,7 +3,8 @@
 // relays, TCPEpollClient opens the connections to the destinations
 // (from this host's address, under the client connection's id, on a
 // port RSS maps back to this core). BIND listens on BIND_ADDR ($IP),
-// ports 61000-61999.
+// ports 61000-61999. FLOW_CONTROL: a slow reader on one side stops the
+// other side being read (Pause/Resume passed across by the proxy).
 //
 //   oxnet run conf/socks4.click DEV=tap:ox0,ip=10.0.0.1/24 IP=10.0.0.2
 //   curl --socks4 10.0.0.2:1080 http://10.0.0.1/      (from the host)
@@ -21,7 +22,7 @@ define($DEV tap:ox0, $IP 10.0.0.2, $IP6 fd00::2, $MAC 02:00:00:00:00:02, $PORT 1
 
 host :: StackHost("$DEV", $IP, $IP6, $MAC);
 AppExecutor;
-srv :: TCPEpollServer($PORT)
+srv :: TCPEpollServer($PORT, FLOW_CONTROL true)
     -> proxy :: Socks4Proxy(HOSTS "$HOSTS", ALLOW "$ALLOW", DENY "$DENY", USERS "$USERS", BIND_ADDR $IP)
     -> srv;
-proxy[1] -> cli :: TCPEpollClient(SRC $IP) -> [1]proxy;
+proxy[1] -> cli :: TCPEpollClient(SRC $IP, FLOW_CONTROL true) -> [1]proxy;

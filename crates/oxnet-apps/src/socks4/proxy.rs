@@ -9,6 +9,12 @@
 //!                  └──inbound from elsewhere──▶ 91, both closed
 //! ```
 //!
+//! Flow signals ([`stream::Flow`]) are passed across in the relay, so
+//! that with FLOW_CONTROL on both epoll elements a client that reads
+//! slowly stops its destination being read, and the reverse, instead of
+//! its data piling up (in the device's receive buffers, which a TAP has
+//! 2048 of: enough of them held and no ACK can come in).
+//!
 //! The destination side of CONNECT is TCPEpollClient, on output and
 //! input 1, under the client connection's id. The destination side of
 //! BIND is a connection this proxy accepts itself: a [`TcpListener`] of
@@ -156,7 +162,11 @@ impl Proxy {
             next_bind_port,
             // TCPEpollServer's default limit: the accepted connection is
             // one of its kind.
-            bound: Conns::new(1 << 20),
+            bound: {
+                let mut c = Conns::new(1 << 20);
+                c.flow_signals = true;
+                c
+            },
             stack,
             stats: Stats::default(),
         }
@@ -231,6 +241,16 @@ impl Proxy {
                         eof: false,
                     },
                 );
+            }
+            return;
+        }
+        if stream::flow(&p).is_some() {
+            // The client's side says it has too much waiting (or no
+            // longer): the destination's side stops (or resumes) reading.
+            match self.sessions.get(&id).map(|s| &s.phase) {
+                Some(Phase::Relay) => out.remote.push(p),
+                Some(Phase::BoundRelay) => self.bound_input(p, out, pool),
+                _ => {}
             }
             return;
         }
@@ -466,6 +486,13 @@ impl Proxy {
     pub fn remote_input(&mut self, p: Packet, out: &mut Out, pool: &Mempool) {
         let id = stream::socket(&p);
         let phase = self.sessions.get(&id).map(|s| &s.phase);
+        if stream::flow(&p).is_some() {
+            // The other way: the client's connection is read or not.
+            if matches!(phase, Some(Phase::Relay)) {
+                out.client.push(p);
+            }
+            return;
+        }
         match (stream::event(&p), phase) {
             (StreamEvent::Open, Some(&Phase::Connecting(ip, port))) => {
                 // SOCKS4.protocol §1: the reply once the connection is

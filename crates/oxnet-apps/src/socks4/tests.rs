@@ -147,6 +147,36 @@ fn a_client_close_closes_the_destination() {
 }
 
 #[test]
+fn flow_signals_cross_the_relay() {
+    let mut r = Rig::new(Config::default());
+    r.client(1, Open, b"");
+    r.client(1, Data, &connect_request(80, [10, 0, 0, 3], b""));
+    let pause = stream::flow_signal(&r.pool, 1, stream::Flow::Pause).unwrap();
+    r.proxy.client_input(pause, &mut r.out, &r.pool);
+    assert_eq!(
+        r.remote_out().len(),
+        1,
+        "only the Open: no relay yet, the signal is dropped"
+    );
+    r.remote(1, Open, b"");
+    r.client_out();
+    r.remote_out();
+    let pause = stream::flow_signal(&r.pool, 1, stream::Flow::Pause).unwrap();
+    r.proxy.client_input(pause, &mut r.out, &r.pool);
+    let resume = stream::flow_signal(&r.pool, 1, stream::Flow::Resume).unwrap();
+    r.proxy.remote_input(resume, &mut r.out, &r.pool);
+    let flows = |b: &mut PacketBatch| {
+        let v: Vec<_> = b.iter().map(|p| (stream::socket(p), stream::flow(p))).collect();
+        b.clear();
+        v
+    };
+    assert_eq!(flows(&mut r.out.remote), vec![(1, Some(stream::Flow::Pause))]);
+    assert_eq!(flows(&mut r.out.client), vec![(1, Some(stream::Flow::Resume))]);
+    let s = &r.proxy.stats;
+    assert_eq!((s.bytes_up, s.bytes_down, s.unknown), (0, 0, 0));
+}
+
+#[test]
 fn a_failed_connect_is_91_and_closed() {
     let mut r = Rig::new(Config::default());
     r.client(2, Open, b"");
