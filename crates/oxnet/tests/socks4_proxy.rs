@@ -3,7 +3,8 @@
 //! made here; nginx, started here with its own configuration, serves
 //! files on the TAP's kernel side. Through the proxy: curl --socks4 and
 //! --socks4a (a name from the proxy's HOSTS file) fetch a file byte for
-//! byte; a name the proxy does not know and a destination its DENY names
+//! byte, and a slow reader's 6 MB arrive whole beside a fast one (flow
+//! control across the proxy); a name the proxy does not know and a destination its DENY names
 //! are refused (91); a client that leaves mid-handshake is cleaned up;
 //! BIND with a small client of std sockets (curl has none): the first
 //! reply names the listening port, the application server connects, the
@@ -99,6 +100,8 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
     std::fs::create_dir_all(dir.join("www")).unwrap();
     let body = random_bytes(300_000, 84);
     std::fs::write(dir.join("www/blob"), &body).unwrap();
+    let big = random_bytes(6_000_000, 85);
+    std::fs::write(dir.join("www/big"), &big).unwrap();
     std::fs::write(dir.join("hosts"), format!("# SOCKS4a names\n{kernel} web.test\n")).unwrap();
 
     let mut args = vec![
@@ -131,6 +134,10 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
     for h in handlers {
         args.push("-h".into());
         args.push(format!("proxy.{h}"));
+    }
+    for h in ["srv.paused", "srv.overflows", "cli.overflows"] {
+        args.push("-h".into());
+        args.push(h.into());
     }
     let mut oxnet = ns
         .command("timeout")
@@ -177,6 +184,42 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
         "--socks4a: {ok}, {} bytes of {}",
         got.len(),
         body.len()
+    );
+    // A slow reader (3 MB/s) of 6 MB beside a fast one: nginx's data is
+    // not read faster than the slow client takes it (FLOW_CONTROL), so it
+    // cannot hold the TAP's receive buffers and stall everyone.
+    let slow = {
+        let name = ns.name.clone();
+        let (proxy, url) = (proxy.clone(), format!("http://{kernel}:{NGINX_PORT}/big"));
+        std::thread::spawn(move || {
+            let args = [
+                "netns",
+                "exec",
+                &name,
+                "timeout",
+                "20",
+                "curl",
+                "-s",
+                "--max-time",
+                "10",
+            ];
+            let out = std::process::Command::new("ip")
+                .args(args)
+                .args(["--limit-rate", "3M", "--socks4", &proxy, &url])
+                .output()
+                .unwrap();
+            (out.status.success(), out.stdout)
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let (ok, got) = curl("--socks4", &format!("http://{kernel}:{NGINX_PORT}/blob"));
+    assert!(ok && got == body, "beside a slow client: {ok}, {} bytes", got.len());
+    let (ok, got) = slow.join().unwrap();
+    assert!(
+        ok && got == big,
+        "the slow client: {ok}, {} bytes of {}",
+        got.len(),
+        big.len()
     );
     // Refused: a name HOSTS lacks, a destination DENY names.
     let (ok, got) = curl("--socks4a", &format!("http://nowhere.test:{NGINX_PORT}/blob"));
@@ -258,9 +301,9 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
     let v = |h: &str| value(&stdout, &format!("proxy.{h}"));
-    // 2 curl --socks4(a) fetches, 2 refused, the control CONNECT, 2 BINDs.
-    assert_eq!((v("requests"), v("connects"), v("binds")), (7, 5, 2), "{all}");
-    assert_eq!((v("granted"), v("rejected")), (4, 3), "{all}");
+    // 4 curl fetches, 2 refused, the control CONNECT, 2 BINDs.
+    assert_eq!((v("requests"), v("connects"), v("binds")), (9, 7, 2), "{all}");
+    assert_eq!((v("granted"), v("rejected")), (6, 3), "{all}");
     assert_eq!((v("unresolved"), v("denied"), v("failed")), (1, 1, 0), "{all}");
     assert_eq!((v("bound"), v("bind_mismatches")), (2, 1), "{all}");
     assert_eq!(
@@ -268,7 +311,16 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
         (2, 0, 0, 0),
         "{all}"
     );
-    assert!(v("bytes_down") >= 2 * body.len() as u64, "{all}");
+    assert!(v("bytes_down") >= 3 * body.len() as u64 + big.len() as u64, "{all}");
+    assert!(
+        value(&stdout, "srv.paused") >= 1,
+        "the slow client's connection paused: {all}"
+    );
+    assert_eq!(
+        (value(&stdout, "srv.overflows"), value(&stdout, "cli.overflows")),
+        (0, 0),
+        "{all}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
     drop(ns);
 }
