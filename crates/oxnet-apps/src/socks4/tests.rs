@@ -369,3 +369,46 @@ fn bind_answers_with_the_listening_port_and_refuses_when_none_is_free() {
     let s = &r.proxy.stats;
     assert_eq!((s.binds, s.bound, s.rejected, s.aborted), (3, 2, 1, 1));
 }
+
+proptest::proptest! {
+    /// Whatever bytes and events arrive, in whatever order, the proxy
+    /// never panics, answers each session at most one reply before its
+    /// relay (or its 91), and keeps no session whose client closed.
+    #[test]
+    fn random_streams_never_panic(ops in proptest::collection::vec(
+        (0u8..6, 1u32..4, proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40)), 0..60)) {
+        let config = Config {
+            hosts: Some(Hosts::parse("10.0.0.3 a\n")),
+            max_user: 8,
+            max_host: 8,
+            max_pending: 64,
+            ..Config::default()
+        };
+        let mut r = Rig::new(config);
+        for (op, id, bytes) in ops {
+            match op {
+                0 => r.client(id, Open, b""),
+                1 => {
+                    // Often a plausible request, otherwise noise.
+                    let mut b = if bytes.first().is_some_and(|&x| x < 128) {
+                        vec![4, 1 + (bytes.len() % 2) as u8, 0, 80, 0, 0, 0, 1]
+                    } else {
+                        vec![]
+                    };
+                    b.extend(&bytes);
+                    r.client(id, Data, &b)
+                }
+                2 => r.client(id, if bytes.is_empty() { Eof } else { Close }, b""),
+                3 => r.remote(id, Open, b""),
+                4 => r.remote(id, Data, &bytes),
+                _ => r.remote(id, if bytes.is_empty() { Eof } else { Close }, b""),
+            }
+            r.client_out();
+            r.remote_out();
+        }
+        for id in 1..4 {
+            r.client(id, Close, b"");
+        }
+        proptest::prop_assert_eq!(r.proxy.sessions(), 0);
+    }
+}
