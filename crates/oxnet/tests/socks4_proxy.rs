@@ -10,6 +10,7 @@
 //! reply names the listening port, the application server connects, the
 //! second reply names it, and bytes go both ways; a BIND whose inbound
 //! connection comes from another address than DSTIP gets 91. The
+//! client that sends nothing is closed after REQUEST_TIMEOUT. The
 //! proxy's counters are checked exactly at the end.
 
 mod common;
@@ -113,6 +114,7 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
         format!("IP={stack}"),
         format!("HOSTS={}", dir.join("hosts").display()),
         format!("DENY={kernel}:{DENIED_PORT}"),
+        "REQUEST_TIMEOUT=1".into(),
     ];
     let handlers = [
         "requests",
@@ -130,6 +132,7 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
         "unknown",
         "sessions",
         "bytes_down",
+        "timeouts",
     ];
     for h in handlers {
         args.push("-h".into());
@@ -230,6 +233,9 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
     let name = ns.name.clone();
     in_ns(&name, move || {
         let proxy = SocketAddrV4::new(Ipv4Addr::new(10, 84, 0, 2), 1080);
+        // A client that says nothing: closed after REQUEST_TIMEOUT (1 s).
+        let mut silent = TcpStream::connect(proxy).unwrap();
+        let silent_since = std::time::Instant::now();
         // Clients gone mid-handshake: half a request, and nothing at all.
         let mut half = TcpStream::connect(proxy).unwrap();
         half.write_all(&[4, 1, 0]).unwrap();
@@ -287,6 +293,19 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
         assert_eq!(reply(&mut data)[1], 91, "second reply to a BIND from elsewhere");
         let mut rest = Vec::new();
         assert_eq!(data.read_to_end(&mut rest).unwrap_or(0), 0, "closed after 91");
+
+        silent.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut nothing = Vec::new();
+        assert_eq!(
+            silent.read_to_end(&mut nothing).unwrap(),
+            0,
+            "the silent client is closed, told nothing"
+        );
+        let waited = silent_since.elapsed();
+        assert!(
+            waited >= Duration::from_millis(900),
+            "closed after {waited:?}, before its time"
+        );
     });
 
     // The last Close may still be on its way: a moment.
@@ -311,6 +330,7 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
         (2, 0, 0, 0),
         "{all}"
     );
+    assert_eq!(v("timeouts"), 1, "{all}");
     assert!(v("bytes_down") >= 3 * body.len() as u64 + big.len() as u64, "{all}");
     assert!(
         value(&stdout, "srv.paused") >= 1,

@@ -42,12 +42,16 @@
 //!   them, 91); MAX_PENDING: bytes of a client's data held before its
 //!   destination is there (64 KiB; past it, the session ends, counted
 //!   in `errors`); BUDGET: BIND packets read per round (256).
+//! - REQUEST_TIMEOUT: seconds a client has to send its whole request
+//!   (30; then closed); BIND_TIMEOUT: seconds a BIND waits for its
+//!   inbound connection (120; then 91). 0: no limit. Checked every
+//!   second.
 //!
 //! Handlers: `sessions`, `requests`, `connects`, `binds`, `granted`,
 //! `rejected`, `denied`, `users_refused`, `unresolved`, `failed`,
 //! `bound`, `bind_mismatches`, `bytes_up` (client to destination),
 //! `bytes_down`, `errors`, `aborted` (clients gone mid-handshake),
-//! `unknown`.
+//! `unknown`, `timeouts`.
 
 pub mod hosts;
 #[cfg(test)]
@@ -75,6 +79,9 @@ pub struct Socks4Proxy {
     proxy: Proxy,
     budget: usize,
 }
+
+/// How often the deadlines are checked.
+const SWEEP_US: u64 = 1_000_000;
 
 impl Default for Socks4Proxy {
     fn default() -> Socks4Proxy {
@@ -135,6 +142,14 @@ pub fn configure(a: &mut Args) -> Result<Config, String> {
     size(a, "MAX_USERID", &mut c.max_user)?;
     size(a, "MAX_HOSTNAME", &mut c.max_host)?;
     size(a, "MAX_PENDING", &mut c.max_pending)?;
+    for (key, into) in [
+        ("REQUEST_TIMEOUT", &mut c.request_timeout_us),
+        ("BIND_TIMEOUT", &mut c.bind_timeout_us),
+    ] {
+        if let Some(v) = a.keyword(key) {
+            *into = (args::seconds(&v).map_err(|e| format!("{key}: {e}"))? * 1e6) as u64;
+        }
+    }
     Ok(c)
 }
 
@@ -173,12 +188,26 @@ impl Element for Socks4Proxy {
     fn idle_wake(&self, _fds: &mut Vec<std::os::fd::RawFd>) -> bool {
         true
     }
+    fn start(&mut self, ctx: &mut Ctx<'_>) {
+        if self.proxy.config.request_timeout_us != 0 || self.proxy.config.bind_timeout_us != 0 {
+            ctx.schedule_after_us(SWEEP_US);
+        }
+    }
+    fn run_timer(&mut self, _timer: oxnet_graph::timer::TimerId, ctx: &mut Ctx<'_>) {
+        let pool = ctx.pool().clone();
+        let mut out = Out::default();
+        self.proxy.now_us = ctx.now_us();
+        self.proxy.sweep(&mut out, &pool);
+        Self::flush(out, ctx);
+        ctx.schedule_after_us(SWEEP_US);
+    }
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
         if self.proxy.idle() {
             return false;
         }
         let pool = ctx.pool().clone();
         let mut out = Out::default();
+        self.proxy.now_us = ctx.now_us();
         let work = self.proxy.poll(self.budget, &mut out, &pool);
         Self::flush(out, ctx);
         work
@@ -186,6 +215,7 @@ impl Element for Socks4Proxy {
     fn push(&mut self, port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
         let pool = ctx.pool().clone();
         let mut out = Out::default();
+        self.proxy.now_us = ctx.now_us();
         for p in batch.drain_front(batch.len()) {
             if port == 0 {
                 self.proxy.client_input(p, &mut out, &pool);
@@ -214,6 +244,7 @@ impl Element for Socks4Proxy {
             ("errors", true, false),
             ("aborted", true, false),
             ("unknown", true, false),
+            ("timeouts", true, false),
         ]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
@@ -237,6 +268,7 @@ impl Element for Socks4Proxy {
                 "errors" => s.errors,
                 "aborted" => s.aborted,
                 "unknown" => s.unknown,
+                "timeouts" => s.timeouts,
                 _ => return None,
             }
             .to_string(),

@@ -51,6 +51,12 @@ pub struct Config {
     /// Bytes of a client's data held before its destination is
     /// connected.
     pub max_pending: usize,
+    /// A client that has not sent a whole request after this long is
+    /// closed (0: never).
+    pub request_timeout_us: u64,
+    /// A BIND nobody has connected to after this long is answered 91
+    /// (0: never).
+    pub bind_timeout_us: u64,
 }
 
 impl Default for Config {
@@ -65,6 +71,8 @@ impl Default for Config {
             max_user: 255,
             max_host: 255,
             max_pending: 64 * 1024,
+            request_timeout_us: 30_000_000,
+            bind_timeout_us: 120_000_000,
         }
     }
 }
@@ -102,6 +110,8 @@ pub struct Stats {
     pub aborted: u64,
     /// Packets for no session, dropped.
     pub unknown: u64,
+    /// Requests not complete in time, BINDs not connected in time.
+    pub timeouts: u64,
 }
 
 /// Where a session is.
@@ -126,6 +136,8 @@ struct Session {
     held_bytes: usize,
     /// The client's Eof came before its destination was there.
     eof: bool,
+    /// When the phase began (the request's or the BIND's deadline).
+    since_us: u64,
 }
 
 /// What one step sends: to the client side (output 0, TCPEpollServer)
@@ -147,6 +159,8 @@ pub struct Proxy {
     /// BIND's accepted connections (the epoll also watches the listeners).
     bound: Conns,
     stack: Option<Stack>,
+    /// The time now (the element sets it from the router's clock).
+    pub now_us: u64,
     pub stats: Stats,
 }
 
@@ -168,6 +182,7 @@ impl Proxy {
                 c
             },
             stack,
+            now_us: 0,
             stats: Stats::default(),
         }
     }
@@ -239,6 +254,7 @@ impl Proxy {
                         held: VecDeque::new(),
                         held_bytes: 0,
                         eof: false,
+                        since_us: self.now_us,
                     },
                 );
             }
@@ -422,6 +438,9 @@ impl Proxy {
                     }
                     self.listeners.insert(token, (listener, id));
                     self.set_phase(id, Phase::Listening(token, ip));
+                    if let Some(s) = self.sessions.get_mut(&id) {
+                        s.since_us = self.now_us;
+                    }
                     self.stats.bound += 1;
                     // SOCKS4.protocol §2: the first reply names the
                     // socket that waits (0.0.0.0: the proxy's address).
@@ -550,6 +569,33 @@ impl Proxy {
             StreamEvent::Close => {
                 self.end(id);
                 self.push_control(&mut out.client, pool, id, StreamEvent::Close);
+            }
+        }
+    }
+
+    /// Ends what waited too long (the element calls it every second): a
+    /// client without a whole request is closed, a BIND nobody connected
+    /// to is answered 91 (SOCKS4.protocol leaves the time to the server).
+    pub fn sweep(&mut self, out: &mut Out, pool: &Mempool) {
+        let (now, request, bind) = (self.now_us, self.config.request_timeout_us, self.config.bind_timeout_us);
+        let late = |since: u64, limit: u64| limit != 0 && now.saturating_sub(since) >= limit;
+        let expired: Vec<(u32, Option<Ipv4Addr>)> = self
+            .sessions
+            .iter()
+            .filter_map(|(&id, s)| match s.phase {
+                Phase::Request(_) if late(s.since_us, request) => Some((id, None)),
+                Phase::Listening(_, ip) if late(s.since_us, bind) => Some((id, Some(ip))),
+                _ => None,
+            })
+            .collect();
+        for (id, bind) in expired {
+            self.stats.timeouts += 1;
+            match bind {
+                Some(ip) => self.refuse(out, pool, id, 0, ip),
+                None => {
+                    self.end(id);
+                    self.push_control(&mut out.client, pool, id, StreamEvent::Close);
+                }
             }
         }
     }

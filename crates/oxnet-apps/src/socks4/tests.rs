@@ -287,6 +287,41 @@ fn a_client_gone_mid_handshake_is_cleaned_up() {
 }
 
 #[test]
+fn late_requests_are_closed_and_late_binds_refused() {
+    let stack: oxnet_stack::tcp::socket::Stack = Default::default();
+    let config = Config {
+        request_timeout_us: 1_000,
+        bind_timeout_us: 5_000,
+        ..Config::default()
+    };
+    let mut r = Rig::new(config.clone());
+    r.proxy = Proxy::new(config, Some(stack.clone()));
+    r.client(1, Open, b"");
+    r.client(1, Data, &[4, 1]);
+    r.proxy.now_us = 500;
+    r.client(2, Open, b"");
+    let mut bind = connect_request(21, [10, 0, 0, 3], b"");
+    bind[1] = 2;
+    r.client(2, Data, &bind);
+    r.client_out();
+    r.proxy.now_us = 999;
+    r.proxy.sweep(&mut r.out, &r.pool);
+    assert!(r.client_out().is_empty(), "not late yet");
+    r.proxy.now_us = 1_000;
+    r.proxy.sweep(&mut r.out, &r.pool);
+    assert_eq!(r.client_out(), vec![(1, Close, vec![])], "the silent client");
+    r.proxy.now_us = 5_500;
+    r.proxy.sweep(&mut r.out, &r.pool);
+    assert_eq!(
+        r.client_out(),
+        vec![(2, Data, vec![0, 91, 0, 0, 10, 0, 0, 3]), (2, Close, vec![])]
+    );
+    assert!(stack.borrow().listeners.is_empty(), "the BIND's listener is gone");
+    let s = &r.proxy.stats;
+    assert_eq!((s.timeouts, s.rejected, r.proxy.sessions()), (2, 1, 0));
+}
+
+#[test]
 fn malformed_and_oversized_requests_are_91_at_once() {
     let mut r = Rig::new(Config {
         max_user: 4,
