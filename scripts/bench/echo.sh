@@ -60,26 +60,9 @@ cargo build --release -q -p oxnet >&2
 OXNET="$(pwd)/${CARGO_TARGET_DIR:-target}/release/oxnet"
 OX_RUN_FLAGS="${OX_RUN_FLAGS:-}"    # e.g. --busy-poll
 
-NSC="oxbec$$"
-NSS="oxbes$$"
-TMP="$(mktemp -d)"
-SERVER_PID=""
-cleanup() {
-    if [ -n "$SERVER_PID" ]; then kill -INT "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-    ip netns del "$NSC" 2>/dev/null || true
-    ip netns del "$NSS" 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-ip netns add "$NSC"
-ip netns add "$NSS"
-ip -n "$NSC" link set lo up
-ip -n "$NSS" link set lo up
-ip -n "$NSC" link add oxbc0 type veth peer name oxbs0 netns "$NSS"
-ip -n "$NSC" addr add 10.82.0.1/24 dev oxbc0
-ip -n "$NSS" addr add 10.82.0.2/24 dev oxbs0
-ip -n "$NSC" link set oxbc0 up
-ip -n "$NSS" link set oxbs0 up
+# NSC, NSS, TMP, SERVER_PID and their cleanup; the veth pair oxbc0/oxbs0.
+. scripts/bench/topology.sh
+topology b 10.82.0
 if [ "$OX_DEV" = tap ]; then
     OX_SPEC="tap:oxbt0,ip=10.81.0.1/24"
 else
@@ -100,23 +83,8 @@ fi
 
 OX_TARGET=10.81.0.2:7
 LINUX_TARGET=10.82.0.2:7
-HZ=$(getconf CLK_TCK)
-
-# Busy jiffies of the client's and the server's core together.
-cores_busy() {
-    awk -v a="cpu$CLIENT_CORE" -v b="cpu$SERVER_CORE" \
-        '$1 == a || $1 == b {s += $2 + $3 + $4 + $7 + $8 + $9} END {print s}' /proc/stat
-}
-# irq + softirq jiffies of the same two cores: the kernel's packet work
-# wherever it ran (compilers and other busy processes add little here).
-cores_irq() {
-    awk -v a="cpu$CLIENT_CORE" -v b="cpu$SERVER_CORE" \
-        '$1 == a || $1 == b {s += $7 + $8} END {print s}' /proc/stat
-}
-proc_cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# Of it, the time in the kernel (system calls: TAP reads and writes for
-# oxnet, the whole TCP/IP stack for Linux's servers).
-proc_sys() { awk '{print $15}' "/proc/$1/stat"; }
+# cores_busy, cores_irq, proc_cpu, proc_sys, HZ (shared with memcached.sh).
+. scripts/bench/cores.sh
 
 wait_ready() { # wait_ready TARGET
     local i

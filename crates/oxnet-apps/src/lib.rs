@@ -11,13 +11,15 @@
 //! library (the `oxnet` binary does it at start-up).
 
 pub mod epoll;
+pub mod http;
 pub mod socks4;
 pub mod stream;
+pub mod tls;
 
 use oxnet_graph::elements::Module;
 
 /// Every family of application elements; a new family adds one line.
-pub const MODULES: &[Module] = &[epoll::MODULE, socks4::MODULE];
+pub const MODULES: &[Module] = &[epoll::MODULE, http::MODULE, socks4::MODULE, tls::MODULE];
 
 /// Adds the stack's elements and these to the graph's library
 /// (idempotent).

@@ -9,6 +9,9 @@
 //! a value shared by every connection, as a cache answers); a port nobody listens on and
 //! a request without a destination end in one Close with the errno.
 
+mod common;
+
+use common::handler;
 use oxnet_apps::stream::{self, StreamEvent};
 use oxnet_driver::PacketBatch;
 use oxnet_graph::element::Element;
@@ -25,17 +28,7 @@ const BYTES: usize = 100_000;
 const REFUSED_ID: u32 = 1000;
 const INVALID_ID: u32 = 1001;
 
-#[derive(Default, Debug)]
-struct Seen {
-    opens: u32,
-    eofs: u32,
-    closes: Vec<i32>,
-    data: Vec<u8>,
-    /// Events in order (O, D, E, C), with repeats of D folded.
-    order: String,
-}
-
-static SEEN: Mutex<BTreeMap<u32, Seen>> = Mutex::new(BTreeMap::new());
+static SEEN: Mutex<BTreeMap<u32, common::Seen>> = Mutex::new(BTreeMap::new());
 
 fn payload(id: u32) -> Vec<u8> {
     let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ id as u64;
@@ -91,11 +84,8 @@ impl Element for Requester {
         for id in 1..=CONNECTIONS {
             out.push(stream::open_request(&pool, id, server).unwrap());
             // Data before the connection is up: it waits in the client.
-            for chunk in payload(id).chunks(1500) {
-                let mut p = pool.alloc().unwrap();
-                p.set_len(chunk.len()).unwrap();
-                p.copy_from_slice(chunk);
-                out.push(stream::data(p, id));
+            for p in common::data_packets(&pool, id, &payload(id)) {
+                out.push(p);
             }
             // Then a response as a cache sends it: a header, the stored
             // value (one shared buffer, attached on every connection, not
@@ -112,31 +102,7 @@ impl Element for Requester {
         ctx.push(0, out);
     }
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, _ctx: &mut Ctx<'_>) {
-        let mut seen = SEEN.lock().unwrap();
-        for p in batch.iter() {
-            let s = seen.entry(stream::socket(p)).or_default();
-            let (letter, _) = match stream::event(p) {
-                StreamEvent::Open => {
-                    s.opens += 1;
-                    ('O', ())
-                }
-                StreamEvent::Data => {
-                    s.data.extend(p.segments().flat_map(|seg| seg.iter().copied()));
-                    ('D', ())
-                }
-                StreamEvent::Eof => {
-                    s.eofs += 1;
-                    ('E', ())
-                }
-                StreamEvent::Close => {
-                    s.closes.push(stream::errno(p));
-                    ('C', ())
-                }
-            };
-            if !(letter == 'D' && s.order.ends_with('D')) {
-                s.order.push(letter);
-            }
-        }
+        common::record(&mut SEEN.lock().unwrap(), batch);
         batch.clear();
     }
 }
@@ -155,32 +121,15 @@ const TEST_MODULE: Module = Module {
     },
 };
 
-const CONFIG: &str = r#"
-TCPSettings();
-tcp :: TCPStack;
-tcp -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:02) -> q :: Queue(100000) -> Unqueue(BURST 64)
-    -> route :: IPClassifier(dst host 10.8.0.1, dst host 10.8.0.2, -);
-route[0] -> ipa :: IPv4Input(10.8.0.1) -> tcp;
-route[1] -> ipb :: IPv4Input(10.8.0.2) -> tcp;
-route[2] -> Discard;
-ipa[1] -> Discard; ipa[2] -> Discard; ipa[3] -> Discard;
-ipb[1] -> Discard; ipb[2] -> Discard; ipb[3] -> Discard;
-AppExecutor;
-srv :: TCPEpollServer(7, ADDR 10.8.0.2, MAX_PENDING 8192) -> srv;
+const APPS: &str = r#"srv :: TCPEpollServer(7, ADDR 10.8.0.2, MAX_PENDING 8192) -> srv;
 req :: TestRequester -> cli :: TCPEpollClient(SRC 10.8.0.1) -> req;
 "#;
-
-fn handler(router: &oxnet_graph::Router, spec: &str) -> u64 {
-    let (name, h) = spec.rsplit_once('.').unwrap();
-    let index = router.find(name).unwrap();
-    router.read_handler(index, h).unwrap().trim().parse().unwrap()
-}
 
 #[test]
 fn echo_through_the_epoll_server_and_client_keeps_every_stream_rule() {
     oxnet_apps::register();
     oxnet_graph::elements::add_modules(&[TEST_MODULE]);
-    let mut router = oxnet_graph::build("epoll-test", CONFIG, &[]).unwrap();
+    let mut router = oxnet_graph::build("epoll-test", &format!("{}{APPS}", common::TWO_HOSTS), &[]).unwrap();
     let start = std::time::Instant::now();
     let done = || {
         let seen = SEEN.lock().unwrap();

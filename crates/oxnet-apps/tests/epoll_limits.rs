@@ -3,6 +3,8 @@
 //! MAX_PENDING ends it with ENOBUFS (`overflows`), the requester gets
 //! exactly one Close and no Open, and nothing more is written.
 
+mod common;
+
 use oxnet_apps::stream::{self, StreamEvent};
 use oxnet_driver::PacketBatch;
 use oxnet_graph::element::Element;
@@ -54,18 +56,7 @@ const TEST_MODULE: Module = Module {
     create: |class| (class == "TestFlooder").then(|| Box::new(Flooder) as Box<dyn Element>),
 };
 
-const CONFIG: &str = r#"
-TCPSettings();
-tcp :: TCPStack;
-tcp -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:02) -> q :: Queue(100000) -> Unqueue(BURST 64)
-    -> route :: IPClassifier(dst host 10.8.0.1, dst host 10.8.0.2, -);
-route[0] -> ipa :: IPv4Input(10.8.0.1) -> tcp;
-route[1] -> ipb :: IPv4Input(10.8.0.2) -> tcp;
-route[2] -> Discard;
-ipa[1] -> Discard; ipa[2] -> Discard; ipa[3] -> Discard;
-ipb[1] -> Discard; ipb[2] -> Discard; ipb[3] -> Discard;
-AppExecutor;
-srv :: TCPEpollServer(7, ADDR 10.8.0.2) -> srv;
+const APPS: &str = r#"srv :: TCPEpollServer(7, ADDR 10.8.0.2) -> srv;
 f :: TestFlooder -> cli :: TCPEpollClient(SRC 10.8.0.1, MAX_PENDING 1000) -> f;
 "#;
 
@@ -73,7 +64,7 @@ f :: TestFlooder -> cli :: TCPEpollClient(SRC 10.8.0.1, MAX_PENDING 1000) -> f;
 fn data_past_four_times_max_pending_ends_a_connecting_connection_with_enobufs() {
     oxnet_apps::register();
     oxnet_graph::elements::add_modules(&[TEST_MODULE]);
-    let mut router = oxnet_graph::build("epoll-limits", CONFIG, &[]).unwrap();
+    let mut router = oxnet_graph::build("epoll-limits", &format!("{}{APPS}", common::TWO_HOSTS), &[]).unwrap();
     for _ in 0..2000 {
         router.run_once();
     }
@@ -83,15 +74,7 @@ fn data_past_four_times_max_pending_ends_a_connecting_connection_with_enobufs() 
         &[(1, StreamEvent::Close, libc::ENOBUFS)],
         "one Close, no Open"
     );
-    let h = |spec: &str| {
-        let (name, h) = spec.rsplit_once('.').unwrap();
-        router
-            .read_handler(router.find(name).unwrap(), h)
-            .unwrap()
-            .trim()
-            .parse::<u64>()
-            .unwrap()
-    };
+    let h = |spec: &str| common::handler(&router, spec);
     assert_eq!(h("cli.overflows"), 1);
     assert_eq!(h("cli.connections"), 0);
     assert_eq!(h("cli.opened"), 0);

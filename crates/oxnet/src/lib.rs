@@ -4,6 +4,7 @@
 
 pub mod apps;
 pub mod bench;
+pub mod cert;
 pub mod clicktest;
 pub mod commands;
 pub mod demo;

@@ -183,6 +183,18 @@ enum Command {
         #[command(subcommand)]
         to: BindCommand,
     },
+    /// Write a self-signed certificate and key (ECDSA P-256) as
+    /// DIR/cert.pem and DIR/key.pem, for TLSServer's CERT and KEY in tests
+    /// and demos.
+    Cert {
+        /// The directory to write to (made if missing).
+        #[arg(long)]
+        out: PathBuf,
+        /// A name the certificate is for (a host name or an IP address);
+        /// repeat for more.
+        #[arg(long = "name", default_value = "localhost")]
+        names: Vec<String>,
+    },
     /// Prepare the machine (needs root).
     Setup {
         #[command(subcommand)]
@@ -524,6 +536,9 @@ fn run(cli: Cli) -> oxnet_driver::Result<bool> {
             println!("{}", oxnet::setup::bind_kernel(&address)?);
             Ok(true)
         }
+        Command::Cert { out, names } => oxnet::cert::main(&out, &names)
+            .map(|()| true)
+            .map_err(oxnet_driver::Error::Config),
         Command::Setup {
             what: SetupCommand::Hugepages { count },
         } => {

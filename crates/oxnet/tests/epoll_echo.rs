@@ -7,11 +7,8 @@
 mod common;
 
 use common::netns::{self, Netns};
-use common::stack::{random_bytes, repo, socat_echo, value, wait_for_link};
-use std::process::Stdio;
+use common::stack::{random_bytes, run_oxnet, socat_echo, stop_oxnet, value, wait_for_link};
 use std::time::Duration;
-
-const OXNET: &str = env!("CARGO_BIN_EXE_oxnet");
 
 #[test]
 fn socat_gets_its_bytes_back_from_the_epoll_echo_over_ipv4_and_ipv6() {
@@ -20,17 +17,12 @@ fn socat_gets_its_bytes_back_from_the_epoll_echo_over_ipv4_and_ipv6() {
     }
     let ns = Netns::new("ee");
     let tap = netns::unique("tee");
-    let config = repo().join("conf/echo-epoll.click");
-    let mut args = vec![
-        "120".to_string(),
-        OXNET.to_string(),
-        "run".to_string(),
-        config.to_str().unwrap().to_string(),
+    let vars = [
         format!("DEV=tap:{tap},ip=10.83.0.1/24"),
         "IP=10.83.0.2".into(),
         "IP6=fd00:83::2".into(),
     ];
-    for h in [
+    let handlers = [
         "srv.opened",
         "srv.closed",
         "srv.errors",
@@ -38,17 +30,8 @@ fn socat_gets_its_bytes_back_from_the_epoll_echo_over_ipv4_and_ipv6() {
         "srv.bytes_out",
         "srv.unknown",
         "srv.connections",
-    ] {
-        args.push("-h".into());
-        args.push(h.into());
-    }
-    let mut oxnet = ns
-        .command("timeout")
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    ];
+    let mut oxnet = run_oxnet(&ns, 120, "conf/echo-epoll.click", &vars, &handlers);
     wait_for_link(&ns, &tap, &mut oxnet);
     ns.ip(&["-6", "addr", "add", "fd00:83::1/64", "dev", &tap, "nodad"]);
     let mut sent = 0u64;
@@ -83,11 +66,7 @@ fn socat_gets_its_bytes_back_from_the_epoll_echo_over_ipv4_and_ipv6() {
     }
     // The last Close may still be on its way (the FIN's ACK): a moment.
     std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: our own child (`timeout`, which passes SIGINT on), by pid.
-    unsafe { libc::kill(oxnet.id() as libc::pid_t, libc::SIGINT) };
-    let out = oxnet.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let (stdout, all) = stop_oxnet(oxnet);
     assert_eq!(value(&stdout, "srv.opened"), connections, "{all}");
     assert_eq!(value(&stdout, "srv.closed"), connections, "{all}");
     assert_eq!(value(&stdout, "srv.connections"), 0, "{all}");

@@ -79,6 +79,7 @@ fn options(target: SocketAddr, mode: Mode) -> Options {
         duration: None,
         requests: None,
         size: 64,
+        kv: None,
         timeout: Duration::from_secs(5),
         seed: 1,
     }

@@ -68,6 +68,7 @@ fn options(target: &str, mode: Mode, requests: u64) -> Options {
         duration: Some(Duration::from_secs(20)),
         requests: Some(requests),
         size: 100,
+        kv: None,
         timeout: Duration::from_secs(5),
         seed: 1,
     }

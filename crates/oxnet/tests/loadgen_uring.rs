@@ -154,6 +154,7 @@ fn options(target: SocketAddr, mode: Mode, requests: u64, connections: usize, si
         duration: None,
         requests: Some(requests),
         size,
+        kv: None,
         timeout: Duration::from_secs(10),
         seed: 1,
     }

@@ -9,6 +9,7 @@
 //! connection takes one of the N, so a run against a refused port ends.
 
 use super::kernel::KernelNet;
+use super::kv::{Op, Outcome, Parsed, Workload};
 use super::net::{Net, TIMER_KEY};
 use super::options::{Mode, ThreadPlan};
 use super::schedule::Schedule;
@@ -63,6 +64,10 @@ struct Conn<S> {
     seq: u64,
     sent: usize,
     got: usize,
+    /// memcached: the request in flight, its bytes, and its answer so far.
+    op: Option<Op>,
+    request: Vec<u8>,
+    response: Vec<u8>,
 }
 
 /// The byte at offset `i` of request `seq`: a different pattern per
@@ -85,6 +90,8 @@ struct Client<'a, N: Net> {
     next_seq: u64,
     buf: Vec<u8>,
     out: Summary,
+    /// memcached's requests (None: echo).
+    kv: Option<Workload>,
 }
 
 /// Runs thread `plan`'s share of the load on kernel sockets until the
@@ -117,14 +124,25 @@ pub fn run_on<N: Net>(net: &mut N, plan: &ThreadPlan, issued: &AtomicU64, start:
                 seq: 0,
                 sent: 0,
                 got: 0,
+                op: None,
+                request: Vec::new(),
+                response: Vec::new(),
             })
             .collect(),
         free: Vec::new(),
         pending: VecDeque::new(),
         exhausted: false,
         next_seq: 0,
-        buf: vec![0; CHUNK.min(o.size.max(1))],
+        buf: vec![
+            0;
+            if o.kv.is_some() {
+                CHUNK
+            } else {
+                CHUNK.min(o.size.max(1))
+            }
+        ],
         out: Summary::new(),
+        kv: o.kv.map(|kv| Workload::new(kv, plan.thread, o.threads, plan.seed)),
     };
     // Start: persistent connections open; short slots start requests
     // (closed loop) or wait for the schedule (open loop).
@@ -329,12 +347,28 @@ impl<N: Net> Client<'_, N> {
         self.next_seq += 1;
         c.sent = 0;
         c.got = 0;
+        c.response.clear();
+        if let Some(kv) = self.kv.as_mut() {
+            let op = kv.next_op();
+            kv.encode(op, c.seq as u32, &mut c.request);
+            c.op = Some(op);
+        }
         c.state = State::Sending;
         self.send_more(i, now);
     }
 
+    /// The bytes of a request: memcached's command, or `--size` bytes of
+    /// the echo pattern.
+    fn request_len(&self, i: usize) -> usize {
+        match self.kv {
+            Some(_) => self.conns[i].request.len(),
+            None => self.plan.options.size,
+        }
+    }
+
     fn send_more(&mut self, i: usize, now: Instant) {
-        let size = self.plan.options.size;
+        let size = self.request_len(i);
+        let kv = self.kv.is_some();
         loop {
             let c = &mut self.conns[i];
             let Some(fd) = c.fd.as_ref() else { return };
@@ -344,10 +378,15 @@ impl<N: Net> Client<'_, N> {
                 return;
             }
             let n = (size - c.sent).min(self.buf.len());
-            for (k, b) in self.buf[..n].iter_mut().enumerate() {
-                *b = pattern(c.seq, c.sent + k);
-            }
-            match self.net.send(fd, &self.buf[..n]) {
+            let bytes = if kv {
+                &c.request[c.sent..c.sent + n]
+            } else {
+                for (k, b) in self.buf[..n].iter_mut().enumerate() {
+                    *b = pattern(c.seq, c.sent + k);
+                }
+                &self.buf[..n]
+            };
+            match self.net.send(fd, bytes) {
                 Ok(w) => {
                     c.sent += w;
                     self.out.bytes_sent += w as u64;
@@ -366,6 +405,9 @@ impl<N: Net> Client<'_, N> {
     }
 
     fn receive(&mut self, i: usize, now: Instant) {
+        if self.kv.is_some() {
+            return self.receive_answer(i, now);
+        }
         let size = self.plan.options.size;
         loop {
             let c = &mut self.conns[i];
@@ -395,6 +437,64 @@ impl<N: Net> Client<'_, N> {
                     c.got += n;
                     if c.got == size {
                         return self.complete(i, now);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => return self.fail(i, "receive", &e, now),
+            }
+        }
+    }
+
+    /// memcached: reads what has come of the answer to connection `i`'s
+    /// request and checks it ([`super::kv`]); an answer followed by
+    /// more bytes (nothing was asked for them) is an error.
+    fn receive_answer(&mut self, i: usize, now: Instant) {
+        let Some(kv) = self.kv.as_ref() else { return };
+        let limit = kv.max_response();
+        loop {
+            let c = &mut self.conns[i];
+            let Some(fd) = c.fd.as_ref() else { return };
+            let Some(op) = c.op else { return };
+            match self.net.read(fd, &mut self.buf) {
+                Ok(0) => {
+                    let e = io::Error::from_raw_os_error(libc::ECONNRESET);
+                    return self.fail(i, "the server closed before the whole answer", &e, now);
+                }
+                Ok(n) => {
+                    self.out.bytes_received += n as u64;
+                    c.response.extend_from_slice(&self.buf[..n]);
+                    let verdict = match kv.parse(op, c.seq as u32, &c.response) {
+                        Parsed::Done { len, .. } if len != c.response.len() => {
+                            Err("bytes after the answer that no request asked for".to_string())
+                        }
+                        Parsed::Done { outcome, .. } => Ok(Some(outcome)),
+                        Parsed::Incomplete if c.response.len() > limit => {
+                            Err(format!("an answer longer than {limit} bytes"))
+                        }
+                        Parsed::Incomplete => Ok(None),
+                        Parsed::Wrong(w) => Err(w.0),
+                    };
+                    match verdict {
+                        Ok(None) => {}
+                        Ok(Some(outcome)) => {
+                            match outcome {
+                                Outcome::Hit => self.out.gets += 1,
+                                Outcome::Miss => {
+                                    self.out.gets += 1;
+                                    self.out.misses += 1;
+                                }
+                                Outcome::Stored => self.out.sets += 1,
+                            }
+                            c.op = None;
+                            return self.complete(i, now);
+                        }
+                        Err(text) => {
+                            self.out.errors.corrupt += 1;
+                            self.out.errors.note(|| text);
+                            c.origin = None;
+                            c.op = None;
+                            return self.close_after_error(i, now);
+                        }
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,

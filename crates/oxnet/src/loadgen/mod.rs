@@ -4,7 +4,9 @@
 //! The client drives many non-blocking connections per thread with epoll,
 //! on kernel sockets or, with `--device SPEC`, on oxnet's own stack in
 //! the same thread ([`on_stack`]); one trait ([`net::Net`]) stands for
-//! the stack, so the state machine is the same:
+//! the stack, so the state machine is the same. A request is `--size`
+//! bytes echoed back, or (`--proto memcached-text|memcached-binary`) a
+//! memcached GET or SET whose answer is parsed and checked ([`kv`]):
 //!
 //! - `--mode short`: ClickNF's echo test: connect, send `--size` bytes,
 //!   wait for them back, close with a RST (SO_LINGER 0), repeat.
@@ -26,16 +28,17 @@
 //! summary line and JSON), [`serve`] (the epoll echo server),
 //! [`serve_uring`] (the same server on io_uring, `--io-uring`; a
 //! thread's loop in `uring_server.rs`, its buffers in
-//! `uring_buffers.rs`). Later
-//! workloads (mutilate's key/value/inter-arrival distributions, memcached's
-//! protocols, issue 13) add a [`schedule::InterArrival`] variant and a
-//! request/response codec in place of the echo payload; the flags already
+//! `uring_buffers.rs`), [`kv`] (memcached's requests and the checks of
+//! their answers, issue 12). Later workloads (mutilate's
+//! key/value/inter-arrival distributions, issue 13) add a
+//! [`schedule::InterArrival`] variant and options of [`kv`]; the flags already
 //! carry mutilate's short names where they mean the same (`-s`, `-q`,
 //! `-t`, `-c`, `-T`).
 
 pub mod client;
 pub mod etc;
 pub mod kernel;
+pub mod kv;
 pub mod net;
 pub mod on_stack;
 pub mod options;
@@ -119,8 +122,6 @@ pub fn run(options: &Options) -> Result<Summary, String> {
     }
     summary.seconds = start.elapsed().as_secs_f64();
     summary.cpu_seconds = sys::process_cpu_seconds() - cpu_before;
-    summary.mode = options.mode;
-    summary.rate = options.rate;
-    summary.size = options.size;
+    summary.set_load(options);
     Ok(summary)
 }

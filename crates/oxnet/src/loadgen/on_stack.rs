@@ -298,8 +298,6 @@ pub fn run(options: &Options, o: &StackOptions) -> Result<Summary, String> {
     }
     summary.seconds = seconds;
     summary.cpu_seconds = super::sys::process_cpu_seconds() - cpu_before;
-    summary.mode = options.mode;
-    summary.rate = options.rate;
-    summary.size = options.size;
+    summary.set_load(options);
     Ok(summary)
 }

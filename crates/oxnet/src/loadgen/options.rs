@@ -3,6 +3,7 @@
 //! server, `-q` QPS, `-t` seconds, `-c` connections, `-T` threads), so
 //! issue 13's mutilate-style flags can join without renaming these.
 
+use super::kv::{KvOptions, Proto};
 use super::schedule::InterArrival;
 use clap::{Args, ValueEnum};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
@@ -61,6 +62,22 @@ pub struct LoadgenArgs {
     /// Bytes per request (and per echoed response).
     #[arg(long, default_value_t = 64)]
     pub size: usize,
+    /// What a request is: echo (--size bytes back), or memcached's text
+    /// or binary protocol (GET and SET of --keys keys with
+    /// --value-size bytes, every answer checked).
+    #[arg(long, value_enum, default_value_t = Proto::Echo)]
+    pub proto: Proto,
+    /// memcached: how many keys (key:0 ... key:N-1); each thread first
+    /// SETs its share of them.
+    #[arg(long, default_value_t = 1000)]
+    pub keys: u64,
+    /// memcached: bytes of every value.
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// memcached: the share of requests that are GETs after the fill
+    /// (the rest are SETs), 0 to 1.
+    #[arg(long, default_value_t = 0.9)]
+    pub get_ratio: f64,
     /// Seconds a request may wait for its answer (and a connect for its
     /// handshake) before it counts as an error.
     #[arg(long, default_value_t = 5.0, value_parser = crate::parse_seconds)]
@@ -134,6 +151,11 @@ pub fn parse_ipv4_prefix(text: &str) -> Result<(Ipv4Addr, u8), String> {
 
 /// The largest request: a bound on each connection's buffers.
 pub const MAX_SIZE: usize = 1 << 20;
+/// The most keys of a memcached load (its keys are `key:` and a number).
+pub const MAX_KEYS: u64 = 1 << 40;
+/// The largest memcached value: memcached's default item size limit
+/// (`-I 1m`) less room for the item's header.
+pub const MAX_VALUE: usize = (1 << 20) - 1024;
 /// The most connections a run opens at once.
 pub const MAX_CONNECTIONS: usize = 100_000;
 /// The most client threads.
@@ -162,6 +184,8 @@ pub struct Options {
     pub requests: Option<u64>,
     /// Bytes per request.
     pub size: usize,
+    /// memcached's protocols instead of echo: the key-value load.
+    pub kv: Option<KvOptions>,
     /// Per-request (and per-connect) time limit.
     pub timeout: Duration,
     /// Seed of the inter-arrival times.
@@ -179,6 +203,9 @@ pub struct ThreadPlan {
     pub rate: f64,
     /// This thread's seed.
     pub seed: u64,
+    /// This thread's number (0 to threads - 1): its share of the
+    /// memcached keys to fill.
+    pub thread: usize,
 }
 
 /// Parses HOST:PORT: an IPv4 or bracketed IPv6 address, or a name that
@@ -232,6 +259,7 @@ impl LoadgenArgs {
         if self.size == 0 || self.size > MAX_SIZE {
             return Err(format!("--size {}: from 1 to {MAX_SIZE} bytes", self.size));
         }
+        let kv = self.kv_options()?;
         if self.requests == Some(0) {
             return Err("--requests 0: nothing to do".into());
         }
@@ -253,9 +281,33 @@ impl LoadgenArgs {
             duration: seconds.map(Duration::from_secs_f64),
             requests: self.requests,
             size: self.size,
+            kv,
             timeout: Duration::from_secs_f64(self.timeout),
             seed: self.seed,
         })
+    }
+
+    /// The key-value load of `--proto memcached-*`, checked; None for
+    /// echo.
+    fn kv_options(&self) -> Result<Option<KvOptions>, String> {
+        if self.proto == Proto::Echo {
+            return Ok(None);
+        }
+        if self.keys == 0 || self.keys > MAX_KEYS {
+            return Err(format!("--keys {}: from 1 to {MAX_KEYS}", self.keys));
+        }
+        if self.value_size > MAX_VALUE {
+            return Err(format!("--value-size {}: from 0 to {MAX_VALUE} bytes", self.value_size));
+        }
+        if !(0.0..=1.0).contains(&self.get_ratio) {
+            return Err(format!("--get-ratio {}: from 0 to 1", self.get_ratio));
+        }
+        Ok(Some(KvOptions {
+            proto: self.proto,
+            keys: self.keys,
+            value_size: self.value_size,
+            get_ratio: self.get_ratio,
+        }))
     }
 
     /// The oxnet stack's options, if the run is on oxnet's stack
@@ -326,6 +378,7 @@ impl Options {
             connections: base + extra,
             rate: self.rate / self.threads as f64,
             seed: self.seed.wrapping_add(t as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            thread: t,
         }
     }
 }
@@ -370,6 +423,27 @@ mod tests {
             (o.rate, o.duration, o.mode),
             (10.0, Some(Duration::from_secs(2)), Mode::Short)
         );
+    }
+
+    #[test]
+    fn memcached_flags_make_a_checked_key_value_load() {
+        let o = parse(&["-s", "10.0.0.2:11211", "--proto", "memcached-binary", "--keys", "50"]).unwrap();
+        let kv = o.kv.unwrap();
+        assert_eq!(
+            (kv.proto, kv.keys, kv.value_size, kv.get_ratio),
+            (Proto::MemcachedBinary, 50, 100, 0.9)
+        );
+        assert!(parse(&["-s", "10.0.0.2:7"]).unwrap().kv.is_none(), "echo by default");
+        for (args, says) in [
+            (&["--keys", "0"][..], "--keys 0"),
+            (&["--get-ratio", "1.5"][..], "--get-ratio 1.5"),
+            (&["--value-size", "2000000"][..], "--value-size 2000000"),
+        ] {
+            let mut all = vec!["-s", "10.0.0.2:11211", "--proto", "memcached-text"];
+            all.extend_from_slice(args);
+            let e = parse(&all).expect_err(says);
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! What a run measured: counts, bytes, errors by kind, the latency
 //! histogram (HDR, nanoseconds), and their summary line and JSON.
 
-use super::options::Mode;
+use super::kv::Proto;
+use super::options::{Mode, Options};
 use crate::report::json_string;
 use hdrhistogram::Histogram;
 use std::fmt::Write;
@@ -107,8 +108,17 @@ pub struct Summary {
     pub mode: Mode,
     /// The target rate (0: closed loop).
     pub rate: f64,
-    /// Bytes per request.
+    /// Bytes per request (memcached: per value).
     pub size: usize,
+    /// What a request was.
+    pub proto: Proto,
+    /// memcached: answered GETs (hits and misses).
+    pub gets: u64,
+    /// memcached: answered (stored) SETs.
+    pub sets: u64,
+    /// memcached: GETs that found no value (legitimate only for a key
+    /// not yet stored by the fill; not an error).
+    pub misses: u64,
 }
 
 impl Default for Summary {
@@ -135,6 +145,10 @@ impl Summary {
             mode: Mode::Persistent,
             rate: 0.0,
             size: 0,
+            proto: Proto::Echo,
+            gets: 0,
+            sets: 0,
+            misses: 0,
         }
     }
 
@@ -153,6 +167,9 @@ impl Summary {
         self.bytes_sent += o.bytes_sent;
         self.bytes_received += o.bytes_received;
         self.unsent += o.unsent;
+        self.gets += o.gets;
+        self.sets += o.sets;
+        self.misses += o.misses;
         if let Some(b) = o.busy_seconds {
             self.busy_seconds = Some(self.busy_seconds.unwrap_or(0.0) + b);
         }
@@ -160,6 +177,14 @@ impl Summary {
         // Same bounds on both sides: adding cannot fail.
         let _ = self.latency.add(&o.latency);
         let _ = self.service.add(&o.service);
+    }
+
+    /// Notes the load that was run (mode, rate, size, protocol).
+    pub fn set_load(&mut self, options: &Options) {
+        self.mode = options.mode;
+        self.rate = options.rate;
+        self.size = options.kv.map_or(options.size, |kv| kv.value_size);
+        self.proto = options.kv.map_or(Proto::Echo, |kv| kv.proto);
     }
 
     /// Answered requests per second.
@@ -213,6 +238,16 @@ impl Summary {
                 self.service.value_at_quantile(0.99) as f64 / 1000.0
             );
         }
+        if self.proto != Proto::Echo {
+            let _ = write!(
+                s,
+                ", {}: {} gets ({} misses), {} sets",
+                self.proto.name(),
+                self.gets,
+                self.misses,
+                self.sets
+            );
+        }
         if let Some(first) = &self.errors.first {
             let _ = write!(s, " (first: {first})");
         }
@@ -227,16 +262,22 @@ impl Summary {
         let e = &self.errors;
         format!(
             concat!(
-                "{{\"mode\":\"{}\",\"rate\":{},\"size\":{},\"seconds\":{:.6},\"requests\":{},",
+                "{{\"mode\":\"{}\",\"proto\":\"{}\",\"rate\":{},\"size\":{},\"seconds\":{:.6},\"requests\":{},{}",
                 "\"throughput\":{:.3},\"connections\":{},\"bytes_sent\":{},\"bytes_received\":{},",
                 "\"unsent\":{},\"cpu_seconds\":{:.6},{}\"latency_us\":{},\"service_us\":{},",
                 "\"errors\":{{\"total\":{},\"refused\":{},\"reset\":{},\"timeout\":{},\"corrupt\":{},\"other\":{},\"first\":{}}}}}"
             ),
             self.mode.name(),
+            self.proto.name(),
             self.rate,
             self.size,
             self.seconds,
             self.completed,
+            if self.proto == Proto::Echo {
+                String::new()
+            } else {
+                format!("\"gets\":{},\"sets\":{},\"misses\":{},", self.gets, self.sets, self.misses)
+            },
             self.throughput(),
             self.connections,
             self.bytes_sent,

@@ -94,3 +94,35 @@ pub fn wait_for_link(ns: &super::netns::Netns, link: &str, oxnet: &mut std::proc
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// `oxnet run CONFIG VARS... -h HANDLER...` inside `ns`, under `timeout
+/// secs`, its output piped: stop it with [`stop_oxnet`].
+pub fn run_oxnet(
+    ns: &super::netns::Netns,
+    secs: u32,
+    config: &str,
+    vars: &[String],
+    handlers: &[&str],
+) -> std::process::Child {
+    let mut cmd = ns.command("timeout");
+    cmd.arg(secs.to_string())
+        .arg(env!("CARGO_BIN_EXE_oxnet"))
+        .arg("run")
+        .arg(repo().join(config))
+        .args(vars);
+    for h in handlers {
+        cmd.args(["-h", h]);
+    }
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+/// Ends an `oxnet run` started by [`run_oxnet`] (SIGINT: it prints its
+/// handlers) and returns its standard output and everything it printed.
+pub fn stop_oxnet(oxnet: std::process::Child) -> (String, String) {
+    // SAFETY: our own child (`timeout`, which passes SIGINT on), by pid.
+    unsafe { libc::kill(oxnet.id() as libc::pid_t, libc::SIGINT) };
+    let out = oxnet.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    (stdout, all)
+}
