@@ -54,29 +54,18 @@ if [ -z "${OXNET:-}" ]; then
     OXNET="$(pwd)/${CARGO_TARGET_DIR:-target}/release/oxnet"
 fi
 
-NSC="oxs4c$$"
-NSS="oxs4s$$"
-TMP="$(mktemp -d)"
+# NSC and NSS joined by a veth pair (10.86.0.1 in C, 10.86.0.2 in S),
+# TMP, SERVER_PID and their cleanup (scripts/bench/topology.sh); nginx
+# is stopped too.
+. scripts/bench/topology.sh
+topology s4 10.86.0
 chmod 755 "$TMP"
-SERVER_PID=""
 NGINX_PID=""
 cleanup() {
-    if [ -n "$SERVER_PID" ]; then kill -INT "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
     if [ -n "$NGINX_PID" ]; then kill -TERM "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true; fi
-    ip netns del "$NSC" 2>/dev/null || true
-    ip netns del "$NSS" 2>/dev/null || true
-    rm -rf "$TMP"
+    topology_cleanup
 }
 trap cleanup EXIT
-ip netns add "$NSC"
-ip netns add "$NSS"
-ip -n "$NSC" link set lo up
-ip -n "$NSS" link set lo up
-ip -n "$NSC" link add oxs4c0 type veth peer name oxs4s0 netns "$NSS"
-ip -n "$NSC" addr add 10.86.0.1/24 dev oxs4c0
-ip -n "$NSS" addr add 10.86.0.2/24 dev oxs4s0
-ip -n "$NSC" link set oxs4c0 up
-ip -n "$NSS" link set oxs4s0 up
 
 # The origin: nginx in C, objects of each size.
 mkdir -p "$TMP/www"

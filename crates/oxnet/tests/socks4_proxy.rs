@@ -16,14 +16,13 @@
 mod common;
 
 use common::netns::{self, Netns};
-use common::stack::{random_bytes, value, wait_for_link};
+use common::stack::{random_bytes, run_oxnet, stop_oxnet, value, wait_for_link};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-const OXNET: &str = env!("CARGO_BIN_EXE_oxnet");
 const NGINX_PORT: u16 = 8080;
 /// A port DENY names (nothing listens there either: the refusal must
 /// come from the rule, counted as such).
@@ -105,11 +104,7 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
     std::fs::write(dir.join("www/big"), &big).unwrap();
     std::fs::write(dir.join("hosts"), format!("# SOCKS4a names\n{kernel} web.test\n")).unwrap();
 
-    let mut args = vec![
-        "60".to_string(),
-        OXNET.to_string(),
-        "run".into(),
-        common::stack::repo().join("conf/socks4.click").to_str().unwrap().into(),
+    let vars = [
         format!("DEV=tap:{tap},ip={kernel}/24"),
         format!("IP={stack}"),
         format!("HOSTS={}", dir.join("hosts").display()),
@@ -117,38 +112,27 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
         "REQUEST_TIMEOUT=1".into(),
     ];
     let handlers = [
-        "requests",
-        "connects",
-        "binds",
-        "granted",
-        "rejected",
-        "denied",
-        "unresolved",
-        "failed",
-        "bound",
-        "bind_mismatches",
-        "errors",
-        "aborted",
-        "unknown",
-        "sessions",
-        "bytes_down",
-        "timeouts",
+        "proxy.requests",
+        "proxy.connects",
+        "proxy.binds",
+        "proxy.granted",
+        "proxy.rejected",
+        "proxy.denied",
+        "proxy.unresolved",
+        "proxy.failed",
+        "proxy.bound",
+        "proxy.bind_mismatches",
+        "proxy.errors",
+        "proxy.aborted",
+        "proxy.unknown",
+        "proxy.sessions",
+        "proxy.bytes_down",
+        "proxy.timeouts",
+        "srv.paused",
+        "srv.overflows",
+        "cli.overflows",
     ];
-    for h in handlers {
-        args.push("-h".into());
-        args.push(format!("proxy.{h}"));
-    }
-    for h in ["srv.paused", "srv.overflows", "cli.overflows"] {
-        args.push("-h".into());
-        args.push(h.into());
-    }
-    let mut oxnet = ns
-        .command("timeout")
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut oxnet = run_oxnet(&ns, 60, "conf/socks4.click", &vars, &handlers);
     wait_for_link(&ns, &tap, &mut oxnet);
     let mut web = nginx(&ns, &dir, kernel);
     // nginx is up when a kernel connection to it succeeds.
@@ -310,15 +294,10 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
 
     // The last Close may still be on its way: a moment.
     std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: our own children (`timeout`, which passes SIGINT on), by pid.
-    unsafe {
-        libc::kill(oxnet.id() as libc::pid_t, libc::SIGINT);
-        libc::kill(web.id() as libc::pid_t, libc::SIGTERM);
-    }
+    // SAFETY: our own child (`timeout`, which passes the signal on), by pid.
+    unsafe { libc::kill(web.id() as libc::pid_t, libc::SIGTERM) };
     let _ = web.wait();
-    let out = oxnet.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let (stdout, all) = stop_oxnet(oxnet);
     let v = |h: &str| value(&stdout, &format!("proxy.{h}"));
     // 4 curl fetches, 2 refused, the control CONNECT, 2 BINDs.
     assert_eq!((v("requests"), v("connects"), v("binds")), (9, 7, 2), "{all}");
