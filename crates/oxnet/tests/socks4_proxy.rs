@@ -172,6 +172,8 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
         got.len(),
         body.len()
     );
+    let (ok, got) = curl("--socks4a", &format!("http://{kernel}:{NGINX_PORT}/blob"));
+    assert!(ok && got == body, "--socks4a to an address: {ok}, {} bytes", got.len());
     // A slow reader (3 MB/s) of 6 MB beside a fast one: nginx's data is
     // not read faster than the slow client takes it (FLOW_CONTROL), so it
     // cannot hold the TAP's receive buffers and stall everyone.
@@ -299,9 +301,9 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
     let _ = web.wait();
     let (stdout, all) = stop_oxnet(oxnet);
     let v = |h: &str| value(&stdout, &format!("proxy.{h}"));
-    // 4 curl fetches, 2 refused, the control CONNECT, 2 BINDs.
-    assert_eq!((v("requests"), v("connects"), v("binds")), (9, 7, 2), "{all}");
-    assert_eq!((v("granted"), v("rejected")), (6, 3), "{all}");
+    // 5 curl fetches, 2 refused, the control CONNECT, 2 BINDs.
+    assert_eq!((v("requests"), v("connects"), v("binds")), (10, 8, 2), "{all}");
+    assert_eq!((v("granted"), v("rejected")), (7, 3), "{all}");
     assert_eq!((v("unresolved"), v("denied"), v("failed")), (1, 1, 0), "{all}");
     assert_eq!((v("bound"), v("bind_mismatches")), (2, 1), "{all}");
     assert_eq!(
@@ -310,7 +312,7 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
         "{all}"
     );
     assert_eq!(v("timeouts"), 1, "{all}");
-    assert!(v("bytes_down") >= 3 * body.len() as u64 + big.len() as u64, "{all}");
+    assert!(v("bytes_down") >= 4 * body.len() as u64 + big.len() as u64, "{all}");
     assert!(
         value(&stdout, "srv.paused") >= 1,
         "the slow client's connection paused: {all}"

@@ -403,6 +403,11 @@ impl Proxy {
         }
         let ip = match &req.destination {
             Destination::Address(ip) => *ip,
+            // A name that is an address literal is that address (as
+            // getaddrinfo would have it; curl --socks4a sends them).
+            Destination::Host(name) if name.parse::<Ipv4Addr>().is_ok() => {
+                name.parse().unwrap_or(Ipv4Addr::UNSPECIFIED)
+            }
             // SOCKS4A.protocol: "If it cannot resolve the domain name,
             // it should return failure status 91."
             Destination::Host(name) => match self.config.hosts.as_ref().and_then(|h| h.resolve(name)) {

@@ -219,8 +219,14 @@ fn socks4a_names_resolve_through_hosts_or_are_refused() {
     );
     assert_eq!((r.proxy.stats.unresolved, r.proxy.stats.rejected), (1, 1));
 
-    // Without HOSTS, every name is refused.
+    // Without HOSTS, every name is refused; an address literal is no
+    // name.
     let mut r = Rig::new(Config::default());
+    let mut req = vec![4, 1, 0, 80, 0, 0, 0, 1];
+    req.extend_from_slice(b"\x0010.0.0.4\0");
+    r.client(4, Open, b"");
+    r.client(4, Data, &req);
+    assert_eq!(r.remote_out(), vec![(4, Open, open_bytes([10, 0, 0, 4], 80))]);
     r.client(3, Open, b"");
     let mut req = vec![4, 1, 0, 80, 0, 0, 0, 1];
     req.extend_from_slice(b"\0web.test\0");
