@@ -1,5 +1,5 @@
 //! The proxy's state machine, apart from the element so that tests can
-//! drive it with stream packets: one [`Session`] per client connection
+//! drive it with stream packets: one session per client connection
 //! (keyed by the connection's id), from the request to the relay.
 //!
 //! ```text
