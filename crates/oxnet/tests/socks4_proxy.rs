@@ -45,6 +45,15 @@ fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) ->
     .unwrap()
 }
 
+/// Removes the test's directory however the test ends.
+struct RemoveDir(PathBuf);
+
+impl Drop for RemoveDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn nginx(ns: &Netns, dir: &Path, ip: &str) -> Child {
     let conf = format!(
         "daemon off;\nmaster_process off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
@@ -97,6 +106,7 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
     let tap = netns::unique("ts4");
     let (kernel, stack) = ("10.84.0.1", "10.84.0.2");
     let dir: PathBuf = std::env::temp_dir().join(format!("oxnet-socks4-{}", ns.name));
+    let _remove = RemoveDir(dir.clone());
     std::fs::create_dir_all(dir.join("www")).unwrap();
     let body = random_bytes(300_000, 84);
     std::fs::write(dir.join("www/blob"), &body).unwrap();
@@ -322,6 +332,5 @@ fn curl_and_a_bind_client_through_the_socks4_proxy_on_tap() {
         (0, 0),
         "{all}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
     drop(ns);
 }
