@@ -13,13 +13,14 @@
 pub mod epoll;
 pub mod http;
 pub mod kv;
+pub mod socks4;
 pub mod stream;
 pub mod tls;
 
 use oxnet_graph::elements::Module;
 
 /// Every family of application elements; a new family adds one line.
-pub const MODULES: &[Module] = &[epoll::MODULE, http::MODULE, kv::MODULE, tls::MODULE];
+pub const MODULES: &[Module] = &[epoll::MODULE, http::MODULE, kv::MODULE, socks4::MODULE, tls::MODULE];
 
 /// Adds the stack's elements and these to the graph's library
 /// (idempotent).

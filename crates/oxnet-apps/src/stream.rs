@@ -12,6 +12,7 @@
 //! | 40..44 | the connection's id ([`socket`]), chosen by the element that owns the connection; never 0 |
 //! | 38 | the [`StreamEvent`] |
 //! | 28..32 | with [`StreamEvent::Close`]: the errno it ended with (0: a clean end) |
+//! | 39 | with an empty `Data`: a [`Flow`] signal (0: none) |
 //!
 //! The rules, for every element that owns connections:
 //! - Out: each connection starts with one `Open`, then `Data` (the
@@ -27,6 +28,16 @@
 //!   ([`open_request`]). A packet for an id not in the table is dropped
 //!   and counted (a `Close` of one is ignored: it is gone already).
 //!
+//! Flow control across owners (a proxy's two sides, Figure 11): an
+//! owner configured with `FLOW_CONTROL true` says [`Flow::Pause`] for a
+//! connection whose data waits beyond its limit (more is fed than its
+//! peer reads) and [`Flow::Resume`] once half has gone, each as an empty
+//! `Data` packet ([`flow_signal`]); pushed into any owner, Pause stops
+//! reading that connection until Resume. An element that relays two
+//! owners' streams passes the signals across, so a slow reader stops
+//! its source's data being read instead of queuing it; an element that
+//! knows nothing of them sees empty Data.
+//!
 //! Data packets may be chains; the owner sends their bytes in order.
 //! Control packets (`Open`, `Eof`, `Close`) carry no bytes, except a
 //! client's `Open` request, which carries the destination.
@@ -38,6 +49,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 const SOCKET: usize = 40;
 const EVENT: usize = 38;
 const ERRNO: usize = 28;
+const FLOW: usize = 39;
 
 /// What a stream packet is (annotation byte 38).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,7 +106,38 @@ pub fn set_errno(p: &mut Packet, errno: i32) {
 pub fn data(mut p: Packet, id: u32) -> Packet {
     set_socket(&mut p, id);
     set_event(&mut p, StreamEvent::Data);
+    p.anno_mut().area[FLOW] = 0;
     p
+}
+
+/// A flow signal between owners of connections (module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Flow {
+    /// Stop reading this connection: its peer has too much waiting.
+    Pause = 1,
+    /// Read it again.
+    Resume = 2,
+}
+
+/// The flow signal `p` carries, if it is one (an empty Data packet with
+/// the flow annotation).
+pub fn flow(p: &Packet) -> Option<Flow> {
+    if event(p) != StreamEvent::Data || p.total_len() != 0 {
+        return None;
+    }
+    match p.anno().area[FLOW] {
+        1 => Some(Flow::Pause),
+        2 => Some(Flow::Resume),
+        _ => None,
+    }
+}
+
+/// A flow signal for connection `id`; None if the pool is empty.
+pub fn flow_signal(pool: &Mempool, id: u32, f: Flow) -> Option<Packet> {
+    let mut p = control(pool, id, StreamEvent::Data)?;
+    p.anno_mut().area[FLOW] = f as u8;
+    Some(p)
 }
 
 /// A control packet (no bytes) of connection `id`, from `pool`; None if
@@ -104,6 +147,7 @@ pub fn control(pool: &Mempool, id: u32, e: StreamEvent) -> Option<Packet> {
     let _ = p.set_len(0);
     set_socket(&mut p, id);
     set_event(&mut p, e);
+    p.anno_mut().area[FLOW] = 0;
     Some(p)
 }
 
@@ -180,6 +224,23 @@ mod tests {
         assert_eq!(event(&p), StreamEvent::Eof);
         p.anno_mut().area[EVENT] = 200;
         assert_eq!(event(&p), StreamEvent::Close, "unknown events end the connection");
+    }
+
+    #[test]
+    fn flow_signals_are_empty_data_with_the_flow_byte() {
+        let pool = pool();
+        let p = flow_signal(&pool, 9, Flow::Pause).unwrap();
+        assert_eq!(
+            (socket(&p), event(&p), flow(&p), p.len()),
+            (9, StreamEvent::Data, Some(Flow::Pause), 0)
+        );
+        assert_eq!(flow(&flow_signal(&pool, 9, Flow::Resume).unwrap()), Some(Flow::Resume));
+        let mut d = data(flow_signal(&pool, 9, Flow::Pause).unwrap(), 9);
+        assert_eq!(flow(&d), None, "data() clears the signal");
+        d.anno_mut().area[FLOW] = 1;
+        d.set_len(1).unwrap();
+        assert_eq!(flow(&d), None, "bytes are never a signal");
+        assert_eq!(flow(&control(&pool, 9, StreamEvent::Eof).unwrap()), None);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! `TCPEpollClient(SRC ADDR, [SRC6 ADDR], [BUDGET], [MAX_PENDING],
-//! [socket options])`: ClickNF's epoll client element (§4.1, the
+//! [FLOW_CONTROL], [socket options])`: ClickNF's epoll client element (§4.1, the
 //! outgoing half of Figure 11's proxy). An `Open` pushed into input 0
 //! whose bytes name a destination ([`crate::stream::open_request`])
 //! opens a connection from SRC (IPv4) or SRC6 (IPv6), with an ephemeral

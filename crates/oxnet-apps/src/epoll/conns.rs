@@ -71,6 +71,8 @@ struct Conn {
     queued: bool,
     /// Not read until `pending` drains (`max_pending`).
     paused: bool,
+    /// Not read until the peer's Resume ([`stream::Flow`]).
+    held: bool,
 }
 
 /// The table.
@@ -82,6 +84,9 @@ pub struct Conns {
     /// Events waiting for a free buffer (id, event, errno), in order.
     owed: VecDeque<(u32, StreamEvent, i32)>,
     max_pending: usize,
+    /// Say Pause and Resume ([`stream::Flow`]) when a connection's
+    /// pending data crosses the limit (FLOW_CONTROL).
+    pub flow_signals: bool,
     pub stats: ConnStats,
 }
 
@@ -96,6 +101,7 @@ impl Conns {
             ready: VecDeque::new(),
             owed: VecDeque::new(),
             max_pending,
+            flow_signals: false,
             stats: ConnStats::default(),
         }
     }
@@ -147,6 +153,7 @@ impl Conns {
                 open_due: !established,
                 queued: false,
                 paused: false,
+                held: false,
             },
         );
         if established {
@@ -177,16 +184,14 @@ impl Conns {
     }
 
     /// Pushes a control packet out (or owes it until a buffer is free).
+    /// A flow signal is owed as `Data` with the [`stream::Flow`] as errno.
     fn emit(&mut self, id: u32, e: StreamEvent, errno: i32, out: &mut PacketBatch, pool: &Mempool) {
         if !self.owed.is_empty() {
             self.owed.push_back((id, e, errno));
             return;
         }
-        match stream::control(pool, id, e) {
-            Some(mut p) => {
-                stream::set_errno(&mut p, errno);
-                out.push(p);
-            }
+        match control_packet(pool, id, e, errno) {
+            Some(p) => out.push(p),
             None => {
                 self.stats.alloc_failures += 1;
                 self.owed.push_back((id, e, errno));
@@ -201,10 +206,9 @@ impl Conns {
     pub fn poll(&mut self, budget: usize, out: &mut PacketBatch, pool: &Mempool) -> (Vec<(u32, u64)>, bool) {
         let mut work = false;
         while let Some(&(id, e, errno)) = self.owed.front() {
-            let Some(mut p) = stream::control(pool, id, e) else {
+            let Some(p) = control_packet(pool, id, e, errno) else {
                 break;
             };
-            stream::set_errno(&mut p, errno);
             out.push(p);
             self.owed.pop_front();
             work = true;
@@ -231,7 +235,7 @@ impl Conns {
             let Some(id) = self.ready.pop_front() else { break };
             let Some(c) = self.table.get_mut(&id) else { continue };
             c.queued = false;
-            if c.paused {
+            if c.paused || c.held {
                 continue;
             }
             work = true;
@@ -336,12 +340,16 @@ impl Conns {
                 }
             }
         }
-        if c.paused && c.pending_bytes <= self.max_pending / 2 {
+        let resumed = c.paused && c.pending_bytes <= self.max_pending / 2;
+        if resumed {
             c.paused = false;
             again = true;
         }
         if again {
             self.mark(id);
+        }
+        if resumed && self.flow_signals {
+            self.emit(id, StreamEvent::Data, stream::Flow::Resume as i32, out, pool);
         }
         self.after_pending(id, out, pool);
     }
@@ -414,6 +422,16 @@ impl Conns {
     /// A stream packet pushed in (the owner has handled Open).
     pub fn input(&mut self, p: Packet, out: &mut PacketBatch, pool: &Mempool) {
         let id = stream::socket(&p);
+        if let Some(f) = stream::flow(&p) {
+            // A peer's Pause / Resume: whether to read this connection.
+            if let Some(c) = self.table.get_mut(&id) {
+                c.held = f == stream::Flow::Pause;
+                if !c.held {
+                    self.mark(id);
+                }
+            }
+            return;
+        }
         let Some(c) = self.table.get_mut(&id) else {
             // A Close for a connection gone already (an echo's wiring
             // sends every Close back) asks for nothing.
@@ -459,16 +477,20 @@ impl Conns {
                         None => break,
                     }
                 }
-                if c.pending_bytes > self.max_pending && !c.paused {
+                let pause = c.pending_bytes > self.max_pending && !c.paused;
+                if pause {
                     c.paused = true;
                     self.stats.paused += 1;
                 }
                 // Pausing stops the connection's own data; what another
                 // connection feeds it (a proxy's other side) is bounded
                 // here: beyond four times the limit it ends, counted.
+                // With FLOW_CONTROL the feeder is told to stop first.
                 if c.pending_bytes > 4 * self.max_pending {
                     self.stats.overflows += 1;
                     self.remove(id, libc::ENOBUFS, out, pool);
+                } else if pause && self.flow_signals {
+                    self.emit(id, StreamEvent::Data, stream::Flow::Pause as i32, out, pool);
                 }
             }
             StreamEvent::Eof => {
@@ -487,6 +509,21 @@ impl Conns {
             StreamEvent::Open => {}
         }
     }
+}
+
+/// A control packet, or a flow signal (`Data` with the flow as `errno`).
+fn control_packet(pool: &Mempool, id: u32, e: StreamEvent, errno: i32) -> Option<Packet> {
+    if e == StreamEvent::Data {
+        let f = if errno == stream::Flow::Pause as i32 {
+            stream::Flow::Pause
+        } else {
+            stream::Flow::Resume
+        };
+        return stream::flow_signal(pool, id, f);
+    }
+    let mut p = stream::control(pool, id, e)?;
+    stream::set_errno(&mut p, errno);
+    Some(p)
 }
 
 /// Gives one segment to the stack without a copy: a plain buffer as it is

@@ -1,4 +1,4 @@
-//! `TCPEpollServer(PORT, [ADDR], [BUDGET], [MAX_PENDING], [socket
+//! `TCPEpollServer(PORT, [ADDR], [BUDGET], [MAX_PENDING], [FLOW_CONTROL], [socket
 //! options])`: ClickNF's epoll server element (§4.1). It listens on PORT
 //! (on ADDR, or on every IPv4 and IPv6 address), accepts every
 //! connection, and carries the connections' bytes as stream packets
@@ -8,7 +8,10 @@
 //!
 //! Arguments: BUDGET (packets read per round, 256), MAX_PENDING (bytes
 //! of a connection's data waiting for room before it is no longer read,
-//! 1 MiB), BACKLOG (1024), and TCPEchoServer's socket options
+//! 1 MiB), FLOW_CONTROL (false: with true, Pause and Resume signals go
+//! out when a connection's waiting data crosses MAX_PENDING and its
+//! half, for a proxy to pass to the other side; `crate::stream`),
+//! BACKLOG (1024), and TCPEchoServer's socket options
 //! (KEEPALIVE, KEEPALIVE_INTERVAL, KEEPALIVE_COUNT, USER_TIMEOUT), set on
 //! every accepted connection.
 //!
@@ -55,7 +58,7 @@ impl Default for EpollServer {
     }
 }
 
-/// BUDGET and MAX_PENDING, shared with TCPEpollClient.
+/// BUDGET, MAX_PENDING and FLOW_CONTROL, shared with TCPEpollClient.
 pub(super) fn read_limits(a: &mut Args, budget: &mut usize, conns: &mut Conns) -> Result<(), String> {
     if let Some(v) = a.keyword("BUDGET") {
         *budget = args::unsigned(&v).map_err(|e| format!("BUDGET: {e}"))?.max(1) as usize;
@@ -63,6 +66,9 @@ pub(super) fn read_limits(a: &mut Args, budget: &mut usize, conns: &mut Conns) -
     if let Some(v) = a.keyword("MAX_PENDING") {
         let max = args::unsigned(&v).map_err(|e| format!("MAX_PENDING: {e}"))?.max(1) as usize;
         *conns = Conns::new(max);
+    }
+    if let Some(v) = a.keyword("FLOW_CONTROL") {
+        conns.flow_signals = args::boolean(&v).map_err(|e| format!("FLOW_CONTROL: {e}"))?;
     }
     Ok(())
 }
