@@ -11,6 +11,8 @@
 //! library (the `oxnet` binary does it at start-up).
 
 pub mod epoll;
+#[cfg(test)]
+mod fuzz_replay;
 pub mod http;
 pub mod kv;
 pub mod socks4;

@@ -91,55 +91,8 @@ pub fn session(input: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
-    fn files(kind: &str) -> Vec<Vec<u8>> {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fuzz")
-            .join(kind)
-            .join("kv_session");
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Vec::new();
-        };
-        entries
-            .filter_map(Result::ok)
-            .filter_map(|e| std::fs::read(e.path()).ok())
-            .collect()
-    }
-
     #[test]
     fn the_corpus_and_seeded_random_and_mutated_inputs_keep_the_bounds() {
-        let corpus = files("corpus");
-        assert!(corpus.len() >= 3, "fuzz/corpus/kv_session has its seeds");
-        for input in corpus.iter().chain(&files("regressions")) {
-            super::session(input);
-        }
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        for n in 0..600 {
-            let mut input = if n % 2 == 0 {
-                corpus[n / 2 % corpus.len()].clone()
-            } else {
-                Vec::new()
-            };
-            for _ in 0..1 + next() % 16 {
-                let at = if input.is_empty() {
-                    0
-                } else {
-                    next() as usize % input.len()
-                };
-                match next() % 3 {
-                    0 if !input.is_empty() => input[at] = next() as u8,
-                    1 => input.insert(at, next() as u8),
-                    _ => input.extend((0..next() % 64).map(|_| next() as u8)),
-                }
-            }
-            super::session(&input);
-        }
+        crate::fuzz_replay::replay("kv_session", 0x9E37_79B9_7F4A_7C15, 600, super::session);
     }
 }
