@@ -198,12 +198,18 @@ impl Relay {
             None => {}
         }
         out.plain.push(p);
+        self.conns.entry(id).or_default().connected = true;
+        self.start(id, pool, out);
+    }
+
+    /// Makes connection `id`'s rustls connection (the role's) and sends
+    /// what it says first (a client's ClientHello); a failure ends the
+    /// connection.
+    fn start(&mut self, id: u32, pool: &Mempool, out: &mut Out) {
         let conn = self.conns.entry(id).or_default();
-        conn.connected = true;
         match self.role.connect() {
             Ok(mut tls) => {
                 self.counters.opened += 1;
-                // A client's ClientHello (an Open it did not ask for).
                 flush(&mut tls, id, pool, &mut out.records, &mut self.counters);
                 conn.tls = Some(Box::new(tls));
             }
@@ -304,19 +310,7 @@ impl Relay {
         // holds the application's plaintext, which rustls keeps until the
         // handshake ends.
         out.records.push(p);
-        let conn = self.conns.entry(id).or_default();
-        match self.role.connect() {
-            Ok(mut tls) => {
-                self.counters.opened += 1;
-                flush(&mut tls, id, pool, &mut out.records, &mut self.counters);
-                conn.tls = Some(Box::new(tls));
-            }
-            Err(e) => {
-                self.last_error = e.to_string();
-                self.counters.errors += 1;
-                fail(conn, id, pool, out, &mut self.counters);
-            }
-        }
+        self.start(id, pool, out);
     }
 
     fn application_data(&mut self, id: u32, p: Packet, pool: &Mempool, out: &mut Out) {
