@@ -26,3 +26,29 @@ fn docs_elements_md_is_the_generated_reference() {
     }
     assert!(table.contains("| TCPFlowLookup |"));
 }
+
+/// The README's count of element classes ("`oxnet elements`: N classes,
+/// G of the graph, S of the stack and A of the applications") is the
+/// libraries' own.
+#[test]
+fn the_readme_counts_the_element_classes_right() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).expect("README.md");
+    let at = readme.find("elements`: ").expect("the README's class count") + "elements`: ".len();
+    let numbers: Vec<usize> = readme[at..]
+        .split(')')
+        .next()
+        .unwrap()
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    oxnet_apps::register();
+    let count = |modules: &[oxnet_graph::elements::Module]| modules.iter().map(|m| m.classes.len()).sum::<usize>();
+    let total = oxnet_graph::elements::classes().len();
+    let (stack, apps) = (count(oxnet_stack::elements::MODULES), count(oxnet_apps::MODULES));
+    assert_eq!(
+        numbers,
+        vec![total, total - stack - apps, stack, apps],
+        "README: `oxnet elements`: {total} classes, {} of the graph, {stack} of the stack and {apps} of the applications",
+        total - stack - apps
+    );
+}
