@@ -5,8 +5,10 @@
 //! MemcachedServer) with these values and runs it as `oxnet run` does
 //! (Click's options after `--` pass through: `-h kv.stats`, `-p`, ...).
 //!
-//! memcached's flags mean what they mean there; what is not built says so
-//! and refuses to start: UDP (-U other than 0) and more than one thread.
+//! memcached's flags mean what they mean there (-U PORT: memcached's UDP
+//! protocol too, as memcached -U; 0, the default as in memcached 1.6,
+//! is off); what is not built says so and refuses to start: more than
+//! one thread.
 
 /// The command's settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +33,7 @@ const USAGE: &str = "usage: oxnet memcached DEV --ip A.B.C.D/LEN [OPTION]... [--
   --ip6 ADDR           the server's IPv6 address (fd00::2 when not given)
   --mac MAC            the server's MAC address (02:00:00:00:00:02)
   -p, --port PORT      TCP port (11211)
-  -U, --udp-port PORT  UDP port: only 0 (off); UDP is not implemented
+  -U, --udp-port PORT  UDP port (memcached's UDP protocol), 0 is off (0)
   -m, --memory-limit MiB  item memory in megabytes (64)
   -c, --conn-limit N   most simultaneous connections (1024)
   -t, --threads N      only 1 (one graph thread serves every connection)
@@ -114,12 +116,6 @@ pub fn parse(args: &[String]) -> Result<Settings, String> {
     s.ip6
         .parse::<std::net::Ipv6Addr>()
         .map_err(|_| format!("--ip6: '{}' is not an IPv6 address", s.ip6))?;
-    if s.udp_port != 0 {
-        return Err(format!(
-            "-U {}: the UDP protocol is not implemented; use -U 0 (TCP only)",
-            s.udp_port
-        ));
-    }
     if threads != 1 {
         return Err(format!("-t {threads}: oxnet memcached runs one graph thread; use -t 1"));
     }
@@ -204,9 +200,10 @@ mod tests {
 
     #[test]
     fn what_is_not_built_is_refused_clearly() {
-        assert!(parse(&args("tap:ox0 --ip 10.0.0.2/24 -U 11211"))
-            .unwrap_err()
-            .contains("UDP"));
+        assert_eq!(
+            parse(&args("tap:ox0 --ip 10.0.0.2/24 -U 11211")).unwrap().udp_port,
+            11211
+        );
         assert!(parse(&args("tap:ox0 --ip 10.0.0.2/24 -t 4"))
             .unwrap_err()
             .contains("-t 1"));

@@ -16,14 +16,19 @@
 //! Arguments (memcached's flags): MEMORY (-m, MiB of item memory, 64),
 //! ITEM_SIZE_MAX (-I, bytes, 1048576), MAX_CONNECTIONS (-c, 1024), VERBOSE
 //! (-v, 0; 2 prints every connection and request on standard error, as
-//! memcached -vv; the `verbosity` command sets it too), PORT and UDP_PORT
-//! (reported by `stats settings`).
+//! memcached -vv; the `verbosity` command sets it too), PORT (reported by
+//! `stats settings`) and UDP_PORT: not 0, the element also answers
+//! memcached's UDP protocol on that port itself, every IPv4 and IPv6
+//! address, through the router's UDP sockets (UDPInput, UDPOutput; see
+//! `super::udp`).
 //!
 //! Handlers: `connections`, `curr_items`, `bytes`, `evictions`, `get_hits`,
 //! `get_misses`, `cmd_get`, `cmd_set`, `requests`, `protocol_errors`,
 //! `rejected`, `overflows`, `unknown`, `value_copies`, `alloc_failures`,
 //! `free_buffers` (value buffers free), `stats` (memcached's `stats` as
-//! "name value" lines).
+//! "name value" lines), `udp_requests`, `udp_datagrams_out`,
+//! `udp_dropped` (datagrams that were no request: too short, a
+//! multi-datagram request, reserved bytes set), `udp_send_errors`.
 
 use super::conns::KvServer;
 use super::info::ServerInfo;
@@ -41,6 +46,8 @@ pub struct MemcachedServer {
     /// The value memory follows the router's pool's kind (DMA-able for a
     /// device): the first push makes the store again if it differs.
     kind_checked: bool,
+    /// memcached's UDP protocol on UDP_PORT (not 0), [`super::udp`].
+    udp: Option<super::udp::UdpFront>,
 }
 
 /// Unix seconds now.
@@ -103,21 +110,30 @@ impl Element for MemcachedServer {
         self.server = Some(KvServer::new(self.config.clone(), self.info.clone())?);
         Ok(())
     }
+    fn initialize(&mut self, _ports: &oxnet_graph::element::Ports) -> Result<(), String> {
+        if self.info.udp_port != 0 {
+            self.udp = Some(super::udp::UdpFront::bind(self.info.udp_port)?);
+        }
+        Ok(())
+    }
+    fn has_task(&self) -> bool {
+        self.info.udp_port != 0
+    }
+    /// Its work comes from this router's UDP sockets only.
+    fn idle_wake(&self, _fds: &mut Vec<std::os::fd::RawFd>) -> bool {
+        true
+    }
+    fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let pool = ctx.pool().clone();
+        self.check_kind(&pool);
+        let (Some(udp), Some(server)) = (self.udp.as_mut(), self.server.as_mut()) else {
+            return false;
+        };
+        udp.poll(server, unix_now(), &pool)
+    }
     fn push(&mut self, _port: usize, batch: &mut PacketBatch, ctx: &mut Ctx<'_>) {
         let pool = ctx.pool().clone();
-        if !self.kind_checked {
-            self.kind_checked = true;
-            let kind = pool.memory_kind();
-            if kind != self.config.memory_kind && kind != MemoryKind::CpuOnly {
-                self.config.memory_kind = kind;
-                match KvServer::new(self.config.clone(), self.info.clone()) {
-                    Ok(s) => self.server = Some(s),
-                    Err(e) => {
-                        eprintln!("MemcachedServer: value memory of the router's kind: {e}; keeping plain memory")
-                    }
-                }
-            }
-        }
+        self.check_kind(&pool);
         let Some(server) = self.server.as_mut() else {
             batch.clear();
             return;
@@ -151,9 +167,51 @@ impl Element for MemcachedServer {
             ("alloc_failures", true, false),
             ("free_buffers", true, false),
             ("stats", true, false),
+            ("udp_requests", true, false),
+            ("udp_datagrams_out", true, false),
+            ("udp_dropped", true, false),
+            ("udp_send_errors", true, false),
         ]
     }
     fn read_handler(&self, name: &str) -> Option<String> {
+        if let Some(rest) = name.strip_prefix("udp_") {
+            let u = self.udp.as_ref();
+            let v = |f: fn(&super::udp::UdpFront) -> u64| u.map_or(0, f);
+            return Some(
+                match rest {
+                    "requests" => v(|u| u.requests),
+                    "datagrams_out" => v(|u| u.datagrams_out),
+                    "dropped" => v(|u| u.dropped),
+                    "send_errors" => v(|u| u.send_errors),
+                    _ => return None,
+                }
+                .to_string(),
+            );
+        }
+        self.read_store_handler(name)
+    }
+}
+
+impl MemcachedServer {
+    /// The first time the router's pool is seen: the value memory takes
+    /// its kind (DMA-able for a device).
+    fn check_kind(&mut self, pool: &oxnet_driver::Mempool) {
+        if !self.kind_checked {
+            self.kind_checked = true;
+            let kind = pool.memory_kind();
+            if kind != self.config.memory_kind && kind != MemoryKind::CpuOnly {
+                self.config.memory_kind = kind;
+                match KvServer::new(self.config.clone(), self.info.clone()) {
+                    Ok(s) => self.server = Some(s),
+                    Err(e) => {
+                        eprintln!("MemcachedServer: value memory of the router's kind: {e}; keeping plain memory")
+                    }
+                }
+            }
+        }
+    }
+
+    fn read_store_handler(&self, name: &str) -> Option<String> {
         let s = self.server.as_ref()?;
         let st = &s.store.stats;
         Some(match name {

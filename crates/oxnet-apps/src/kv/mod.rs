@@ -15,6 +15,7 @@ pub mod reply;
 pub mod slabs;
 pub mod store;
 pub mod text;
+pub mod udp;
 
 use oxnet_graph::elements::Module;
 
