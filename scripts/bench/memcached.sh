@@ -107,15 +107,17 @@ stop_server() {
 }
 
 measure() { # measure SERVER PHASE RATE
-    local b_cores b_irq b_server json
+    local b_cores b_irq b_server b_sys json
     b_cores=$(cores_busy)
     b_irq=$(cores_irq)
     b_server=$(proc_cpu "$SERVER_PID")
+    b_sys=$(proc_sys "$SERVER_PID")
     json=$(client "$(target_of "$1")" -c "$CONNS" -q "$3" -t "$SECS" --get-ratio "$GET_RATIO") || true
     [ -n "$json" ] || { echo "memcached.sh: $1 at $3/s: the client printed nothing" >&2; exit 1; }
-    printf '{"server":"%s","phase":"%s","offered":%s,"cores_cpu_s":%s,"irq_cpu_s":%s,"server_cpu_s":%s,"client":%s}\n' \
+    printf '{"server":"%s","phase":"%s","offered":%s,"cores_cpu_s":%s,"irq_cpu_s":%s,"server_cpu_s":%s,"server_sys_cpu_s":%s,"client":%s}\n' \
         "$1" "$2" "$3" "$(jiffies_s "$b_cores" "$(cores_busy)")" "$(jiffies_s "$b_irq" "$(cores_irq)")" \
-        "$(jiffies_s "$b_server" "$(proc_cpu "$SERVER_PID")")" "$json" >>"$TMP/samples.jsonl"
+        "$(jiffies_s "$b_server" "$(proc_cpu "$SERVER_PID")")" "$(jiffies_s "$b_sys" "$(proc_sys "$SERVER_PID")")" \
+        "$json" >>"$TMP/samples.jsonl"
     echo "memcached.sh: $1 $2 at $3/s: $(printf '%s' "$json" | python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.0f/s, p99 %.0f us, %d errors" % (j["throughput"], j["latency_us"]["p99"], j["errors"]["total"]))')" >&2
 }
 
@@ -145,12 +147,13 @@ for s in samples:
                  "requests_per_s": c["throughput"], "p50_us": c["latency_us"]["p50"], "p99_us": c["latency_us"]["p99"],
                  "cpu_us_per_request_both_cores": s["cores_cpu_s"] / reqs * 1e6,
                  "server_cpu_us_per_request": s["server_cpu_s"] / reqs * 1e6,
+                 "server_sys_us_per_request": s.get("server_sys_cpu_s", 0) / reqs * 1e6,
                  "server_core_share": s["server_cpu_s"] / max(c["seconds"], 1e-9),
                  "errors": c["errors"]["total"], "unsent": c["unsent"], "misses": c.get("misses", 0)})
-print(f'{"server":<11}{"phase":<7}{"offered/s":>10}{"answered/s":>12}{"p50 us":>9}{"p99 us":>9}{"us CPU/req (2 cores)":>22}{"server us/req":>15}{"server core":>13}{"errors":>8}{"unsent":>8}')
+print(f'{"server":<11}{"phase":<7}{"offered/s":>10}{"answered/s":>12}{"p50 us":>9}{"p99 us":>9}{"us CPU/req (2 cores)":>22}{"server us/req":>15}{"of it sys":>11}{"server core":>13}{"errors":>8}{"unsent":>8}')
 for r in rows:
     print(f'{r["server"]:<11}{r["phase"]:<7}{r["offered"]:>10}{r["requests_per_s"]:>12.0f}{r["p50_us"]:>9.1f}{r["p99_us"]:>9.1f}'
-          f'{r["cpu_us_per_request_both_cores"]:>22.2f}{r["server_cpu_us_per_request"]:>15.2f}{r["server_core_share"]*100:>12.0f}%{r["errors"]:>8}{r["unsent"]:>8}')
+          f'{r["cpu_us_per_request_both_cores"]:>22.2f}{r["server_cpu_us_per_request"]:>15.2f}{r["server_sys_us_per_request"]:>11.2f}{r["server_core_share"]*100:>12.0f}%{r["errors"]:>8}{r["unsent"]:>8}')
 def best(server):
     ok = [r["requests_per_s"] for r in rows if r["server"] == server and r["phase"] == "sweep" and r["p99_us"] < SLO_US and r["errors"] == 0]
     return max(ok, default=0.0)
