@@ -499,18 +499,27 @@ fn finish_ms(env: &mut Env<'_>, out: &mut Reply, flags: &[&[u8]], key: &[u8], f:
     out.bytes(&line);
 }
 
-/// md <key> <flags>*: HD (suppressed by q), NF, EX.
-fn md(tokens: &[&[u8]], ntokens: usize, env: &mut Env<'_>, out: &mut Reply) {
+/// md's and ma's start, with memcached's error strings for each check:
+/// the key within KEY_MAX, the tokens within MAX_OPT_TOKENS, the flags
+/// parsed (a base64 key decoded).
+fn key_and_flags(tokens: &[&[u8]], ntokens: usize) -> Result<(Vec<u8>, Flags), &'static str> {
     if tokens[1].len() > KEY_MAX {
-        return error(env, out, "CLIENT_ERROR bad command line format");
+        return Err("CLIENT_ERROR bad command line format");
     }
     if ntokens > MAX_OPT_TOKENS {
-        return error(env, out, "CLIENT_ERROR options flags too long");
+        return Err("CLIENT_ERROR options flags too long");
     }
     let mut key = tokens[1].to_vec();
+    let f = preparse(&tokens[2..], &mut key).map_err(|_| "CLIENT_ERROR invalid or duplicate flag")?;
+    Ok((key, f))
+}
+
+/// md <key> <flags>*: HD (suppressed by q), NF, EX.
+fn md(tokens: &[&[u8]], ntokens: usize, env: &mut Env<'_>, out: &mut Reply) {
     let flags = &tokens[2..];
-    let Ok(f) = preparse(flags, &mut key) else {
-        return error(env, out, "CLIENT_ERROR invalid or duplicate flag");
+    let (key, f) = match key_and_flags(tokens, ntokens) {
+        Ok(kf) => kf,
+        Err(e) => return error(env, out, e),
     };
     let mut tail = Vec::new();
     if let Err(e) = opaque_and_key(&mut tail, flags, &key, f.key_binary) {
@@ -552,16 +561,10 @@ fn md(tokens: &[&[u8]], ntokens: usize, env: &mut Env<'_>, out: &mut Reply) {
 /// ma <key> <flags>*: HD or "VA <size>" and the number (q suppresses HD),
 /// NF, NS, EX.
 fn ma(tokens: &[&[u8]], ntokens: usize, env: &mut Env<'_>, out: &mut Reply) {
-    if tokens[1].len() > KEY_MAX {
-        return error(env, out, "CLIENT_ERROR bad command line format");
-    }
-    if ntokens > MAX_OPT_TOKENS {
-        return error(env, out, "CLIENT_ERROR options flags too long");
-    }
-    let mut key = tokens[1].to_vec();
     let flags = &tokens[2..];
-    let Ok(f) = preparse(flags, &mut key) else {
-        return error(env, out, "CLIENT_ERROR invalid or duplicate flag");
+    let (key, f) = match key_and_flags(tokens, ntokens) {
+        Ok(kf) => kf,
+        Err(e) => return error(env, out, e),
     };
     let incr = match f.mode {
         None | Some(b'I') | Some(b'+') => true,
