@@ -10,7 +10,7 @@
 mod common;
 
 use common::netns::{self, Netns};
-use common::stack::repo;
+use common::stack::{repo, wait_for_link};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -707,15 +707,7 @@ fn every_conformance_file_passes_against_oxnet_memcached() {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while !ns.links().contains(&tap) {
-        assert!(
-            oxnet.try_wait().unwrap().is_none(),
-            "oxnet memcached ended before its TAP came up"
-        );
-        assert!(start.elapsed() < Duration::from_secs(20), "no {tap} after 20 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_link(&ns, &tap, &mut oxnet);
     let addr: SocketAddr = "10.87.0.2:11211".parse().unwrap();
     let name = ns.name.clone();
     let pid = oxnet.id();

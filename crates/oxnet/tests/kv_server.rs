@@ -13,7 +13,7 @@
 mod common;
 
 use common::netns::{self, Netns};
-use common::stack::random_bytes;
+use common::stack::{random_bytes, wait_for_link};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -72,14 +72,7 @@ impl Server {
             .spawn()
             .unwrap();
         let start = Instant::now();
-        while !ns.links().contains(&tap) {
-            assert!(
-                oxnet.try_wait().unwrap().is_none(),
-                "oxnet ended before its TAP came up"
-            );
-            assert!(start.elapsed() < Duration::from_secs(20), "no {tap} after 20 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_for_link(ns, &tap, &mut oxnet);
         // Serving: a version request answers.
         let server = Server { oxnet, ip, tap };
         while !ns
@@ -402,15 +395,7 @@ fn gets_return_whole_values_while_four_clients_rewrite_them_under_loss() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while !ns.links().contains(&tap) {
-        assert!(
-            oxnet.try_wait().unwrap().is_none(),
-            "oxnet ended before its TAP came up"
-        );
-        assert!(start.elapsed() < Duration::from_secs(20), "no {tap} after 20 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_link(&ns, &tap, &mut oxnet);
     // Four clients, four shared keys: sets of values stamped with their
     // writer and sequence, gets checked against the stamp's pattern.
     let script = r#"

@@ -10,7 +10,7 @@
 mod common;
 
 use common::netns::{self, Netns};
-use common::stack::{random_bytes, repo, value};
+use common::stack::{random_bytes, repo, value, wait_for_link};
 use oxnet_apps::tls::rustls;
 use rustls::pki_types::pem::PemObject;
 use std::io::{Read, Write};
@@ -83,15 +83,7 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let start = Instant::now();
-        while !ns.links().contains(&tap) {
-            assert!(
-                oxnet.try_wait().unwrap().is_none(),
-                "oxnet ended before its TAP came up"
-            );
-            assert!(start.elapsed() < Duration::from_secs(20), "no {tap} after 20 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_for_link(&ns, &tap, &mut oxnet);
         Server {
             addr: format!("10.{subnet}.0.2:443").parse().unwrap(),
             ns,
