@@ -343,7 +343,7 @@ fn ping_and_arping_get_exact_replies_and_tcpdump_sees_exactly_them() {
 // ----- the driver through the library, in a thread inside the namespace -----
 
 use oxnet_driver::packet::{TX_IP_CSUM, TX_TCP_CSUM, TX_TSO};
-use oxnet_driver::{Config, Device, PacketBatch, TxOffload};
+use oxnet_driver::{Config, Device, Mempool, Packet, PacketBatch, TxOffload};
 
 /// Runs the part of test `test` that uses the driver as a library inside
 /// `ns`: this test binary runs itself again, only that test, under `ip
@@ -491,64 +491,32 @@ fn tso_child(s2: &str, r2: &str) {
     // a static neighbour for 10.78.1.2 at r's oxnet MAC.
     let dst = oxnet_driver::netif::mac(s2).unwrap();
     let src = sender.mac();
-    let mac = receiver
-        .mac()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":");
-    let st = Command::new("ip")
-        .args([
-            "neigh",
-            "replace",
-            "10.78.1.2",
-            "lladdr",
-            &mac,
-            "dev",
-            r2,
-            "nud",
-            "permanent",
-        ])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    static_neighbour(&[], "10.78.1.2", receiver.mac(), r2);
     let pool = sender.mempool(0);
     let mss = 1000usize;
     // One packet of 3 MSS of payload: a chain (it does not fit one
     // 2048-byte buffer), TSO requested.
-    let bytes = tcp_frame(dst, src, 3 * mss);
-    let mut head = pool.alloc().unwrap();
-    head.set_len(1500).unwrap();
-    head.copy_from_slice(&bytes[..1500]);
-    let mut tail = pool.alloc().unwrap();
-    tail.set_len(bytes.len() - 1500).unwrap();
-    tail.copy_from_slice(&bytes[1500..]);
-    head.append(tail);
-    head.set_tx_offload(TxOffload {
+    let tso = TxOffload {
         flags: TX_TSO,
         l2_len: 14,
         l3_len: 20,
         l4_len: 20,
         mss: mss as u16,
-    });
+    };
     let mut batch = PacketBatch::with_capacity(4);
-    batch.push(head);
+    batch.push(offload_packet(&pool, &tcp_frame(dst, src, 3 * mss), tso));
     assert_eq!(sender.tx_batch(0, &mut batch), 1);
     let frames = receive(&mut *receiver, 3);
     // A checksum request alone (IPv4 header and TCP): the frame was
     // built with both sums zero.
-    let bytes = tcp_frame(dst, src, 100);
-    let mut p = pool.alloc().unwrap();
-    p.set_len(bytes.len()).unwrap();
-    p.copy_from_slice(&bytes);
-    p.set_tx_offload(TxOffload {
+    let csum = TxOffload {
         flags: TX_IP_CSUM | TX_TCP_CSUM,
         l2_len: 14,
         l3_len: 20,
         l4_len: 20,
         mss: 0,
-    });
-    batch.push(p);
+    };
+    batch.push(offload_packet(&pool, &tcp_frame(dst, src, 100), csum));
     assert_eq!(sender.tx_batch(0, &mut batch), 1);
     let csum_frames = receive(&mut *receiver, 1);
     let tx = sender.stats();
@@ -584,6 +552,35 @@ fn tso_child(s2: &str, r2: &str) {
     assert_eq!(csum_frames.len(), 1);
     assert!(checksums_valid(&csum_frames[0]), "checksum request not filled in");
     println!("CHILD DONE: 3 segments of 1000 bytes, checksums valid; checksum request filled in");
+}
+
+/// A permanent neighbour entry (`ip [FAMILY] neigh replace ADDR lladdr
+/// MAC dev DEV nud permanent`): the kernel sends ADDR's frames to MAC.
+fn static_neighbour(family: &[&str], addr: &str, mac: [u8; 6], dev: &str) {
+    let mac = mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
+    let st = Command::new("ip")
+        .args(family)
+        .args(["neigh", "replace", addr, "lladdr", &mac, "dev", dev, "nud", "permanent"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// `bytes` in a packet of `pool` with `offload` requested: a chain of
+/// 1500 bytes and the rest when they do not fit one 2048-byte buffer.
+fn offload_packet(pool: &Mempool, bytes: &[u8], offload: TxOffload) -> Packet {
+    let first = bytes.len().min(1500);
+    let mut head = pool.alloc().unwrap();
+    head.set_len(first).unwrap();
+    head.copy_from_slice(&bytes[..first]);
+    if first < bytes.len() {
+        let mut tail = pool.alloc().unwrap();
+        tail.set_len(bytes.len() - first).unwrap();
+        tail.copy_from_slice(&bytes[first..]);
+        head.append(tail);
+    }
+    head.set_tx_offload(offload);
+    head
 }
 
 /// An Ethernet/IPv6/TCP frame (RFC 8200 §3; fd78::2 to fd78:1::2, hop
@@ -651,50 +648,21 @@ fn tso6_child(s2: &str, r2: &str) {
     let mut receiver = oxnet_driver::open(&format!("tap:{r2}"), &config).unwrap();
     let dst = oxnet_driver::netif::mac(s2).unwrap();
     let src = sender.mac();
-    let mac = receiver
-        .mac()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":");
-    let st = Command::new("ip")
-        .args([
-            "-6",
-            "neigh",
-            "replace",
-            "fd78:1::2",
-            "lladdr",
-            &mac,
-            "dev",
-            r2,
-            "nud",
-            "permanent",
-        ])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    static_neighbour(&["-6"], "fd78:1::2", receiver.mac(), r2);
     // Interfaces just up: give the kernel a moment (its own first frames).
     std::thread::sleep(Duration::from_millis(200));
     let _ = receive(&mut *receiver, 0);
     let pool = sender.mempool(0);
     let mss = 1000usize;
-    let bytes = tcp6_frame(dst, src, 3 * mss);
-    let mut head = pool.alloc().unwrap();
-    head.set_len(1500).unwrap();
-    head.copy_from_slice(&bytes[..1500]);
-    let mut tail = pool.alloc().unwrap();
-    tail.set_len(bytes.len() - 1500).unwrap();
-    tail.copy_from_slice(&bytes[1500..]);
-    head.append(tail);
-    head.set_tx_offload(TxOffload {
+    let tso = TxOffload {
         flags: TX_TSO,
         l2_len: 14,
         l3_len: 40,
         l4_len: 20,
         mss: mss as u16,
-    });
+    };
     let mut batch = PacketBatch::with_capacity(4);
-    batch.push(head);
+    batch.push(offload_packet(&pool, &tcp6_frame(dst, src, 3 * mss), tso));
     assert_eq!(sender.tx_batch(0, &mut batch), 1);
     // Only our TCP frames (next header 6): the kernel's ICMPv6 is not.
     let tcp = |frames: Vec<Vec<u8>>| -> Vec<Vec<u8>> {
@@ -704,18 +672,14 @@ fn tso6_child(s2: &str, r2: &str) {
             .collect()
     };
     let frames = tcp(receive(&mut *receiver, 3));
-    let small = tcp6_frame(dst, src, 100);
-    let mut p = pool.alloc().unwrap();
-    p.set_len(small.len()).unwrap();
-    p.copy_from_slice(&small);
-    p.set_tx_offload(TxOffload {
+    let csum = TxOffload {
         flags: TX_TCP_CSUM,
         l2_len: 14,
         l3_len: 40,
         l4_len: 20,
         mss: 0,
-    });
-    batch.push(p);
+    };
+    batch.push(offload_packet(&pool, &tcp6_frame(dst, src, 100), csum));
     assert_eq!(sender.tx_batch(0, &mut batch), 1);
     let csum_frames = tcp(receive(&mut *receiver, 1));
     let tx = sender.stats();
