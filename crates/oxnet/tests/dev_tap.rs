@@ -566,21 +566,12 @@ fn static_neighbour(family: &[&str], addr: &str, mac: [u8; 6], dev: &str) {
     assert!(st.success());
 }
 
-/// `bytes` in a packet of `pool` with `offload` requested: a chain of
-/// 1500 bytes and the rest when they do not fit one 2048-byte buffer.
+/// `bytes` in a packet of `pool` (chained in pieces of 1500 bytes when
+/// they do not fit one 2048-byte buffer) with `offload` requested.
 fn offload_packet(pool: &Mempool, bytes: &[u8], offload: TxOffload) -> Packet {
-    let first = bytes.len().min(1500);
-    let mut head = pool.alloc().unwrap();
-    head.set_len(first).unwrap();
-    head.copy_from_slice(&bytes[..first]);
-    if first < bytes.len() {
-        let mut tail = pool.alloc().unwrap();
-        tail.set_len(bytes.len() - first).unwrap();
-        tail.copy_from_slice(&bytes[first..]);
-        head.append(tail);
-    }
-    head.set_tx_offload(offload);
-    head
+    let mut p = common::chained(pool, bytes, 1500);
+    p.set_tx_offload(offload);
+    p
 }
 
 /// An Ethernet/IPv6/TCP frame (RFC 8200 §3; fd78::2 to fd78:1::2, hop

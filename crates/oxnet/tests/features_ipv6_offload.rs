@@ -7,7 +7,7 @@
 //! independent RFC 8200 §8.1 sum. Each test uses its own port names.
 
 mod common;
-use common::chained;
+use common::{chained, offload_sim_port as open, send_on_wire as send};
 use oxnet_driver::ixgbe::IxgbeDevice;
 use oxnet_driver::offload;
 use oxnet_driver::packet::{
@@ -18,16 +18,6 @@ use oxnet_sim::{SimRegisters, World};
 
 /// Ethernet + IPv6 + TCP.
 const TCP_HEADERS: usize = 14 + 40 + 20;
-
-fn open(port: &str, offloads: Offloads) -> IxgbeDevice<SimRegisters> {
-    let config = Config {
-        rx_ring_size: 128,
-        tx_ring_size: 128,
-        offloads,
-        ..Config::default()
-    };
-    common::capturing_sim_port(port, &config)
-}
 
 /// Ethernet + IPv6 (fd00::1 to fd00::2) + TCP (sequence 1 000 000, FIN
 /// PSH ACK) or UDP with `payload` bytes, checksum fields zero.
@@ -76,29 +66,6 @@ fn l4_checksum_good(f: &[u8]) -> bool {
         sum = (sum & 0xFFFF) + (sum >> 16);
     }
     sum == 0xFFFF
-}
-
-/// Sends `packets` on `dev` and returns the frames on the wire, FCS removed.
-fn send(dev: &mut IxgbeDevice<SimRegisters>, port: &str, packets: Vec<Packet>) -> Vec<Vec<u8>> {
-    let mut batch = PacketBatch::with_capacity(packets.len());
-    for p in packets {
-        batch.push(p);
-    }
-    let n = batch.len();
-    assert_eq!(dev.tx_batch(0, &mut batch), n, "{port}: every packet taken");
-    let faults = World::global().faults();
-    assert!(
-        faults.iter().all(|f| !f.contains(port)),
-        "{port}: model faults {faults:?}"
-    );
-    World::global()
-        .frames_on_wire(port)
-        .into_iter()
-        .map(|mut f| {
-            f.truncate(f.len() - 4);
-            f
-        })
-        .collect()
 }
 
 fn tso_packet(pool: &oxnet_driver::Mempool, payload: usize, mss: u16) -> Packet {

@@ -6,24 +6,13 @@
 //! Each test uses its own port names, so they run in parallel.
 
 mod common;
-use common::chained;
-use oxnet_driver::ixgbe::IxgbeDevice;
+use common::{chained, offload_sim_port as open, send_on_wire as send};
 use oxnet_driver::offload::{self, checksum_verdict};
 use oxnet_driver::packet::{FLAG_IP_CSUM_GOOD, FLAG_L4_CSUM_GOOD, TX_IP_CSUM, TX_TCP_CSUM, TX_TSO, TX_UDP_CSUM};
-use oxnet_driver::{Config, Device, MemoryKind, Mempool, Offloads, Packet, PacketBatch, TsoMode};
-use oxnet_sim::{SimRegisters, World};
+use oxnet_driver::{Device, MemoryKind, Mempool, Offloads, Packet, PacketBatch, TsoMode};
+use oxnet_sim::World;
 
 const TCP_HEADERS: usize = 54;
-
-fn open(port: &str, offloads: Offloads) -> IxgbeDevice<SimRegisters> {
-    let config = Config {
-        rx_ring_size: 128,
-        tx_ring_size: 128,
-        offloads,
-        ..Config::default()
-    };
-    common::capturing_sim_port(port, &config)
-}
 
 /// Ethernet + IPv4 + TCP (or UDP) with `payload` bytes, checksum fields
 /// zero (the offload or the software path fills them).
@@ -53,29 +42,6 @@ fn frame(payload: usize, udp: bool) -> Vec<u8> {
         *b = (i * 7 + 3) as u8;
     }
     f
-}
-
-/// Sends `packets` on `dev` and returns the frames on the wire, FCS removed.
-fn send(dev: &mut IxgbeDevice<SimRegisters>, port: &str, packets: Vec<Packet>) -> Vec<Vec<u8>> {
-    let mut batch = PacketBatch::with_capacity(packets.len());
-    for p in packets {
-        batch.push(p);
-    }
-    let n = batch.len();
-    assert_eq!(dev.tx_batch(0, &mut batch), n, "{port}: every packet taken");
-    let faults = World::global().faults();
-    assert!(
-        faults.iter().all(|f| !f.contains(port)),
-        "{port}: model faults {faults:?}"
-    );
-    World::global()
-        .frames_on_wire(port)
-        .into_iter()
-        .map(|mut f| {
-            f.truncate(f.len() - 4);
-            f
-        })
-        .collect()
 }
 
 /// A TSO packet of `payload` bytes, MSS `mss`, chained in 1500-byte pieces.

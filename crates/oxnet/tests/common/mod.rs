@@ -154,6 +154,51 @@ pub fn capturing_sim_port(
     dev
 }
 
+/// [`capturing_sim_port`] with rings of 128 and `offloads` (the transmit
+/// feature tests).
+pub fn offload_sim_port(
+    port: &str,
+    offloads: oxnet_driver::Offloads,
+) -> oxnet_driver::ixgbe::IxgbeDevice<oxnet_sim::SimRegisters> {
+    let config = oxnet_driver::Config {
+        rx_ring_size: 128,
+        tx_ring_size: 128,
+        offloads,
+        ..oxnet_driver::Config::default()
+    };
+    capturing_sim_port(port, &config)
+}
+
+/// Sends `packets` on `dev` (port `port` of the global world, capturing)
+/// and returns the frames on the wire, FCS removed; every packet taken and
+/// no model fault on the port.
+pub fn send_on_wire(
+    dev: &mut oxnet_driver::ixgbe::IxgbeDevice<oxnet_sim::SimRegisters>,
+    port: &str,
+    packets: Vec<oxnet_driver::Packet>,
+) -> Vec<Vec<u8>> {
+    use oxnet_driver::Device;
+    let mut batch = oxnet_driver::PacketBatch::with_capacity(packets.len());
+    for p in packets {
+        batch.push(p);
+    }
+    let n = batch.len();
+    assert_eq!(dev.tx_batch(0, &mut batch), n, "{port}: every packet taken");
+    let faults = oxnet_sim::World::global().faults();
+    assert!(
+        faults.iter().all(|f| !f.contains(port)),
+        "{port}: model faults {faults:?}"
+    );
+    oxnet_sim::World::global()
+        .frames_on_wire(port)
+        .into_iter()
+        .map(|mut f| {
+            f.truncate(f.len() - 4);
+            f
+        })
+        .collect()
+}
+
 /// Pins the calling thread to CPU 0: the busy-polling peer (testpmd, a
 /// back end) runs on CPU 1, and two busy pollers on one CPU make both
 /// crawl on this 2-core machine.
