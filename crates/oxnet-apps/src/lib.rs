@@ -17,6 +17,7 @@ pub mod http;
 pub mod kv;
 pub mod socks4;
 pub mod stream;
+pub mod testkit;
 pub mod tls;
 
 use oxnet_graph::elements::Module;

@@ -129,7 +129,12 @@ req :: TestRequester -> cli :: TCPEpollClient(SRC 10.8.0.1) -> req;
 fn echo_through_the_epoll_server_and_client_keeps_every_stream_rule() {
     oxnet_apps::register();
     oxnet_graph::elements::add_modules(&[TEST_MODULE]);
-    let mut router = oxnet_graph::build("epoll-test", &format!("{}{APPS}", common::TWO_HOSTS), &[]).unwrap();
+    let mut router = oxnet_graph::build(
+        "epoll-test",
+        &(oxnet_apps::testkit::hosts(&["10.8.0.1", "10.8.0.2"]) + APPS),
+        &[],
+    )
+    .unwrap();
     let start = std::time::Instant::now();
     let done = || {
         let seen = SEEN.lock().unwrap();

@@ -64,7 +64,12 @@ f :: TestFlooder -> cli :: TCPEpollClient(SRC 10.8.0.1, MAX_PENDING 1000) -> f;
 fn data_past_four_times_max_pending_ends_a_connecting_connection_with_enobufs() {
     oxnet_apps::register();
     oxnet_graph::elements::add_modules(&[TEST_MODULE]);
-    let mut router = oxnet_graph::build("epoll-limits", &format!("{}{APPS}", common::TWO_HOSTS), &[]).unwrap();
+    let mut router = oxnet_graph::build(
+        "epoll-limits",
+        &(oxnet_apps::testkit::hosts(&["10.8.0.1", "10.8.0.2"]) + APPS),
+        &[],
+    )
+    .unwrap();
     for _ in 0..2000 {
         router.run_once();
     }

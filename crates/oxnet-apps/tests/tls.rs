@@ -120,7 +120,12 @@ preq :: TlsTestRequester(FIRST 101, COUNT 10) -> pcli :: TCPEpollClient(SRC 10.8
 fn tls_and_plain_connections_share_a_port_and_echo_byte_exact() {
     oxnet_apps::register();
     oxnet_graph::elements::add_modules(&[TEST_MODULE]);
-    let mut router = oxnet_graph::build("tls-test", &format!("{}{APPS}", common::TWO_HOSTS), &[]).unwrap();
+    let mut router = oxnet_graph::build(
+        "tls-test",
+        &(oxnet_apps::testkit::hosts(&["10.8.0.1", "10.8.0.2"]) + APPS),
+        &[],
+    )
+    .unwrap();
     let ids: Vec<u32> = TLS_IDS.chain(PLAIN_IDS).chain([REFUSED_ID]).collect();
     let start = std::time::Instant::now();
     let done = || {

@@ -9,6 +9,7 @@
 //! buffer reused while still being sent would show as a torn value.
 
 use oxnet_apps::stream::{self, StreamEvent};
+use oxnet_apps::testkit::handler;
 use oxnet_driver::{Mempool, PacketBatch};
 use oxnet_graph::element::Element;
 use oxnet_graph::elements::Module;
@@ -107,33 +108,21 @@ const TEST_MODULE: Module = Module {
     create: |class| (class == "TestKvClient").then(|| Box::new(Client) as Box<dyn Element>),
 };
 
-const CONFIG: &str = r#"
-TCPSettings();
-tcp :: TCPStack;
-tcp -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:02) -> q :: Queue(100000) -> Unqueue(BURST 64)
-    -> route :: IPClassifier(dst host 10.8.0.1, dst host 10.8.0.2, -);
-route[0] -> ipa :: IPv4Input(10.8.0.1) -> tcp;
-route[1] -> ipb :: IPv4Input(10.8.0.2) -> tcp;
-route[2] -> Discard;
-ipa[1] -> Discard; ipa[2] -> Discard; ipa[3] -> Discard;
-ipb[1] -> Discard; ipb[2] -> Discard; ipb[3] -> Discard;
-AppExecutor;
-srv :: TCPEpollServer(11211, ADDR 10.8.0.2);
+const APPS: &str = r#"srv :: TCPEpollServer(11211, ADDR 10.8.0.2);
 srv -> kv :: MemcachedServer(MEMORY 1, ITEM_SIZE_MAX 65536) -> srv;
 req :: TestKvClient -> cli :: TCPEpollClient(SRC 10.8.0.1) -> req;
 "#;
-
-fn handler(router: &oxnet_graph::Router, spec: &str) -> u64 {
-    let (name, h) = spec.rsplit_once('.').unwrap();
-    let index = router.find(name).unwrap();
-    router.read_handler(index, h).unwrap().trim().parse().unwrap()
-}
 
 #[test]
 fn every_get_returns_one_whole_stored_value_while_the_key_is_rewritten() {
     oxnet_apps::register();
     oxnet_graph::elements::add_modules(&[TEST_MODULE]);
-    let mut router = oxnet_graph::build("kv-test", CONFIG, &[]).unwrap();
+    let mut router = oxnet_graph::build(
+        "kv-test",
+        &(oxnet_apps::testkit::hosts(&["10.8.0.1", "10.8.0.2"]) + APPS),
+        &[],
+    )
+    .unwrap();
     let start = std::time::Instant::now();
     let done = || {
         let seen = SEEN.lock().unwrap();

@@ -10,6 +10,7 @@
 //! a local port whose replies RSS maps to queue 1 (ClickNF §5.2).
 
 use crate::stream::{self, StreamEvent};
+use crate::testkit::handler;
 use oxnet_driver::{Mempool, Packet, PacketBatch};
 use oxnet_graph::element::Element;
 use oxnet_graph::elements::Module;
@@ -206,20 +207,7 @@ const TEST_MODULE: Module = Module {
     create: |class| (class == "TestSocksApp").then(|| Box::new(App) as Box<dyn Element>),
 };
 
-const CONFIG: &str = r#"
-TCPSettings();
-tcp :: TCPStack;
-tcp -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:02) -> q :: Queue(100000) -> Unqueue(BURST 64)
-    -> route :: IPClassifier(dst host 10.8.0.1, dst host 10.8.0.2, dst host 10.8.0.3, -);
-route[0] -> ipa :: IPv4Input(10.8.0.1) -> tcp;
-route[1] -> ipb :: IPv4Input(10.8.0.2) -> tcp;
-route[2] -> ipc :: IPv4Input(10.8.0.3) -> tcp;
-route[3] -> Discard;
-ipa[1] -> Discard; ipa[2] -> Discard; ipa[3] -> Discard;
-ipb[1] -> Discard; ipb[2] -> Discard; ipb[3] -> Discard;
-ipc[1] -> Discard; ipc[2] -> Discard; ipc[3] -> Discard;
-AppExecutor;
-srv :: TCPEpollServer(1080, ADDR 10.8.0.2, FLOW_CONTROL true) -> proxy :: Socks4Proxy(BIND_ADDR 10.8.0.2) -> srv;
+const APPS: &str = r#"srv :: TCPEpollServer(1080, ADDR 10.8.0.2, FLOW_CONTROL true) -> proxy :: Socks4Proxy(BIND_ADDR 10.8.0.2) -> srv;
 proxy[1] -> cli :: TCPEpollClient(SRC 10.8.0.2, FLOW_CONTROL true) -> [1]proxy;
 echo :: TCPEpollServer(7, ADDR 10.8.0.3) -> echo;
 app :: TestSocksApp;
@@ -227,17 +215,16 @@ app[0] -> clients :: TCPEpollClient(SRC 10.8.0.1) -> [0]app;
 app[1] -> peers :: TCPEpollClient(SRC 10.8.0.3) -> [1]app;
 "#;
 
-fn handler(router: &oxnet_graph::Router, spec: &str) -> u64 {
-    let (name, h) = spec.rsplit_once('.').unwrap();
-    let index = router.find(name).unwrap();
-    router.read_handler(index, h).unwrap().trim().parse().unwrap()
-}
-
 #[test]
 fn connect_and_bind_through_figure_11_on_one_stack() {
     crate::register();
     oxnet_graph::elements::add_modules(&[TEST_MODULE]);
-    let mut router = oxnet_graph::build("socks4-test", CONFIG, &[]).unwrap();
+    let mut router = oxnet_graph::build(
+        "socks4-test",
+        &(crate::testkit::hosts(&["10.8.0.1", "10.8.0.2", "10.8.0.3"]) + APPS),
+        &[],
+    )
+    .unwrap();
     let done = || {
         RECORD.with(|r| {
             let r = r.borrow();

@@ -7,23 +7,6 @@ use oxnet_apps::stream::{self, StreamEvent};
 use oxnet_driver::{Mempool, Packet, PacketBatch};
 use std::collections::BTreeMap;
 
-/// Two hosts, 10.8.0.1 and 10.8.0.2, on one TCPStack, no device: what
-/// the stack sends loops back through a queue into the input of the
-/// host it is for. The router's executor too; a test adds its servers
-/// and clients after it.
-pub const TWO_HOSTS: &str = r#"
-TCPSettings();
-tcp :: TCPStack;
-tcp -> EtherEncap(0x0800, 02:00:00:00:00:01, 02:00:00:00:00:02) -> q :: Queue(100000) -> Unqueue(BURST 64)
-    -> route :: IPClassifier(dst host 10.8.0.1, dst host 10.8.0.2, -);
-route[0] -> ipa :: IPv4Input(10.8.0.1) -> tcp;
-route[1] -> ipb :: IPv4Input(10.8.0.2) -> tcp;
-route[2] -> Discard;
-ipa[1] -> Discard; ipa[2] -> Discard; ipa[3] -> Discard;
-ipb[1] -> Discard; ipb[2] -> Discard; ipb[3] -> Discard;
-AppExecutor;
-"#;
-
 /// What came back for one connection id.
 #[derive(Default, Debug)]
 pub struct Seen {
@@ -76,9 +59,4 @@ pub fn data_packets(pool: &Mempool, id: u32, bytes: &[u8]) -> Vec<Packet> {
         .collect()
 }
 
-/// A handler's value, `element.handler`, as a number.
-pub fn handler(router: &oxnet_graph::Router, spec: &str) -> u64 {
-    let (name, h) = spec.rsplit_once('.').unwrap();
-    let index = router.find(name).unwrap();
-    router.read_handler(index, h).unwrap().trim().parse().unwrap()
-}
+pub use oxnet_apps::testkit::handler;
