@@ -220,7 +220,6 @@ impl<N: Nic> RxQueue<N> {
             // moved out here and the batch's length is lowered below.
             let fresh = unsafe { std::ptr::read(spare.add(spare_len)) };
             let length = desc.rx_length() as usize;
-            let rss_hash = desc.rx_rss_hash();
             desc.rx_arm(fresh.data_iova());
             // SAFETY: i is a ring index and every descriptor holds a buffer
             // since arm_all: swap the received one for the fresh one.
@@ -244,7 +243,9 @@ impl<N: Nic> RxQueue<N> {
             }
             // SAFETY: length <= capacity of this fresh buffer, checked above.
             unsafe { packet.set_len_unchecked(length) };
-            *packet.meta_mut() = Metadata { rss_hash, flags: 0 };
+            // No RSS on this path (it is a feature): no hash, no flags, and
+            // the descriptor's hash field is not read.
+            *packet.meta_mut() = Metadata { rss_hash: 0, flags: 0 };
             // SAFETY: reserve(max) above, and received < max.
             unsafe { std::ptr::write(out.add(out_start + received), packet) };
             received += 1;
