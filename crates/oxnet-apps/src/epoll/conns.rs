@@ -22,7 +22,8 @@ use crate::stream::{self, StreamEvent};
 use oxnet_driver::{Mempool, Packet, PacketBatch, SharedBuffer};
 use oxnet_stack::tcp::epoll::{Epoll, EpollOp, EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP};
 use oxnet_stack::tcp::socket::TcpStream;
-use std::collections::{HashMap, VecDeque};
+use oxnet_stack::FlowMap;
+use std::collections::VecDeque;
 
 /// What the table counts (the elements' handlers).
 #[derive(Debug, Default, Clone)]
@@ -77,7 +78,8 @@ struct Conn {
 
 /// The table.
 pub struct Conns {
-    table: HashMap<u32, Conn>,
+    /// Looked up several times per request: foldhash, not SipHash.
+    table: FlowMap<u32, Conn>,
     epoll: Epoll,
     /// Connections to read from (or to look at: a failed one's Close).
     ready: VecDeque<u32>,
@@ -96,7 +98,7 @@ pub const OWNER_BIT: u64 = 1 << 63;
 impl Conns {
     pub fn new(max_pending: usize) -> Conns {
         Conns {
-            table: HashMap::new(),
+            table: FlowMap::default(),
             epoll: Epoll::new(),
             ready: VecDeque::new(),
             owed: VecDeque::new(),
