@@ -4,9 +4,15 @@
 # each server pinned to one core, the same client, `oxnet loadgen
 # --proto memcached-text|memcached-binary`, pinned to the other core.
 #
-#   oxnet     : `oxnet memcached tap:oxbt0,ip=10.81.0.1/24 --ip
-#               10.81.0.2/24 -p 11211 -U 0 -m 64` in namespace C; the
-#               client in C reaches it through the TAP's kernel side.
+#   oxnet     : `oxnet memcached DEV --ip 10.81.0.2/24 -p 11211 -U 0
+#               -m 64` in namespace C, on OX_DEV=tap (default;
+#               tap:oxbt0,ip=10.81.0.1/24, one read(2) or write(2) per
+#               frame; the client in C reaches it through the TAP's
+#               kernel side) or OX_DEV=af_xdp / af_packet (one end of a
+#               veth pair in C, oxkx0, the client on the other end, oxkk0:
+#               rings, no system call per frame; for AF_XDP the client's
+#               end has checksum offload off, as in echo.sh).
+#               OX_RUN_FLAGS go to its router (`-- --busy-poll`).
 #               Skipped (said so) while oxnet has no `memcached` command.
 #   memcached : `memcached -t 1 -U 0 -m 64 -p 11211` in namespace S,
 #               reached from the client in C over a veth pair.
@@ -21,6 +27,7 @@
 #
 #   sudo scripts/bench/memcached.sh
 #   sudo SECONDS_PER_RUN=10 RATES="50000 100000 200000 400000" scripts/bench/memcached.sh
+#   sudo OX_DEV=af_xdp OX_RUN_FLAGS=--busy-poll scripts/bench/memcached.sh
 #   sudo OXNET=target/debug/oxnet SECONDS_PER_RUN=1 RATES="5000 10000" FIXED_RATE=5000 scripts/bench/memcached.sh
 #
 # Writes $OXNET_BENCH_OUT (default target/bench)/memcached.json (every
@@ -40,10 +47,13 @@ VALUE_SIZE="${VALUE_SIZE:-100}"
 GET_RATIO="${GET_RATIO:-0.9}"
 CLIENT_CORE="${CLIENT_CORE:-0}"
 SERVER_CORE="${SERVER_CORE:-1}"
-OX_FLAGS="${OX_FLAGS:-}"           # more flags for oxnet memcached
+OX_FLAGS="${OX_FLAGS:-}"           # more of memcached's flags for oxnet memcached
+OX_RUN_FLAGS="${OX_RUN_FLAGS:-}"   # oxnet run's options for its router, e.g. --busy-poll
+OX_DEV="${OX_DEV:-tap}"            # tap | af_xdp | af_packet
 out="${OXNET_BENCH_OUT:-target/bench}"
 
 [ "$(id -u)" -eq 0 ] || { echo "memcached.sh: needs root (TAP, namespaces)" >&2; exit 1; }
+case "$OX_DEV" in tap | af_xdp | af_packet) ;; *) echo "memcached.sh: OX_DEV=tap, af_xdp or af_packet" >&2; exit 1 ;; esac
 case "$PROTO" in memcached-text | memcached-binary) ;; *) echo "memcached.sh: PROTO=memcached-text or memcached-binary" >&2; exit 1 ;; esac
 command -v memcached >/dev/null || { echo "memcached.sh: no memcached (scripts/install-deps.sh)" >&2; exit 1; }
 mkdir -p "$out"
@@ -65,6 +75,24 @@ fi
 # NSC, NSS, TMP, SERVER_PID and their cleanup; the veth pair oxkc0/oxks0.
 . scripts/bench/topology.sh
 topology k 10.82.0
+if [ "$OX_DEV" = tap ]; then
+    OX_SPEC="tap:oxbt0,ip=10.81.0.1/24"
+else
+    # oxnet takes oxkx0 (no address); the client's side is oxkk0.
+    ip -n "$NSC" link add oxkk0 type veth peer name oxkx0
+    ip -n "$NSC" addr add 10.81.0.1/24 dev oxkk0
+    ip -n "$NSC" link set oxkk0 up
+    ip -n "$NSC" link set oxkx0 up
+    if [ "$OX_DEV" = af_xdp ]; then
+        # An XDP socket gets the frame as the sender left it: with checksum
+        # offload on, a TCP checksum nobody computed. The client's kernel
+        # computes it instead (echo.sh does the same).
+        ip netns exec "$NSC" ethtool -K oxkk0 tx off tso off gso off >/dev/null
+    fi
+    OX_SPEC="$OX_DEV:oxkx0"
+fi
+RUN_SEP=()
+[ -n "$OX_RUN_FLAGS" ] && RUN_SEP=(--)
 
 target_of() { if [ "$1" = oxnet ]; then echo 10.81.0.2:11211; else echo 10.82.0.2:11211; fi; }
 
@@ -89,9 +117,10 @@ wait_ready() { # wait_ready TARGET
 
 start_server() { # start_server oxnet|memcached
     if [ "$1" = oxnet ]; then
-        # shellcheck disable=SC2086 # OX_FLAGS: words
-        ip netns exec "$NSC" taskset -c "$SERVER_CORE" "$OXNET" memcached tap:oxbt0,ip=10.81.0.1/24 \
-            --ip 10.81.0.2/24 -p 11211 -U 0 -m 64 $OX_FLAGS >"$TMP/server.out" 2>"$TMP/server.err" &
+        # shellcheck disable=SC2086 # OX_FLAGS, OX_RUN_FLAGS: words
+        ip netns exec "$NSC" taskset -c "$SERVER_CORE" "$OXNET" memcached "$OX_SPEC" \
+            --ip 10.81.0.2/24 -p 11211 -U 0 -m 64 $OX_FLAGS "${RUN_SEP[@]}" $OX_RUN_FLAGS \
+            >"$TMP/server.out" 2>"$TMP/server.err" &
     else
         ip netns exec "$NSS" taskset -c "$SERVER_CORE" memcached -t 1 -U 0 -m 64 -p 11211 -u nobody \
             >"$TMP/server.out" 2>"$TMP/server.err" &
@@ -133,10 +162,10 @@ for server in "${SERVERS[@]}"; do
     stop_server
 done
 
-python3 - "$TMP/samples.jsonl" "$out" "$SECS" "$PROTO" "$KEYS" "$VALUE_SIZE" "$GET_RATIO" "$CONNS" <<'PY'
+python3 - "$TMP/samples.jsonl" "$out" "$SECS" "$PROTO" "$KEYS" "$VALUE_SIZE" "$GET_RATIO" "$CONNS" "$OX_DEV" "$OX_RUN_FLAGS" <<'PY'
 import json, sys
 samples = [json.loads(l) for l in open(sys.argv[1])]
-out, secs, proto, keys, value_size, get_ratio, conns = sys.argv[2], float(sys.argv[3]), *sys.argv[4:]
+out, secs, proto, keys, value_size, get_ratio, conns, ox_dev, ox_run_flags = sys.argv[2], float(sys.argv[3]), *sys.argv[4:]
 SLO_US = 500
 servers = [s for s in ["oxnet", "memcached"] if any(x["server"] == s for x in samples)]
 rows = []
@@ -173,7 +202,8 @@ else:
     print("oxnet/memcached: no ratio, the oxnet half was skipped (this oxnet has no `memcached` command)")
 json.dump({"benchmark": "memcached", "proto": proto, "keys": int(keys), "value_size": int(value_size), "get_ratio": float(get_ratio),
            "connections": int(conns), "seconds_per_run": secs, "slo_p99_us": SLO_US,
-           "oxnet": "oxnet memcached on a TAP device, one core", "memcached": "memcached -t 1 over veth, one core",
+           "oxnet": f"oxnet memcached on {ox_dev} ({'a TAP device' if ox_dev == 'tap' else 'one end of a veth pair'}), one core",
+           "ox_dev": ox_dev, "ox_run_flags": ox_run_flags, "memcached": "memcached -t 1 over veth, one core",
            "summary": summary, "rows": rows, "samples": samples}, open(f"{out}/memcached.json", "w"), indent=1)
 
 # The figure: answered requests/s (left) and p99 (right) against the

@@ -22,7 +22,8 @@ use crate::stream::{self, StreamEvent};
 use oxnet_driver::{Mempool, Packet, PacketBatch, SharedBuffer};
 use oxnet_stack::tcp::epoll::{Epoll, EpollOp, EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP};
 use oxnet_stack::tcp::socket::TcpStream;
-use std::collections::{HashMap, VecDeque};
+use oxnet_stack::FlowMap;
+use std::collections::VecDeque;
 
 /// What the table counts (the elements' handlers).
 #[derive(Debug, Default, Clone)]
@@ -77,8 +78,11 @@ struct Conn {
 
 /// The table.
 pub struct Conns {
-    table: HashMap<u32, Conn>,
+    /// Looked up several times per request: foldhash, not SipHash.
+    table: FlowMap<u32, Conn>,
     epoll: Epoll,
+    /// The epoll's events of a round, kept for the next ([`Conns::poll`]).
+    events: Vec<(u32, u64)>,
     /// Connections to read from (or to look at: a failed one's Close).
     ready: VecDeque<u32>,
     /// Events waiting for a free buffer (id, event, errno), in order.
@@ -96,8 +100,9 @@ pub const OWNER_BIT: u64 = 1 << 63;
 impl Conns {
     pub fn new(max_pending: usize) -> Conns {
         Conns {
-            table: HashMap::new(),
+            table: FlowMap::default(),
             epoll: Epoll::new(),
+            events: Vec::new(),
             ready: VecDeque::new(),
             owed: VecDeque::new(),
             max_pending,
@@ -214,7 +219,10 @@ impl Conns {
             work = true;
         }
         let mut owner = Vec::new();
-        for (events, data) in self.epoll.try_wait(1024) {
+        // One vector for every round's events (this runs every round).
+        let mut ready = std::mem::take(&mut self.events);
+        self.epoll.try_wait_into(1024, &mut ready);
+        for &(events, data) in &ready {
             work = true;
             if data & OWNER_BIT != 0 {
                 owner.push((events, data));
@@ -228,6 +236,7 @@ impl Conns {
                 self.mark(id);
             }
         }
+        self.events = ready;
         let mut budget = budget;
         let mut rounds = self.ready.len();
         while budget > 0 && rounds > 0 {
@@ -345,13 +354,18 @@ impl Conns {
             c.paused = false;
             again = true;
         }
+        // Nothing waits behind the data (an ACK's room, the common case):
+        // no more lookups.
+        let settle = c.shut_after || c.close_after;
         if again {
             self.mark(id);
         }
         if resumed && self.flow_signals {
             self.emit(id, StreamEvent::Data, stream::Flow::Resume as i32, out, pool);
         }
-        self.after_pending(id, out, pool);
+        if settle {
+            self.after_pending(id, out, pool);
+        }
     }
 
     /// Acts on an Eof or Close that waited for the data before it.

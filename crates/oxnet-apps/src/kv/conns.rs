@@ -22,7 +22,7 @@ use super::store::{Store, StoreConfig};
 use super::text::{self, Step, TextState};
 use crate::stream::{self, StreamEvent};
 use oxnet_driver::{AttachPool, Mempool, Packet, PacketBatch};
-use std::collections::HashMap;
+use oxnet_stack::FlowMap;
 
 /// Segments per Data chain out (a long value is several chains).
 const CHAIN_MAX: usize = 256;
@@ -66,7 +66,7 @@ pub struct KvServer {
     pub store: Store,
     pub info: ServerInfo,
     pub counters: Counters,
-    conns: HashMap<u32, Conn>,
+    conns: FlowMap<u32, Conn>,
     attach: AttachPool,
     buf_limit: usize,
     /// Reused for every Data packet: the replies, the segments out.
@@ -85,7 +85,7 @@ impl KvServer {
             store,
             info,
             counters: Counters::default(),
-            conns: HashMap::new(),
+            conns: FlowMap::default(),
             attach,
             buf_limit,
             reply: Reply::default(),

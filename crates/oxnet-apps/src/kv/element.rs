@@ -139,13 +139,17 @@ impl Element for MemcachedServer {
             return;
         };
         let now = unix_now();
-        let mut out = PacketBatch::default();
+        // From the graph's bin of empty batches: every request has a
+        // reply, and a fresh batch was an allocation and a free each.
+        let mut out = oxnet_graph::element::take_batch(batch.len());
         let n = batch.len();
         for p in batch.drain_front(n) {
             server.input(p, now, &pool, &mut out);
         }
         if !out.is_empty() {
             ctx.push(0, out);
+        } else {
+            oxnet_graph::element::recycle_batch(out);
         }
     }
     fn handlers(&self) -> &'static [(&'static str, bool, bool)] {

@@ -20,7 +20,7 @@
 
 use super::slabs::{Slabs, CLASS_ROOMS};
 use oxnet_driver::{MemoryKind, SharedBuffer};
-use std::collections::HashMap;
+use oxnet_stack::FlowMap;
 use std::sync::Arc;
 
 /// protocol.txt "Keys": at most 250 bytes.
@@ -198,7 +198,10 @@ impl Item {
 pub struct Store {
     config: StoreConfig,
     slabs: Slabs,
-    index: HashMap<Box<[u8]>, u32>,
+    /// Keyed foldhash (the stack's `FlowMap`): keys come from clients,
+    /// and std's SipHash cost more per lookup than the rest of a GET's
+    /// parse (kv-instructions.sh).
+    index: FlowMap<Box<[u8]>, u32>,
     slots: Vec<Option<Item>>,
     free_slots: Vec<u32>,
     /// LRU list: head is the most recently used.
@@ -220,7 +223,7 @@ impl Store {
         Ok(Store {
             config,
             slabs,
-            index: HashMap::new(),
+            index: FlowMap::default(),
             slots: Vec::new(),
             free_slots: Vec::new(),
             head: NIL,

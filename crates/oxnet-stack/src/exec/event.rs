@@ -86,10 +86,17 @@ impl Event {
 
     /// Wakes every waiter; returns how many.
     pub fn notify_all(&self) -> usize {
-        let all = std::mem::take(&mut *self.waiters.borrow_mut());
+        let mut all = std::mem::take(&mut *self.waiters.borrow_mut());
         let n = all.len();
-        for w in all {
+        for w in all.drain(..) {
             w.notify(Stage::NotifiedAll);
+        }
+        // The queue keeps its room unless someone began waiting during
+        // the wakes: a socket notified per segment does not free and
+        // allocate it again each time (kv-instructions.sh).
+        let mut queue = self.waiters.borrow_mut();
+        if queue.is_empty() {
+            *queue = all;
         }
         n
     }
@@ -106,6 +113,25 @@ pub struct Wait {
     event: Event,
     waiter: Rc<Waiter>,
     done: bool,
+}
+
+impl Wait {
+    /// Begins the next wait on the same event, as `*self = event.wait()`
+    /// would; a wait that has completed is reused, not allocated again
+    /// (an epoll re-arms a socket's waits at every notification).
+    pub fn restart(&mut self) {
+        if self.done {
+            if let Some(w) = Rc::get_mut(&mut self.waiter) {
+                // Completed and out of the queue (no other handle): as new.
+                w.stage.set(Stage::Waiting);
+                *w.waker.get_mut() = None;
+                self.done = false;
+                self.event.waiters.borrow_mut().push_back(self.waiter.clone());
+                return;
+            }
+        }
+        *self = self.event.wait();
+    }
 }
 
 impl Future for Wait {
@@ -199,6 +225,28 @@ mod tests {
         let mut a = ev.wait();
         ev.notify();
         assert_eq!(poll(&mut a, &log.waker("a")), Poll::Ready(()));
+    }
+
+    #[test]
+    fn a_restarted_wait_sees_only_later_notifications() {
+        let ev = Event::new();
+        let log = Log::default();
+        let mut a = ev.wait();
+        assert_eq!(poll(&mut a, &log.waker("a")), Poll::Pending);
+        assert_eq!(ev.notify_all(), 1);
+        assert_eq!(poll(&mut a, &log.waker("a")), Poll::Ready(()));
+        a.restart();
+        assert_eq!(ev.waiters(), 1);
+        assert_eq!(poll(&mut a, &log.waker("a")), Poll::Pending);
+        assert!(ev.notify());
+        assert_eq!(log.take(), ["a", "a"]);
+        assert_eq!(poll(&mut a, &log.waker("a")), Poll::Ready(()));
+        // Restarted before it completed: still one wait, still queued once.
+        a.restart();
+        a.restart();
+        assert_eq!(ev.waiters(), 1);
+        drop(a);
+        assert_eq!(ev.waiters(), 0);
     }
 
     #[test]

@@ -220,9 +220,9 @@ impl Wake for EventWaker {
     }
 }
 
-/// A wait kept armed on one of a socket's events.
+/// A wait kept armed on one of a socket's events (the wait holds the
+/// event).
 struct Armed {
-    event: Event,
     wait: Wait,
     waker: Waker,
 }
@@ -235,7 +235,6 @@ impl Armed {
         }));
         let mut armed = Armed {
             wait: event.wait(),
-            event,
             waker,
         };
         armed.poll();
@@ -247,7 +246,7 @@ impl Armed {
     fn poll(&mut self) {
         let mut cx = Context::from_waker(&self.waker);
         if Pin::new(&mut self.wait).poll(&mut cx).is_ready() {
-            self.wait = self.event.wait();
+            self.wait.restart();
             let _ = Pin::new(&mut self.wait).poll(&mut cx);
         }
     }
@@ -293,6 +292,8 @@ pub struct Epoll {
     /// Linux's ready list: sockets to look at in the next wait.
     ready: VecDeque<usize>,
     hub: Arc<Hub>,
+    /// The hub's marked list's other half ([`Epoll::take_marks`]).
+    spare_marks: Vec<usize>,
     /// Times a socket's state was read, for [`Epoll::looks`].
     looks: std::cell::Cell<u64>,
 }
@@ -422,8 +423,14 @@ impl Epoll {
     /// Moves the sockets the wakers marked to the ready queue, re-arming
     /// their events.
     fn take_marks(&mut self) {
-        let marked = std::mem::take(&mut *self.hub.marked.lock().unwrap_or_else(|e| e.into_inner()));
-        for slot in marked {
+        // Swapped with a spare list, not taken: neither list is freed and
+        // allocated again at every wait.
+        let mut marked = std::mem::take(&mut self.spare_marks);
+        std::mem::swap(
+            &mut marked,
+            &mut *self.hub.marked.lock().unwrap_or_else(|e| e.into_inner()),
+        );
+        for slot in marked.drain(..) {
             let Some(e) = self.entries.get_mut(slot).and_then(Option::as_mut) else {
                 continue;
             };
@@ -441,13 +448,22 @@ impl Epoll {
                 self.ready.push_back(slot);
             }
         }
+        self.spare_marks = marked;
     }
 
     /// epoll_wait without waiting: up to `max` ready sockets, each as
     /// (events, data); empty if none.
     pub fn try_wait(&mut self, max: usize) -> Vec<(u32, u64)> {
-        self.take_marks();
         let mut out = Vec::new();
+        self.try_wait_into(max, &mut out);
+        out
+    }
+
+    /// [`Epoll::try_wait`] into `out` (cleared first), so that a caller
+    /// polling every round reuses one vector.
+    pub fn try_wait_into(&mut self, max: usize, out: &mut Vec<(u32, u64)>) {
+        out.clear();
+        self.take_marks();
         // Each queued socket is looked at once per call: a level-triggered
         // one put back at the tail is for the next call.
         let mut to_look = self.ready.len();
@@ -469,7 +485,6 @@ impl Epoll {
                 self.ready.push_back(slot);
             }
         }
-        out
     }
 
     /// epoll_wait: waits until at least one socket is ready and returns

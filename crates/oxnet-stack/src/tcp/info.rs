@@ -283,7 +283,35 @@ impl TcpInfo {
         if let Some(tcb) = self.tcbs.get_mut(r) {
             let at = now_us + tcb.rtt.rto_us();
             tcb.rto_deadline = Some(at);
-            self.timers.insert((at, r, TimerKind::Retransmit));
+            // An entry due no later stays: it moves on to `at` then.
+            if tcb.rto_queued.is_none_or(|q| q > at) {
+                tcb.rto_queued = Some(at);
+                self.timers.insert((at, r, TimerKind::Retransmit));
+            }
+        }
+    }
+
+    /// A Retransmit or DelayedAck entry of `r` at `at` has come due: if it
+    /// is the connection's live entry and the deadline has moved later
+    /// since, the entry moves there (returns true: nothing fires now).
+    pub fn timer_due(&mut self, r: TcbRef, kind: TimerKind, at: u64) -> bool {
+        let Some(tcb) = self.tcbs.get_mut(r) else { return false };
+        let (queued, deadline) = match kind {
+            TimerKind::Retransmit => (&mut tcb.rto_queued, tcb.rto_deadline),
+            TimerKind::DelayedAck => (&mut tcb.delayed_ack_queued, tcb.delayed_ack_deadline),
+            _ => return false,
+        };
+        if *queued != Some(at) {
+            return false;
+        }
+        *queued = None;
+        match deadline {
+            Some(d) if d > at => {
+                *queued = Some(d);
+                self.timers.insert((d, r, kind));
+                true
+            }
+            _ => false,
         }
     }
 
@@ -293,7 +321,11 @@ impl TcpInfo {
             if tcb.delayed_ack_deadline.is_none() {
                 let at = now_us + delay_us;
                 tcb.delayed_ack_deadline = Some(at);
-                self.timers.insert((at, r, TimerKind::DelayedAck));
+                // As arm_rto: an entry due no later moves on to `at`.
+                if tcb.delayed_ack_queued.is_none_or(|q| q > at) {
+                    tcb.delayed_ack_queued = Some(at);
+                    self.timers.insert((at, r, TimerKind::DelayedAck));
+                }
             }
         }
     }

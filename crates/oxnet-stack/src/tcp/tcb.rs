@@ -176,6 +176,13 @@ pub struct Tcb {
     pub retransmit_first: bool,
     /// When the retransmission timer expires, if armed.
     pub rto_deadline: Option<u64>,
+    /// The time of this connection's live Retransmit entry in
+    /// `TcpInfo::timers`, and of its DelayedAck entry: a deadline moved
+    /// later is not inserted again, the entry moves on when it comes due
+    /// (`TcpInfo::timer_due`; a request/response connection re-arms both
+    /// timers at every exchange).
+    pub rto_queued: Option<u64>,
+    pub delayed_ack_queued: Option<u64>,
     /// When TIME-WAIT ends, in that state.
     pub time_wait_deadline: Option<u64>,
     /// When a delayed ACK must go, if one waits; and the data segments
@@ -264,6 +271,8 @@ impl Tcb {
             advertised_edge: TcpSeqNumber(0),
             retransmit_first: false,
             rto_deadline: None,
+            rto_queued: None,
+            delayed_ack_queued: None,
             time_wait_deadline: None,
             delayed_ack_deadline: None,
             unacked_segments: 0,

@@ -606,6 +606,9 @@ impl Element for Timers {
                     break;
                 }
                 info.timers.pop_first();
+                if info.timer_due(r, kind, at) {
+                    continue;
+                }
                 let Some(tcb) = info.tcbs.get_mut(r) else { continue };
                 match kind {
                     TimerKind::Retransmit if tcb.rto_deadline == Some(at) => {

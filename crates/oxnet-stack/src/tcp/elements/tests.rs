@@ -936,3 +936,37 @@ fn an_ack_far_below_snd_una_is_answered_and_changes_nothing() {
     assert_eq!(to_client(&out[0]).0.ack, Some(TcpSeqNumber(1001)), "its data not taken");
     assert_eq!(rig.handler("ack.bad_acks"), "1");
 }
+
+#[test]
+fn a_timer_moved_later_keeps_its_one_entry_which_moves_on_when_due() {
+    use crate::tcp::info::TimerKind::Retransmit;
+    let mut rig = Rig::new(&path());
+    let (_stream, _) = accepted(&mut rig);
+    let mut info = rig.info.borrow_mut();
+    let r = info.lookup(&server_key(CPORT, 81)).unwrap();
+    // From a clean state: no entry of this connection's RTO.
+    info.timers.retain(|e| e.1 != r);
+    info.tcbs.get_mut(r).unwrap().rto_queued = None;
+    let entries = |info: &crate::tcp::info::TcpInfo| -> Vec<u64> {
+        info.timers
+            .iter()
+            .filter(|e| e.1 == r && e.2 == Retransmit)
+            .map(|e| e.0)
+            .collect()
+    };
+    info.arm_rto(r, 1_000);
+    let first = info.tcbs.get(r).unwrap().rto_deadline.unwrap();
+    assert_eq!(entries(&info), [first]);
+    // Re-armed later (new data acknowledged): no second entry.
+    info.arm_rto(r, 5_000);
+    let later = info.tcbs.get(r).unwrap().rto_deadline.unwrap();
+    assert_eq!(later, first + 4_000);
+    assert_eq!(entries(&info), [first]);
+    // The entry comes due: it moves to the deadline, nothing fires.
+    info.timers.remove(&(first, r, Retransmit));
+    assert!(info.timer_due(r, Retransmit, first));
+    assert_eq!(entries(&info), [later]);
+    // Due at the deadline: it fires (TCPTimers retransmits).
+    assert!(!info.timer_due(r, Retransmit, later));
+    assert_eq!(info.tcbs.get(r).unwrap().rto_queued, None);
+}
