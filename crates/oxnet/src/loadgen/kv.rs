@@ -437,6 +437,8 @@ mod tests {
             keys: 10,
             value_size: 5,
             get_ratio: 0.5,
+            records: None,
+            fill: Fill::First,
         }
     }
 
@@ -559,6 +561,53 @@ mod tests {
         assert_eq!([b.next_op(), b.next_op()], [Op::Set(2), Op::Set(5)]);
         let gets = (0..10_000).filter(|_| matches!(a.next_op(), Op::Get(_))).count();
         assert!((4_700..5_300).contains(&gets), "get ratio 0.5: {gets}");
+    }
+
+    #[test]
+    fn noload_skips_the_fill_and_loadonly_ends_after_it() {
+        let mut skip = options(Proto::MemcachedText);
+        skip.fill = Fill::Skip;
+        skip.get_ratio = 1.0;
+        let mut w = Workload::new(skip, 0, 1, 1);
+        assert!((0..100).all(|_| matches!(w.next_op(), Op::Get(_))), "no SET first");
+        let mut only = options(Proto::MemcachedText);
+        only.fill = Fill::Only;
+        let mut w = Workload::new(only, 1, 2, 1);
+        let mut ops = Vec::new();
+        while !w.done() {
+            ops.push(w.next_op());
+        }
+        assert_eq!(ops, [Op::Set(1), Op::Set(3), Op::Set(5), Op::Set(7), Op::Set(9)]);
+    }
+
+    #[test]
+    fn mutilate_records_name_keys_and_size_values_per_record() {
+        let mut o = options(Proto::MemcachedBinary);
+        let etc = crate::loadgen::workload::EtcWorkload::etc(10, 1);
+        let records = etc.records();
+        o.records = Some(records.clone());
+        let w = Workload::new(o, 0, 1, 1);
+        let mut out = Vec::new();
+        w.encode(Op::Set(4), 3, &mut out);
+        let (key, len) = (records.key(4), records.value_len(4));
+        assert_eq!(u16::from_be_bytes([out[2], out[3]]) as usize, key.len());
+        assert_eq!(&out[32..32 + key.len()], key.as_bytes());
+        assert_eq!(out.len(), 32 + key.len() + len);
+        // A GET answer with that record's value is a hit.
+        let mut hit = vec![0x81, 0x00, 0, 0, 4, 0, 0, 0];
+        hit.extend_from_slice(&((4 + len) as u32).to_be_bytes());
+        hit.extend_from_slice(&7u32.to_be_bytes());
+        hit.extend_from_slice(&[0; 8]);
+        hit.extend_from_slice(&4u32.to_be_bytes());
+        hit.extend_from_slice(&records.value(4));
+        let done = w.parse(Op::Get(4), 7, &hit);
+        assert_eq!(
+            done,
+            Parsed::Done {
+                len: hit.len(),
+                outcome: Outcome::Hit
+            }
+        );
     }
 
     #[test]

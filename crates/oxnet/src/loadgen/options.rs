@@ -598,6 +598,90 @@ mod tests {
     }
 
     #[test]
+    fn mutilate_flags_make_the_etc_load() {
+        let args = [
+            "-s",
+            "10.0.0.2:11211",
+            "--proto",
+            "memcached-text",
+            "-K",
+            "fb_key",
+            "-V",
+            "fb_value",
+            "-i",
+            "fb_ia",
+            "-u",
+            "0.25",
+            "-r",
+            "5000",
+            "-c",
+            "1024",
+            "-d",
+            "1",
+            "-q",
+            "1000",
+        ];
+        let o = parse(&args).unwrap();
+        let kv = o.kv.unwrap();
+        assert_eq!((kv.keys, kv.get_ratio, kv.fill), (5000, 0.75, Fill::First));
+        assert_eq!(o.arrival, InterArrival::Dist(Generator::fb_ia()));
+        let records = kv.records.expect("-K gives mutilate's records");
+        assert_eq!(records.key(12).trim_start_matches('0'), "12");
+        assert_eq!(o.connections, 1024);
+        let o = parse(&[
+            "-s",
+            "10.0.0.2:11211",
+            "--proto",
+            "memcached-text",
+            "--records",
+            "9",
+            "--loadonly",
+            "-q",
+            "5",
+        ])
+        .unwrap();
+        let kv = o.kv.unwrap();
+        assert_eq!((kv.keys, kv.fill, o.rate, o.duration), (9, Fill::Only, 0.0, None));
+        assert!(kv.records.is_none(), "fixed sizes and no -K: key:N");
+        for (args, says) in [
+            (&["-d", "4"][..], "--depth 4"),
+            (&["-u", "2"][..], "--update 2"),
+            (&["-V", "fixed:-1"][..], "--value-size -1"),
+            (&["-K", "nope"][..], "--key-size"),
+        ] {
+            let mut all = vec!["-s", "10.0.0.2:11211", "--proto", "memcached-text"];
+            all.extend_from_slice(args);
+            let e = parse(&all).expect_err(says);
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+        let e = parse(&["-s", "10.0.0.2:7", "-u", "0.5"]).unwrap_err();
+        assert!(e.contains("-u/--update is for --proto"), "{e}");
+    }
+
+    #[test]
+    fn scan_and_search_are_checked() {
+        let steps = |args: &[&str]| {
+            let mut all = vec!["loadgen", "-s", "10.0.0.2:7"];
+            all.extend_from_slice(args);
+            Cli::try_parse_from(all).map_err(|e| e.to_string())?.args.steps()
+        };
+        let s = steps(&["--scan", "1000:5000:1000", "-w", "2"]).unwrap();
+        assert_eq!(
+            (s.scan, s.warmup),
+            (Some((1000.0, 5000.0, 1000.0)), Some(Duration::from_secs(2)))
+        );
+        assert_eq!(steps(&["--search", "99:500"]).unwrap().search, Some((99.0, 500.0)));
+        for bad in [
+            &["--scan", "5:1:1"][..],
+            &["--scan", "1:2"],
+            &["--search", "100:5"],
+            &["--search", "a:b"],
+        ] {
+            assert!(steps(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn out_of_range_values_name_the_flag() {
         for (args, says) in [
             (&["-s", "10.0.0.2:7", "--size", "2000000"][..], "--size 2000000"),
