@@ -51,8 +51,8 @@ pub struct LoadgenArgs {
     /// Inter-arrival times of the open loop: poisson (= exponential),
     /// fixed, or a mutilate generator scaled to the rate (fb_ia,
     /// pareto:LOC,SCALE,SHAPE, uniform:S, ...).
-    #[arg(long, short = 'i', visible_alias = "iadist", value_name = "DIST", default_value = "poisson", value_parser = InterArrival::parse)]
-    pub arrival: InterArrival,
+    #[arg(long, short = 'i', visible_alias = "iadist", value_name = "DIST", default_value = "poisson", value_parser = |s: &str| InterArrival::parse(s).map(Box::new))]
+    pub arrival: Box<InterArrival>,
     /// Connections (persistent) or connections open at once (short).
     #[arg(long, short = 'c', default_value_t = 1)]
     pub connections: usize,
@@ -83,13 +83,13 @@ pub struct LoadgenArgs {
     /// memcached: value sizes in bytes: a number, or a mutilate
     /// generator (fb_value, pareto:..., uniform:S; a record's size is
     /// fixed by its number).
-    #[arg(long, short = 'V', visible_alias = "valuesize", value_name = "BYTES|DIST", default_value = "100", value_parser = Generator::parse)]
-    pub value_size: Generator,
+    #[arg(long, short = 'V', visible_alias = "valuesize", value_name = "BYTES|DIST", default_value = "100", value_parser = parse_generator)]
+    pub value_size: Box<Generator>,
     /// memcached: key sizes from a mutilate generator (fb_key, a
     /// number, ...): keys are the record's number zero-padded to that
     /// length, as mutilate's; without it keys are key:N.
-    #[arg(long, short = 'K', visible_alias = "keysize", value_name = "BYTES|DIST", value_parser = Generator::parse)]
-    pub key_size: Option<Generator>,
+    #[arg(long, short = 'K', visible_alias = "keysize", value_name = "BYTES|DIST", value_parser = parse_generator)]
+    pub key_size: Option<Box<Generator>>,
     /// memcached: the share of requests that are GETs after the fill
     /// (the rest are SETs), 0 to 1 (default 0.9).
     #[arg(long, conflicts_with = "update")]
@@ -114,13 +114,13 @@ pub struct LoadgenArgs {
     pub warmup: Option<f64>,
     /// Runs at rates MIN, MIN+STEP, ... MAX (requests per second), one
     /// summary each.
-    #[arg(long, value_name = "MIN:MAX:STEP", conflicts_with = "search")]
-    pub scan: Option<String>,
+    #[arg(long, value_name = "MIN:MAX:STEP", conflicts_with = "search", value_parser = parse_scan)]
+    pub scan: Option<Box<[f64; 3]>>,
     /// Finds the highest rate whose N-th percentile latency (from the
     /// scheduled time) is at most X microseconds: a closed-loop run for
     /// the peak, then a bisection; prints the run at the rate found.
-    #[arg(long, value_name = "N:X")]
-    pub search: Option<String>,
+    #[arg(long, value_name = "N:X", value_parser = parse_search)]
+    pub search: Option<Box<[f64; 2]>>,
     /// Seconds a request may wait for its answer (and a connect for its
     /// handshake) before it counts as an error.
     #[arg(long, default_value_t = 5.0, value_parser = crate::parse_seconds)]
@@ -178,6 +178,48 @@ pub struct LoadgenArgs {
     /// server sees one more connection per thread).
     #[arg(long)]
     pub warm_up: bool,
+}
+
+/// Parses a mutilate generator (boxed: the arguments stay small).
+fn parse_generator(text: &str) -> Result<Box<Generator>, String> {
+    Generator::parse(text).map(Box::new)
+}
+
+/// `N` non-negative numbers separated by ':' (`flag` names the option
+/// in errors).
+fn numbers<const N: usize>(flag: &str, text: &str) -> Result<[f64; N], String> {
+    let v: Vec<f64> = text
+        .split(':')
+        .map(|p| p.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0))
+        .collect::<Option<_>>()
+        .ok_or_else(|| format!("{flag} {text}: give {N} non-negative numbers separated by ':'"))?;
+    v.try_into()
+        .map_err(|_| format!("{flag} {text}: give {N} numbers separated by ':'"))
+}
+
+/// Parses `--scan MIN:MAX:STEP`.
+fn parse_scan(text: &str) -> Result<Box<[f64; 3]>, String> {
+    let v = numbers::<3>("--scan", text)?;
+    if v[2] <= 0.0 || v[0] > v[1] || v[1] > MAX_RATE || v[0] <= 0.0 {
+        return Err(format!(
+            "--scan {text}: MIN:MAX:STEP with 0 < MIN <= MAX <= {MAX_RATE} and STEP > 0"
+        ));
+    }
+    if (v[1] - v[0]) / v[2] > 10_000.0 {
+        return Err(format!("--scan {text}: more than 10000 steps"));
+    }
+    Ok(Box::new(v))
+}
+
+/// Parses `--search N:X`.
+fn parse_search(text: &str) -> Result<Box<[f64; 2]>, String> {
+    let v = numbers::<2>("--search", text)?;
+    if !(v[0] > 0.0 && v[0] < 100.0 && v[1] > 0.0) {
+        return Err(format!(
+            "--search {text}: N:X with 0 < N < 100 (a percentile) and X > 0 µs"
+        ));
+    }
+    Ok(Box::new(v))
 }
 
 /// Parses ADDR or ADDR/PREFIX (IPv4; no prefix is /32).
@@ -348,7 +390,7 @@ impl LoadgenArgs {
             mode: self.mode,
             // --loadonly: the fill, closed loop, until every key is SET.
             rate: if self.loadonly { 0.0 } else { self.rate },
-            arrival: self.arrival.clone(),
+            arrival: (*self.arrival).clone(),
             connections: self.connections,
             threads,
             duration: seconds.map(Duration::from_secs_f64),
@@ -369,7 +411,7 @@ impl LoadgenArgs {
         if self.keys == 0 || self.keys > MAX_KEYS {
             return Err(format!("--keys {}: from 1 to {MAX_KEYS}", self.keys));
         }
-        let value_size = match self.value_size {
+        let value_size = match *self.value_size {
             Generator::Fixed(v) if !(0.0..=MAX_VALUE as f64).contains(&v) || v.fract() != 0.0 => {
                 return Err(format!("--value-size {v}: from 0 to {MAX_VALUE} bytes"))
             }
@@ -384,10 +426,10 @@ impl LoadgenArgs {
             (None, None) => 0.9,
         };
         // mutilate's records when a key or value distribution is given.
-        let records = (self.key_size.is_some() || !matches!(self.value_size, Generator::Fixed(_))).then(|| {
+        let records = (self.key_size.is_some() || !matches!(*self.value_size, Generator::Fixed(_))).then(|| {
             EtcWorkload {
-                key: self.key_size.clone(),
-                value: self.value_size.clone(),
+                key: self.key_size.as_deref().cloned(),
+                value: (*self.value_size).clone(),
                 interarrival: Generator::fb_ia(),
                 update: 1.0 - get_ratio,
                 records: self.keys,
@@ -412,52 +454,13 @@ impl LoadgenArgs {
 
     /// The runs around the measured one: warm-up, `--scan`, `--search`.
     pub fn steps(&self) -> Result<Steps, String> {
-        let nums = |flag: &str, text: &str, n: usize| -> Result<Vec<f64>, String> {
-            let v: Vec<f64> = text
-                .split(':')
-                .map(|p| p.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0))
-                .collect::<Option<_>>()
-                .ok_or_else(|| format!("{flag} {text}: give {n} non-negative numbers separated by ':'"))?;
-            if v.len() == n {
-                Ok(v)
-            } else {
-                Err(format!("{flag} {text}: give {n} numbers separated by ':'"))
-            }
-        };
-        let scan = match &self.scan {
-            Some(t) => {
-                let v = nums("--scan", t, 3)?;
-                if v[2] <= 0.0 || v[0] > v[1] || v[1] > MAX_RATE || v[0] <= 0.0 {
-                    return Err(format!(
-                        "--scan {t}: MIN:MAX:STEP with 0 < MIN <= MAX <= {MAX_RATE} and STEP > 0"
-                    ));
-                }
-                if (v[1] - v[0]) / v[2] > 10_000.0 {
-                    return Err(format!("--scan {t}: more than 10000 steps"));
-                }
-                Some((v[0], v[1], v[2]))
-            }
-            None => None,
-        };
-        let search = match &self.search {
-            Some(t) => {
-                let v = nums("--search", t, 2)?;
-                if !(v[0] > 0.0 && v[0] < 100.0 && v[1] > 0.0) {
-                    return Err(format!(
-                        "--search {t}: N:X with 0 < N < 100 (a percentile) and X > 0 µs"
-                    ));
-                }
-                Some((v[0], v[1]))
-            }
-            None => None,
-        };
-        if (scan.is_some() || search.is_some()) && self.loadonly {
+        if (self.scan.is_some() || self.search.is_some()) && self.loadonly {
             return Err("--loadonly only fills: it takes no --scan or --search".into());
         }
         Ok(Steps {
             warmup: self.warmup.map(Duration::from_secs_f64),
-            scan,
-            search,
+            scan: self.scan.as_deref().map(|v| (v[0], v[1], v[2])),
+            search: self.search.as_deref().map(|v| (v[0], v[1])),
         })
     }
 
