@@ -99,6 +99,7 @@ pub fn main(args: &LoadgenArgs) -> Result<bool, String> {
         .filter(|kv| kv.records.is_some() && kv.fill == kv::Fill::First)
     {
         kv.fill = kv::Fill::Skip;
+        let keys = kv.keys;
         let fill = fill_pass(&options);
         let s = exec(&fill)?;
         eprintln!(
@@ -107,8 +108,13 @@ pub fn main(args: &LoadgenArgs) -> Result<bool, String> {
             s.seconds,
             s.errors.total()
         );
-        if s.errors.total() > 0 {
-            return Err(format!("the fill failed: {}", s.errors.first_message()));
+        if s.errors.total() > 0 || s.sets < keys {
+            return Err(format!(
+                "the fill stored {} of {} records: {}",
+                s.sets,
+                keys,
+                s.errors.first_message()
+            ));
         }
     }
     if let Some(w) = steps.warmup {
@@ -152,16 +158,24 @@ pub fn main(args: &LoadgenArgs) -> Result<bool, String> {
 }
 
 /// The fill of a key-value load on its own: every key SET once, closed
-/// loop, however long it takes.
+/// loop, for at most [`fill_limit`] (a refused server must not keep it
+/// going for ever).
 pub fn fill_pass(options: &Options) -> Options {
     let mut fill = options.clone();
+    let keys = fill.kv.as_ref().map_or(0, |kv| kv.keys);
     if let Some(kv) = fill.kv.as_mut() {
         kv.fill = kv::Fill::Only;
     }
     fill.rate = 0.0;
-    fill.duration = None;
+    fill.duration = Some(fill_limit(keys));
     fill.requests = None;
     fill
+}
+
+/// How long a fill of `keys` keys may take: 30 s, and 1 ms per
+/// thousand keys more.
+pub fn fill_limit(keys: u64) -> std::time::Duration {
+    std::time::Duration::from_secs(30) + std::time::Duration::from_micros(keys)
 }
 
 /// Whether a run at `rate` met `--search N:X`: its N-th percentile

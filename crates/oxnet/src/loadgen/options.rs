@@ -380,7 +380,7 @@ impl LoadgenArgs {
             return Err("--timeout must be more than 0 seconds".into());
         }
         let seconds = match (self.seconds, self.requests) {
-            _ if self.loadonly => None,
+            _ if self.loadonly => Some(super::fill_limit(self.keys).as_secs_f64()),
             (Some(s), _) => Some(s),
             (None, Some(_)) => None,
             (None, None) => Some(10.0),
@@ -644,7 +644,10 @@ mod tests {
         ])
         .unwrap();
         let kv = o.kv.unwrap();
-        assert_eq!((kv.keys, kv.fill, o.rate, o.duration), (9, Fill::Only, 0.0, None));
+        assert_eq!(
+            (kv.keys, kv.fill, o.rate, o.duration),
+            (9, Fill::Only, 0.0, Some(crate::loadgen::fill_limit(9)))
+        );
         assert!(kv.records.is_none(), "fixed sizes and no -K: key:N");
         for (args, says) in [
             (&["-d", "4"][..], "--depth 4"),
