@@ -45,7 +45,8 @@ if [ -z "${OXNET:-}" ]; then
 fi
 OXNET="$(realpath "$OXNET")"
 # 1024 connections: one descriptor each, in the client.
-ulimit -n 65536
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+[ "$(ulimit -n)" = unlimited ] || [ "$(ulimit -n)" -gt $((CONNS + 64)) ] || { echo "study-linux.sh: ulimit -n $(ulimit -n) is too few for $CONNS connections" >&2; exit 1; }
 
 . scripts/bench/cores.sh
 . scripts/bench/topology.sh
