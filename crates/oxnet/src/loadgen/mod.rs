@@ -29,11 +29,12 @@
 //! [`serve_uring`] (the same server on io_uring, `--io-uring`; a
 //! thread's loop in `uring_server.rs`, its buffers in
 //! `uring_buffers.rs`), [`kv`] (memcached's requests and the checks of
-//! their answers, issue 12). Later workloads (mutilate's
-//! key/value/inter-arrival distributions, issue 13) add a
-//! [`schedule::InterArrival`] variant and options of [`kv`]; the flags already
-//! carry mutilate's short names where they mean the same (`-s`, `-q`,
-//! `-t`, `-c`, `-T`).
+//! their answers, issue 12), [`etc`] (mutilate's distributions) and
+//! [`workload`] (the ETC workload and its in-process request stream,
+//! issue 13). mutilate's flags (`-K`/`-V`/`-i`, `-u`, `-r`, `-d`, `-w`,
+//! `--scan`, `--search`, `--noload`, `--loadonly`) are in [`options`];
+//! the fill pass, the warm-up, `--scan` and `--search` around the
+//! measured run in [`main`].
 
 pub mod client;
 pub mod etc;

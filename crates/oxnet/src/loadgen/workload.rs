@@ -240,6 +240,10 @@ mod tests {
         }
         let fill: Vec<_> = w.stream(0.0).fill().map(|q| q.record).collect();
         assert_eq!(fill, (0..1000).collect::<Vec<_>>());
+        // Over the records, fb_value's head: 17.82 % are 2 bytes long.
+        let r = EtcWorkload::etc(40_000, 4).records();
+        let twos = (0..40_000).filter(|&i| r.value_len(i) == 2).count();
+        assert!((twos as f64 / 40_000.0 - 0.1782).abs() < 0.01, "{twos}");
         let mut plain = w.clone();
         plain.key = None;
         assert_eq!(plain.records().key(5), "key:5");
