@@ -133,3 +133,27 @@ fn bad_mutilate_flags_are_usage_errors() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn search_bisects_below_the_closed_loop_peak_and_says_when_nothing_meets() {
+    let addr = delayed_server().to_string();
+    // A bound no request meets (p50 under 1 µs against a 2 ms server):
+    // the peak, then every bisection step misses and halves the rate.
+    let out = loadgen(&["-s", &addr, "--search", "50:1", "-t", "0.2", "-i", "fixed"]);
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("--search 50:1: no rate"), "{err}");
+    let rates: Vec<f64> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("oxnet loadgen: --search: "))
+        .filter_map(|l| l.split_once("/s: p").map(|(r, _)| r.parse().unwrap()))
+        .collect();
+    assert_eq!(rates.len(), 8, "8 bisection runs: {err}");
+    assert!(
+        rates[0] > 100.0 && rates[0] < 600.0,
+        "the closed-loop peak is about 1/D: {err}"
+    );
+    for w in rates.windows(2) {
+        assert!((w[1] * 2.0 - w[0]).abs() <= 1.0, "each miss halves the rate: {err}");
+    }
+}
