@@ -263,3 +263,58 @@ fn the_memcached_load_runs_on_oxnets_stack_over_a_tap_device() {
     assert_eq!(field(&json, "misses"), 0, "{json}");
     assert_eq!(field(&json, "gets") + field(&json, "sets"), 1000, "{json}");
 }
+
+/// The paper's load (issue 13, item 1): mutilate's `-K fb_key -V
+/// fb_value -i fb_ia -u 0.25` over `-r` records, text and binary.
+/// `--loadonly` stores exactly the records; `--noload` runs then only
+/// hit them (every GET checked against the value its record has); the
+/// SET share follows `-u`; the key set stays the `-r` records.
+#[test]
+fn the_etc_flags_store_exactly_the_records_and_every_get_is_verified() {
+    let mc = Memcached::start();
+    let target = mc.addr.to_string();
+    let etc = ["-K", "fb_key", "-V", "fb_value", "-i", "fb_ia", "-r", "300"];
+
+    let args = [
+        &["-s", &target, "--proto", "memcached-text", "--loadonly", "-c", "4"][..],
+        &etc,
+    ]
+    .concat();
+    let (out, json) = loadgen(&args);
+    assert_exact(&json, &out, 300, mc.addr, (0, 0));
+    assert_eq!(field(&json, "sets"), 300, "--loadonly: one SET per record: {json}");
+    assert_eq!(stat(mc.addr, "curr_items"), 300);
+
+    let before = (stat(mc.addr, "cmd_get"), stat(mc.addr, "cmd_set"));
+    let args = [
+        &["-s", &target, "--proto", "memcached-binary", "--noload", "-u", "0.25"][..],
+        &["-c", "16", "-q", "8000", "--requests", "4000"],
+        &etc,
+    ]
+    .concat();
+    let (out, json) = loadgen(&args);
+    assert_exact(&json, &out, 4000, mc.addr, before);
+    assert_eq!(field(&json, "misses"), 0, "every record was stored: {json}");
+    let sets = field(&json, "sets");
+    assert!((880..=1120).contains(&sets), "-u 0.25 of 4000: {json}");
+    assert_eq!(stat(mc.addr, "curr_items"), 300, "-r bounds the keys");
+
+    // The default: the fill as a pass of its own (not counted), a
+    // warm-up, then the measured requests.
+    let before = (stat(mc.addr, "cmd_get"), stat(mc.addr, "cmd_set"));
+    let args = [
+        &["-s", &target, "--proto", "memcached-text", "-u", "0.25", "-w", "0.2"][..],
+        &["-c", "8", "--requests", "2000"],
+        &etc,
+    ]
+    .concat();
+    let (out, json) = loadgen(&args);
+    assert!(out.status.success(), "{json} {}", text(&out.stderr));
+    assert_eq!((field(&json, "requests"), field(&json, "total")), (2000, 0), "{json}");
+    assert_eq!(field(&json, "misses"), 0, "{json}");
+    assert!(
+        stat(mc.addr, "cmd_set") - before.1 >= 300 + field(&json, "sets"),
+        "the fill stored every record before the run"
+    );
+    assert_eq!(stat(mc.addr, "curr_items"), 300);
+}

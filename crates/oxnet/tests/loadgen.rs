@@ -157,7 +157,7 @@ fn open_loop_sends_at_the_rate_for_one_second() {
     ] {
         let mut o = options(addr, mode);
         o.rate = 1000.0;
-        o.arrival = arrival;
+        o.arrival = arrival.clone();
         o.connections = 8;
         o.duration = Some(Duration::from_secs(1));
         let s = loadgen::run(&o).unwrap();
@@ -170,6 +170,7 @@ fn open_loop_sends_at_the_rate_for_one_second() {
         let (lo, hi) = match arrival {
             InterArrival::Fixed => (950, 1000),
             InterArrival::Poisson => (880, 1120),
+            InterArrival::Dist(_) => unreachable!("not in this test"),
         };
         assert!(
             (lo..=hi).contains(&s.completed),

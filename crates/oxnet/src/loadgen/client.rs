@@ -106,7 +106,7 @@ pub fn run_thread(plan: &ThreadPlan, issued: &AtomicU64, start: Instant) -> Resu
 pub fn run_on<N: Net>(net: &mut N, plan: &ThreadPlan, issued: &AtomicU64, start: Instant) -> Result<Summary, String> {
     let o = &plan.options;
     let open_loop = plan.rate > 0.0;
-    let mut schedule = open_loop.then(|| Schedule::new(start, plan.rate, o.arrival, plan.seed));
+    let mut schedule = open_loop.then(|| Schedule::new(start, plan.rate, o.arrival.clone(), plan.seed));
     let end = o.duration.and_then(|d| start.checked_add(d));
     let mut c = Client {
         plan,
@@ -142,7 +142,10 @@ pub fn run_on<N: Net>(net: &mut N, plan: &ThreadPlan, issued: &AtomicU64, start:
             }
         ],
         out: Summary::new(),
-        kv: o.kv.map(|kv| Workload::new(kv, plan.thread, o.threads, plan.seed)),
+        kv: o
+            .kv
+            .clone()
+            .map(|kv| Workload::new(kv, plan.thread, o.threads, plan.seed)),
     };
     // Start: persistent connections open; short slots start requests
     // (closed loop) or wait for the schedule (open loop).
@@ -213,6 +216,11 @@ impl<N: Net> Client<'_, N> {
     /// Takes one request from the run's budget (`--requests`).
     fn claim(&mut self) -> bool {
         if self.exhausted {
+            return false;
+        }
+        if self.kv.as_ref().is_some_and(|kv| kv.done()) {
+            // --loadonly: every key of this thread was SET.
+            self.exhausted = true;
             return false;
         }
         let ok = match self.plan.options.requests {
@@ -450,11 +458,11 @@ impl<N: Net> Client<'_, N> {
     /// more bytes (nothing was asked for them) is an error.
     fn receive_answer(&mut self, i: usize, now: Instant) {
         let Some(kv) = self.kv.as_ref() else { return };
-        let limit = kv.max_response();
         loop {
             let c = &mut self.conns[i];
             let Some(fd) = c.fd.as_ref() else { return };
             let Some(op) = c.op else { return };
+            let limit = kv.max_response(op);
             match self.net.read(fd, &mut self.buf) {
                 Ok(0) => {
                     let e = io::Error::from_raw_os_error(libc::ECONNRESET);

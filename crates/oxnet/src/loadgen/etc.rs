@@ -395,6 +395,42 @@ mod tests {
         assert!((mean(&e, 200_000) * 200.0 - 1.0).abs() < 0.02);
     }
 
+    /// The empirical q-quantile of `n` samples of `g` (seed 11).
+    fn quantile(g: &Generator, n: usize, q: f64) -> f64 {
+        let mut rng = Uniform01::new(11);
+        let mut v: Vec<f64> = (0..n).map(|_| g.generate(&mut rng)).collect();
+        v.sort_by(f64::total_cmp);
+        v[((n as f64 * q) as usize).min(n - 1)]
+    }
+
+    #[test]
+    fn quantiles_follow_the_distributions_definitions() {
+        // Generalized Pareto (fb_ia's shape, rate 1000/s): F^-1(q) =
+        // LOC + SCALE ((1 - q)^-SHAPE - 1) / SHAPE.
+        let mut ia = Generator::fb_ia();
+        ia.set_rate(1000.0);
+        let Generator::GPareto { scale, shape, .. } = ia.clone() else {
+            unreachable!()
+        };
+        // GEV (fb_key): F^-1(q) = LOC + SCALE ((-ln q)^-SHAPE - 1) / SHAPE.
+        let (kl, ks, kk) = (30.7984, 8.20449, 0.078688);
+        for q in [0.1f64, 0.5, 0.9, 0.99] {
+            let want = scale * ((1.0 - q).powf(-shape) - 1.0) / shape;
+            let got = quantile(&ia, 200_000, q);
+            assert!((got / want - 1.0).abs() < 0.03, "fb_ia q{q}: {got} against {want}");
+            let want = kl + ks * ((-f64::ln(q)).powf(-kk) - 1.0) / kk;
+            let got = quantile(&Generator::fb_key(), 200_000, q);
+            assert!((got / want - 1.0).abs() < 0.01, "fb_key q{q}: {got} against {want}");
+        }
+        // fb_value: its head holds 44.1 % of the mass below 15 bytes; the
+        // tail's median is Pareto's at (0.5 - 0.441) / 0.559 of the tail.
+        let head: f64 = FB_VALUE_HEAD.iter().map(|(p, _)| p).sum();
+        let qt = (0.5 - head) / (1.0 - head);
+        let want = 15.0 + 214.476 * ((1.0 - qt).powf(-0.348238) - 1.0) / 0.348238;
+        let got = quantile(&Generator::fb_value(), 200_000, 0.5);
+        assert!((got / want - 1.0).abs() < 0.05, "fb_value median {got} against {want}");
+    }
+
     #[test]
     fn fb_key_lengths_are_about_31_bytes() {
         // GEV's mean for shape k: LOC + SCALE (Gamma(1 - k) - 1) / k;

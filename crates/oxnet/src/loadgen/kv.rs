@@ -19,6 +19,7 @@
 //! ("Storage commands", "Retrieval command"); the binary one as
 //! doc/protocol-binary.txt (§3 the 24-byte header, §4.1 Get, §4.2 Set).
 
+use super::workload::Records;
 use std::fmt;
 
 /// The request/response protocol of a run.
@@ -43,8 +44,21 @@ impl Proto {
     }
 }
 
+/// Whether a run first SETs its keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fill {
+    /// Each thread SETs its share of the keys, then draws at random
+    /// (the default).
+    First,
+    /// No fill (mutilate's `--noload`): random requests from the start.
+    Skip,
+    /// Only the fill (mutilate's `--loadonly`): the run ends when every
+    /// key was SET once.
+    Only,
+}
+
 /// The key-value load of a run.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct KvOptions {
     /// Text or binary (never Echo).
     pub proto: Proto,
@@ -54,11 +68,18 @@ pub struct KvOptions {
     pub value_size: usize,
     /// Share of requests that are GETs (after the fill).
     pub get_ratio: f64,
+    /// mutilate-style records (`-K`, `-V` a distribution): each key's
+    /// name and value length ([`super::workload::Records`]); None: keys
+    /// `key:N`, every value `value_size` bytes.
+    pub records: Option<Records>,
+    /// Whether the run SETs every key first.
+    pub fill: Fill,
 }
 
 /// The longest text-protocol line before a value (`VALUE key flags
-/// bytes`): more without a CRLF is an error, not a reason to buffer.
-const MAX_LINE: usize = 128;
+/// bytes`, keys up to 250 bytes): more without a CRLF is an error, not
+/// a reason to buffer.
+const MAX_LINE: usize = 320;
 
 /// What a request asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,9 +173,14 @@ impl Workload {
         self.rng
     }
 
+    /// Whether a fill-only run has SET all of this thread's keys.
+    pub fn done(&self) -> bool {
+        self.options.fill == Fill::Only && self.fill >= self.options.keys
+    }
+
     /// The next request's operation.
     pub fn next_op(&mut self) -> Op {
-        if self.fill < self.options.keys {
+        if self.options.fill != Fill::Skip && self.fill < self.options.keys {
             let k = self.fill;
             self.fill += self.stride;
             return Op::Set(k);
@@ -171,17 +197,31 @@ impl Workload {
     /// Writes `op`'s request into `out` (cleared first); `opaque` goes
     /// into the binary header and must come back.
     pub fn encode(&self, op: Op, opaque: u32, out: &mut Vec<u8>) {
-        encode(self.options.proto, self.options.value_size, op, opaque, out)
+        let (name, size) = self.record(op);
+        encode_as(self.options.proto, &name, size, op, opaque, out)
     }
 
     /// Looks at the answer to `op` received so far.
     pub fn parse(&self, op: Op, opaque: u32, got: &[u8]) -> Parsed {
-        parse(self.options.proto, self.options.value_size, op, opaque, got)
+        let (name, size) = self.record(op);
+        parse_as(self.options.proto, &name, size, op, opaque, got)
     }
 
-    /// The most bytes a correct answer has: what a connection buffers.
-    pub fn max_response(&self) -> usize {
-        self.options.value_size + MAX_LINE + 64
+    /// The most bytes a correct answer to `op` has: what a connection
+    /// buffers.
+    pub fn max_response(&self, op: Op) -> usize {
+        self.record(op).1 + MAX_LINE + 64
+    }
+
+    /// `op`'s key and value length.
+    fn record(&self, op: Op) -> (String, usize) {
+        let k = match op {
+            Op::Get(k) | Op::Set(k) => k,
+        };
+        match &self.options.records {
+            Some(r) => (r.key(k), r.value_len(k)),
+            None => (key(k), self.options.value_size),
+        }
     }
 }
 
@@ -206,14 +246,23 @@ fn binary_header(out: &mut Vec<u8>, opcode: u8, key_len: usize, extras: usize, b
     out.extend_from_slice(&0u64.to_be_bytes()); // CAS: none
 }
 
-/// Writes `op`'s request in `proto` into `out` (cleared first).
+/// Writes `op`'s request in `proto` into `out` (cleared first), key
+/// `key:K`.
 pub fn encode(proto: Proto, value_size: usize, op: Op, opaque: u32, out: &mut Vec<u8>) {
+    let k = match op {
+        Op::Get(k) | Op::Set(k) => k,
+    };
+    encode_as(proto, &key(k), value_size, op, opaque, out)
+}
+
+/// Writes `op`'s request in `proto` into `out` (cleared first), with
+/// key `name` and a value of `value_size` bytes.
+pub fn encode_as(proto: Proto, name: &str, value_size: usize, op: Op, opaque: u32, out: &mut Vec<u8>) {
     out.clear();
     let (k, set) = match op {
         Op::Get(k) => (k, false),
         Op::Set(k) => (k, true),
     };
-    let name = key(k);
     let value = (0..value_size).map(|i| value_byte(k, i));
     match (proto, set) {
         (Proto::MemcachedBinary, false) => {
@@ -239,11 +288,21 @@ pub fn encode(proto: Proto, value_size: usize, op: Op, opaque: u32, out: &mut Ve
     }
 }
 
-/// Looks at the answer to `op` in `proto` received so far (`got`).
+/// Looks at the answer to `op` in `proto` received so far (`got`), key
+/// `key:K`.
 pub fn parse(proto: Proto, value_size: usize, op: Op, opaque: u32, got: &[u8]) -> Parsed {
+    let k = match op {
+        Op::Get(k) | Op::Set(k) => k,
+    };
+    parse_as(proto, &key(k), value_size, op, opaque, got)
+}
+
+/// Looks at the answer to `op` in `proto` received so far (`got`), key
+/// `name` whose value has `value_size` bytes.
+pub fn parse_as(proto: Proto, name: &str, value_size: usize, op: Op, opaque: u32, got: &[u8]) -> Parsed {
     match proto {
-        Proto::MemcachedBinary => parse_binary(value_size, op, opaque, got),
-        _ => parse_text(value_size, op, got),
+        Proto::MemcachedBinary => parse_binary(name, value_size, op, opaque, got),
+        _ => parse_text(name, value_size, op, got),
     }
 }
 
@@ -256,7 +315,7 @@ fn is_value_of(k: u64, data: &[u8]) -> bool {
     data.iter().enumerate().all(|(i, &b)| b == value_byte(k, i))
 }
 
-fn parse_text(value_size: usize, op: Op, got: &[u8]) -> Parsed {
+fn parse_text(name: &str, value_size: usize, op: Op, got: &[u8]) -> Parsed {
     let Some(eol) = got.windows(2).position(|w| w == b"\r\n") else {
         if got.len() > MAX_LINE {
             return wrong(format!(
@@ -273,16 +332,16 @@ fn parse_text(value_size: usize, op: Op, got: &[u8]) -> Parsed {
             len: eol + 2,
             outcome: Outcome::Stored,
         },
-        Op::Set(k) => wrong(format!("set {}: {:?}", key(k), shown())),
+        Op::Set(_) => wrong(format!("set {name}: {:?}", shown())),
         Op::Get(_) if line == b"END" => Parsed::Done {
             len: eol + 2,
             outcome: Outcome::Miss,
         },
         Op::Get(k) => {
             // VALUE <key> <flags> <bytes>\r\n<data>\r\nEND\r\n
-            let expected = format!("VALUE {} {} {value_size}", key(k), flags(k));
+            let expected = format!("VALUE {} {} {value_size}", name, flags(k));
             if line != expected.as_bytes() {
-                return wrong(format!("get {}: {:?}, not {expected:?}", key(k), shown()));
+                return wrong(format!("get {}: {:?}, not {expected:?}", name, shown()));
             }
             let data = eol + 2;
             let total = data + value_size + b"\r\nEND\r\n".len();
@@ -290,15 +349,15 @@ fn parse_text(value_size: usize, op: Op, got: &[u8]) -> Parsed {
                 // A wrong value is caught as early as its bytes come.
                 let have = &got[data..got.len().min(data + value_size)];
                 if !is_value_of(k, have) {
-                    return wrong(format!("get {}: the value differs from the one stored", key(k)));
+                    return wrong(format!("get {}: the value differs from the one stored", name));
                 }
                 return Parsed::Incomplete;
             }
             if !is_value_of(k, &got[data..data + value_size]) {
-                return wrong(format!("get {}: the value differs from the one stored", key(k)));
+                return wrong(format!("get {}: the value differs from the one stored", name));
             }
             if &got[data + value_size..total] != b"\r\nEND\r\n" {
-                return wrong(format!("get {}: no CRLF END after the value", key(k)));
+                return wrong(format!("get {}: no CRLF END after the value", name));
             }
             Parsed::Done {
                 len: total,
@@ -308,7 +367,7 @@ fn parse_text(value_size: usize, op: Op, got: &[u8]) -> Parsed {
     }
 }
 
-fn parse_binary(value_size: usize, op: Op, opaque: u32, got: &[u8]) -> Parsed {
+fn parse_binary(name: &str, value_size: usize, op: Op, opaque: u32, got: &[u8]) -> Parsed {
     if got.len() < HEADER {
         return Parsed::Incomplete;
     }
@@ -324,13 +383,13 @@ fn parse_binary(value_size: usize, op: Op, opaque: u32, got: &[u8]) -> Parsed {
     if got[0] != RESPONSE_MAGIC || got[1] != opcode || their_opaque != opaque {
         return wrong(format!(
             "{}: a response header with magic {:#04x}, opcode {:#04x}, opaque {their_opaque} (asked: opcode {opcode:#04x}, opaque {opaque})",
-            key(k),
+            name,
             got[0],
             got[1]
         ));
     }
     if body > value_size + MAX_LINE || extras + key_len > body {
-        return wrong(format!("{}: a response body of {body} bytes", key(k)));
+        return wrong(format!("{}: a response body of {body} bytes", name));
     }
     let len = HEADER + body;
     if got.len() < len {
@@ -350,10 +409,10 @@ fn parse_binary(value_size: usize, op: Op, opaque: u32, got: &[u8]) -> Parsed {
             // Extras: the 4-byte flags (§4.1); no key (Get, not GetK).
             let value = &payload[extras + key_len..];
             if extras != 4 || u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) != flags(k) {
-                return wrong(format!("get {}: flags missing or not the ones stored", key(k)));
+                return wrong(format!("get {}: flags missing or not the ones stored", name));
             }
             if value.len() != value_size || !is_value_of(k, value) {
-                return wrong(format!("get {}: the value differs from the one stored", key(k)));
+                return wrong(format!("get {}: the value differs from the one stored", name));
             }
             Parsed::Done {
                 len,
@@ -362,7 +421,7 @@ fn parse_binary(value_size: usize, op: Op, opaque: u32, got: &[u8]) -> Parsed {
         }
         (_, s) => wrong(format!(
             "{}: status {s:#06x} ({:?})",
-            key(k),
+            name,
             String::from_utf8_lossy(&payload[(extras + key_len).min(payload.len())..])
         )),
     }
@@ -378,6 +437,8 @@ mod tests {
             keys: 10,
             value_size: 5,
             get_ratio: 0.5,
+            records: None,
+            fill: Fill::First,
         }
     }
 
@@ -500,6 +561,53 @@ mod tests {
         assert_eq!([b.next_op(), b.next_op()], [Op::Set(2), Op::Set(5)]);
         let gets = (0..10_000).filter(|_| matches!(a.next_op(), Op::Get(_))).count();
         assert!((4_700..5_300).contains(&gets), "get ratio 0.5: {gets}");
+    }
+
+    #[test]
+    fn noload_skips_the_fill_and_loadonly_ends_after_it() {
+        let mut skip = options(Proto::MemcachedText);
+        skip.fill = Fill::Skip;
+        skip.get_ratio = 1.0;
+        let mut w = Workload::new(skip, 0, 1, 1);
+        assert!((0..100).all(|_| matches!(w.next_op(), Op::Get(_))), "no SET first");
+        let mut only = options(Proto::MemcachedText);
+        only.fill = Fill::Only;
+        let mut w = Workload::new(only, 1, 2, 1);
+        let mut ops = Vec::new();
+        while !w.done() {
+            ops.push(w.next_op());
+        }
+        assert_eq!(ops, [Op::Set(1), Op::Set(3), Op::Set(5), Op::Set(7), Op::Set(9)]);
+    }
+
+    #[test]
+    fn mutilate_records_name_keys_and_size_values_per_record() {
+        let mut o = options(Proto::MemcachedBinary);
+        let etc = crate::loadgen::workload::EtcWorkload::etc(10, 1);
+        let records = etc.records();
+        o.records = Some(records.clone());
+        let w = Workload::new(o, 0, 1, 1);
+        let mut out = Vec::new();
+        w.encode(Op::Set(4), 3, &mut out);
+        let (key, len) = (records.key(4), records.value_len(4));
+        assert_eq!(u16::from_be_bytes([out[2], out[3]]) as usize, key.len());
+        assert_eq!(&out[32..32 + key.len()], key.as_bytes());
+        assert_eq!(out.len(), 32 + key.len() + len);
+        // A GET answer with that record's value is a hit.
+        let mut hit = vec![0x81, 0x00, 0, 0, 4, 0, 0, 0];
+        hit.extend_from_slice(&((4 + len) as u32).to_be_bytes());
+        hit.extend_from_slice(&7u32.to_be_bytes());
+        hit.extend_from_slice(&[0; 8]);
+        hit.extend_from_slice(&4u32.to_be_bytes());
+        hit.extend_from_slice(&records.value(4));
+        let done = w.parse(Op::Get(4), 7, &hit);
+        assert_eq!(
+            done,
+            Parsed::Done {
+                len: hit.len(),
+                outcome: Outcome::Hit
+            }
+        );
     }
 
     #[test]

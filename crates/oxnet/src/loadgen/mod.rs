@@ -29,11 +29,12 @@
 //! [`serve_uring`] (the same server on io_uring, `--io-uring`; a
 //! thread's loop in `uring_server.rs`, its buffers in
 //! `uring_buffers.rs`), [`kv`] (memcached's requests and the checks of
-//! their answers, issue 12). Later workloads (mutilate's
-//! key/value/inter-arrival distributions, issue 13) add a
-//! [`schedule::InterArrival`] variant and options of [`kv`]; the flags already
-//! carry mutilate's short names where they mean the same (`-s`, `-q`,
-//! `-t`, `-c`, `-T`).
+//! their answers, issue 12), [`etc`] (mutilate's distributions) and
+//! [`workload`] (the ETC workload and its in-process request stream,
+//! issue 13). mutilate's flags (`-K`/`-V`/`-i`, `-u`, `-r`, `-d`, `-w`,
+//! `--scan`, `--search`, `--noload`, `--loadonly`) are in [`options`];
+//! the fill pass, the warm-up, `--scan` and `--search` around the
+//! measured run in [`main`].
 
 pub mod client;
 pub mod etc;
@@ -50,6 +51,7 @@ pub mod summary;
 mod sys;
 mod uring_buffers;
 mod uring_server;
+pub mod workload;
 
 pub use options::{LoadgenArgs, Mode, Options};
 pub use summary::Summary;
@@ -76,16 +78,75 @@ pub fn main(args: &LoadgenArgs) -> Result<bool, String> {
         );
         return Ok(true);
     }
-    let options = args.options()?;
-    let summary = match args.stack_options()? {
-        Some(stack) => on_stack::run(&options, &stack)?,
-        None => run(&options)?,
+    let mut options = args.options()?;
+    let steps = args.steps()?;
+    let stack = args.stack_options()?;
+    let exec = |o: &Options| match &stack {
+        Some(s) => on_stack::run(o, s),
+        None => run(o),
     };
-    if args.json {
-        println!("{}", summary.json());
-    } else {
-        println!("{}", summary.line());
+    let print = |s: &Summary| {
+        if args.json {
+            println!("{}", s.json());
+        } else {
+            println!("{}", s.line());
+        }
+    };
+    // mutilate's records are stored in a pass of their own, not measured
+    // (mutilate's load phase), unless --noload or --loadonly.
+    if let Some(kv) = options
+        .kv
+        .as_mut()
+        .filter(|kv| kv.records.is_some() && kv.fill == kv::Fill::First)
+    {
+        kv.fill = kv::Fill::Skip;
+        let keys = kv.keys;
+        let fill = fill_pass(&options);
+        let s = exec(&fill)?;
+        eprintln!(
+            "oxnet loadgen: stored {} records in {:.2} s, {} errors",
+            s.sets,
+            s.seconds,
+            s.errors.total()
+        );
+        if s.errors.total() > 0 || s.sets < keys {
+            return Err(format!(
+                "the fill stored {} of {} records: {}",
+                s.sets,
+                keys,
+                s.errors.first_message()
+            ));
+        }
     }
+    if let Some(w) = steps.warmup {
+        let mut warm = options.clone();
+        warm.duration = Some(w);
+        warm.requests = None;
+        if let Some(kv) = warm.kv.as_mut() {
+            kv.fill = kv::Fill::Skip;
+        }
+        exec(&warm)?;
+    }
+    let summary = if let Some((min, max, step)) = steps.scan {
+        let mut last = None;
+        let mut q = min;
+        while q <= max * (1.0 + 1e-9) {
+            options.rate = q;
+            let s = exec(&options)?;
+            print(&s);
+            last = Some(s);
+            q += step;
+        }
+        last.ok_or("--scan: no step")?
+    } else if let Some((n, x)) = steps.search {
+        let s = search(&options, n, x, &exec)?;
+        print(&s);
+        s
+    } else {
+        let s = exec(&options)?;
+        print(&s);
+        s
+    };
     if summary.completed == 0 && summary.errors.total() > 0 {
         eprintln!(
             "oxnet loadgen: every request to {} failed: {}",
@@ -95,6 +156,78 @@ pub fn main(args: &LoadgenArgs) -> Result<bool, String> {
         return Ok(false);
     }
     Ok(true)
+}
+
+/// The fill of a key-value load on its own: every key SET once, closed
+/// loop, for at most [`fill_limit`] (a refused server must not keep it
+/// going for ever).
+pub fn fill_pass(options: &Options) -> Options {
+    let mut fill = options.clone();
+    let keys = fill.kv.as_ref().map_or(0, |kv| kv.keys);
+    if let Some(kv) = fill.kv.as_mut() {
+        kv.fill = kv::Fill::Only;
+    }
+    fill.rate = 0.0;
+    fill.duration = Some(fill_limit(keys));
+    fill.requests = None;
+    fill
+}
+
+/// How long a fill of `keys` keys may take: 30 s, and 1 ms per
+/// thousand keys more.
+pub fn fill_limit(keys: u64) -> std::time::Duration {
+    std::time::Duration::from_secs(30) + std::time::Duration::from_micros(keys)
+}
+
+/// Whether a run at `rate` met `--search N:X`: its N-th percentile
+/// (from the scheduled times) at most `x` µs, no error, and at least
+/// 95 % of the rate achieved.
+pub fn meets(s: &Summary, rate: f64, n: f64, x: f64) -> bool {
+    s.errors.total() == 0 && s.completed > 0 && s.quantile_us(n / 100.0) <= x && s.throughput() >= 0.95 * rate
+}
+
+/// `--search N:X`: a closed-loop run gives the peak; then a bisection
+/// (8 runs) between 0 and the peak for the highest rate that
+/// [`meets`] the bound. Each run lasts the load's duration; the steps go
+/// to stderr and the run at the rate found is returned.
+pub fn search(
+    options: &Options,
+    n: f64,
+    x: f64,
+    exec: &dyn Fn(&Options) -> Result<Summary, String>,
+) -> Result<Summary, String> {
+    let mut o = options.clone();
+    o.rate = 0.0;
+    let peak = exec(&o)?.throughput();
+    eprintln!("oxnet loadgen: --search: closed-loop peak {peak:.0}/s");
+    let (mut lo, mut hi) = (0.0, peak);
+    let mut best: Option<Summary> = None;
+    for step in 0..8 {
+        // The peak itself first: a bound it meets needs no bisection.
+        let q = if step == 0 { hi } else { (lo + hi) / 2.0 };
+        if q < 1.0 {
+            break;
+        }
+        o.rate = q;
+        let s = exec(&o)?;
+        let ok = meets(&s, q, n, x);
+        eprintln!(
+            "oxnet loadgen: --search: {q:.0}/s: p{n} {:.1} us, {:.0}/s achieved: {}",
+            s.quantile_us(n / 100.0),
+            s.throughput(),
+            if ok { "meets" } else { "misses" }
+        );
+        if ok {
+            lo = q;
+            best = Some(s);
+            if q == hi {
+                break;
+            }
+        } else {
+            hi = q;
+        }
+    }
+    best.ok_or_else(|| format!("--search {n}:{x}: no rate down to {hi:.0}/s met the bound"))
 }
 
 /// Runs the load described by `options` and returns what it measured.

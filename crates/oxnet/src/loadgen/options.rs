@@ -1,10 +1,16 @@
 //! The command line of `oxnet loadgen`, and the checked options a run
 //! uses. Short flags follow mutilate where the meaning is the same (`-s`
-//! server, `-q` QPS, `-t` seconds, `-c` connections, `-T` threads), so
-//! issue 13's mutilate-style flags can join without renaming these.
+//! server, `-q` QPS, `-t` seconds, `-c` connections, `-T` threads, `-d`
+//! depth, `-u` update ratio, `-r` records, `-K`/`-V`/`-i` distributions,
+//! `-w` warm-up); where an older option already had mutilate's meaning
+//! it carries mutilate's spelling as an alias (`--keys` is `-r
+//! --records`, `--value-size` is `-V --valuesize`, `--arrival` is `-i
+//! --iadist`). docs/stack.md's loadgen section has the table.
 
-use super::kv::{KvOptions, Proto};
+use super::etc::Generator;
+use super::kv::{Fill, KvOptions, Proto};
 use super::schedule::InterArrival;
+use super::workload::EtcWorkload;
 use clap::{Args, ValueEnum};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
@@ -42,9 +48,11 @@ pub struct LoadgenArgs {
     /// is answered).
     #[arg(long, short = 'q', visible_alias = "qps", default_value_t = 0.0)]
     pub rate: f64,
-    /// Inter-arrival times of the open loop: poisson or fixed.
-    #[arg(long, value_enum, default_value_t = InterArrival::Poisson)]
-    pub arrival: InterArrival,
+    /// Inter-arrival times of the open loop: poisson (= exponential),
+    /// fixed, or a mutilate generator scaled to the rate (fb_ia,
+    /// pareto:LOC,SCALE,SHAPE, uniform:S, ...).
+    #[arg(long, short = 'i', visible_alias = "iadist", value_name = "DIST", default_value = "poisson", value_parser = |s: &str| InterArrival::parse(s).map(Box::new))]
+    pub arrival: Box<InterArrival>,
     /// Connections (persistent) or connections open at once (short).
     #[arg(long, short = 'c', default_value_t = 1)]
     pub connections: usize,
@@ -67,17 +75,52 @@ pub struct LoadgenArgs {
     /// --value-size bytes, every answer checked).
     #[arg(long, value_enum, default_value_t = Proto::Echo)]
     pub proto: Proto,
-    /// memcached: how many keys (key:0 ... key:N-1); each thread first
-    /// SETs its share of them.
-    #[arg(long, default_value_t = 1000)]
+    /// memcached: how many keys (records; key:0 ... key:N-1, or
+    /// mutilate's names with -K); each thread first SETs its share of
+    /// them; requests then draw keys uniformly.
+    #[arg(long, short = 'r', visible_alias = "records", default_value_t = 1000)]
     pub keys: u64,
-    /// memcached: bytes of every value.
-    #[arg(long, default_value_t = 100)]
-    pub value_size: usize,
+    /// memcached: value sizes in bytes: a number, or a mutilate
+    /// generator (fb_value, pareto:..., uniform:S; a record's size is
+    /// fixed by its number).
+    #[arg(long, short = 'V', visible_alias = "valuesize", value_name = "BYTES|DIST", default_value = "100", value_parser = parse_generator)]
+    pub value_size: Box<Generator>,
+    /// memcached: key sizes from a mutilate generator (fb_key, a
+    /// number, ...): keys are the record's number zero-padded to that
+    /// length, as mutilate's; without it keys are key:N.
+    #[arg(long, short = 'K', visible_alias = "keysize", value_name = "BYTES|DIST", value_parser = parse_generator)]
+    pub key_size: Option<Box<Generator>>,
     /// memcached: the share of requests that are GETs after the fill
-    /// (the rest are SETs), 0 to 1.
-    #[arg(long, default_value_t = 0.9)]
-    pub get_ratio: f64,
+    /// (the rest are SETs), 0 to 1 (default 0.9).
+    #[arg(long, conflicts_with = "update")]
+    pub get_ratio: Option<f64>,
+    /// memcached: the share of requests that are SETs (mutilate's
+    /// update ratio; 1 - --get-ratio).
+    #[arg(long, short = 'u')]
+    pub update: Option<f64>,
+    /// memcached: skip the fill (the keys were stored by an earlier
+    /// run, e.g. --loadonly).
+    #[arg(long, conflicts_with = "loadonly")]
+    pub noload: bool,
+    /// memcached: only SET every key once (closed loop), then end.
+    #[arg(long)]
+    pub loadonly: bool,
+    /// Outstanding requests per connection (mutilate's depth); only 1
+    /// is supported (no pipelining).
+    #[arg(short = 'd', long, default_value_t = 1)]
+    pub depth: usize,
+    /// Seconds of load before the measured run (not counted).
+    #[arg(short = 'w', long, value_name = "SECONDS", value_parser = crate::parse_seconds)]
+    pub warmup: Option<f64>,
+    /// Runs at rates MIN, MIN+STEP, ... MAX (requests per second), one
+    /// summary each.
+    #[arg(long, value_name = "MIN:MAX:STEP", conflicts_with = "search", value_parser = parse_scan)]
+    pub scan: Option<Box<[f64; 3]>>,
+    /// Finds the highest rate whose N-th percentile latency (from the
+    /// scheduled time) is at most X microseconds: a closed-loop run for
+    /// the peak, then a bisection; prints the run at the rate found.
+    #[arg(long, value_name = "N:X", value_parser = parse_search)]
+    pub search: Option<Box<[f64; 2]>>,
     /// Seconds a request may wait for its answer (and a connect for its
     /// handshake) before it counts as an error.
     #[arg(long, default_value_t = 5.0, value_parser = crate::parse_seconds)]
@@ -137,6 +180,48 @@ pub struct LoadgenArgs {
     pub warm_up: bool,
 }
 
+/// Parses a mutilate generator (boxed: the arguments stay small).
+fn parse_generator(text: &str) -> Result<Box<Generator>, String> {
+    Generator::parse(text).map(Box::new)
+}
+
+/// `N` non-negative numbers separated by ':' (`flag` names the option
+/// in errors).
+fn numbers<const N: usize>(flag: &str, text: &str) -> Result<[f64; N], String> {
+    let v: Vec<f64> = text
+        .split(':')
+        .map(|p| p.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0))
+        .collect::<Option<_>>()
+        .ok_or_else(|| format!("{flag} {text}: give {N} non-negative numbers separated by ':'"))?;
+    v.try_into()
+        .map_err(|_| format!("{flag} {text}: give {N} numbers separated by ':'"))
+}
+
+/// Parses `--scan MIN:MAX:STEP`.
+fn parse_scan(text: &str) -> Result<Box<[f64; 3]>, String> {
+    let v = numbers::<3>("--scan", text)?;
+    if v[2] <= 0.0 || v[0] > v[1] || v[1] > MAX_RATE || v[0] <= 0.0 {
+        return Err(format!(
+            "--scan {text}: MIN:MAX:STEP with 0 < MIN <= MAX <= {MAX_RATE} and STEP > 0"
+        ));
+    }
+    if (v[1] - v[0]) / v[2] > 10_000.0 {
+        return Err(format!("--scan {text}: more than 10000 steps"));
+    }
+    Ok(Box::new(v))
+}
+
+/// Parses `--search N:X`.
+fn parse_search(text: &str) -> Result<Box<[f64; 2]>, String> {
+    let v = numbers::<2>("--search", text)?;
+    if !(v[0] > 0.0 && v[0] < 100.0 && v[1] > 0.0) {
+        return Err(format!(
+            "--search {text}: N:X with 0 < N < 100 (a percentile) and X > 0 µs"
+        ));
+    }
+    Ok(Box::new(v))
+}
+
 /// Parses ADDR or ADDR/PREFIX (IPv4; no prefix is /32).
 pub fn parse_ipv4_prefix(text: &str) -> Result<(Ipv4Addr, u8), String> {
     let (addr, len) = text.split_once('/').unwrap_or((text, "32"));
@@ -190,6 +275,17 @@ pub struct Options {
     pub timeout: Duration,
     /// Seed of the inter-arrival times.
     pub seed: u64,
+}
+
+/// The runs of `--scan`, `--search` and `-w` around the load.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Steps {
+    /// Seconds of load before the measured run(s), not counted.
+    pub warmup: Option<Duration>,
+    /// `--scan MIN:MAX:STEP`, requests per second.
+    pub scan: Option<(f64, f64, f64)>,
+    /// `--search N:X`: percentile and microseconds.
+    pub search: Option<(f64, f64)>,
 }
 
 /// One thread's share of a load.
@@ -256,10 +352,27 @@ impl LoadgenArgs {
                 self.connections
             ));
         }
+        if self.depth != 1 {
+            return Err(format!(
+                "-d/--depth {}: only 1 request outstanding per connection is supported (use more -c connections)",
+                self.depth
+            ));
+        }
         if self.size == 0 || self.size > MAX_SIZE {
             return Err(format!("--size {}: from 1 to {MAX_SIZE} bytes", self.size));
         }
         let kv = self.kv_options()?;
+        if kv.is_none() {
+            let mutilate = [
+                (self.key_size.is_some(), "-K/--keysize"),
+                (self.update.is_some(), "-u/--update"),
+                (self.noload, "--noload"),
+                (self.loadonly, "--loadonly"),
+            ];
+            if let Some((_, flag)) = mutilate.iter().find(|(on, _)| *on) {
+                return Err(format!("{flag} is for --proto memcached-text|memcached-binary"));
+            }
+        }
         if self.requests == Some(0) {
             return Err("--requests 0: nothing to do".into());
         }
@@ -267,6 +380,7 @@ impl LoadgenArgs {
             return Err("--timeout must be more than 0 seconds".into());
         }
         let seconds = match (self.seconds, self.requests) {
+            _ if self.loadonly => Some(super::fill_limit(self.keys).as_secs_f64()),
             (Some(s), _) => Some(s),
             (None, Some(_)) => None,
             (None, None) => Some(10.0),
@@ -274,8 +388,9 @@ impl LoadgenArgs {
         Ok(Options {
             target,
             mode: self.mode,
-            rate: self.rate,
-            arrival: self.arrival,
+            // --loadonly: the fill, closed loop, until every key is SET.
+            rate: if self.loadonly { 0.0 } else { self.rate },
+            arrival: (*self.arrival).clone(),
             connections: self.connections,
             threads,
             duration: seconds.map(Duration::from_secs_f64),
@@ -296,18 +411,57 @@ impl LoadgenArgs {
         if self.keys == 0 || self.keys > MAX_KEYS {
             return Err(format!("--keys {}: from 1 to {MAX_KEYS}", self.keys));
         }
-        if self.value_size > MAX_VALUE {
-            return Err(format!("--value-size {}: from 0 to {MAX_VALUE} bytes", self.value_size));
-        }
-        if !(0.0..=1.0).contains(&self.get_ratio) {
-            return Err(format!("--get-ratio {}: from 0 to 1", self.get_ratio));
-        }
+        let value_size = match *self.value_size {
+            Generator::Fixed(v) if !(0.0..=MAX_VALUE as f64).contains(&v) || v.fract() != 0.0 => {
+                return Err(format!("--value-size {v}: from 0 to {MAX_VALUE} bytes"))
+            }
+            Generator::Fixed(v) => v as usize,
+            _ => 0,
+        };
+        let get_ratio = match (self.get_ratio, self.update) {
+            (Some(g), _) if !(0.0..=1.0).contains(&g) => return Err(format!("--get-ratio {g}: from 0 to 1")),
+            (_, Some(u)) if !(0.0..=1.0).contains(&u) => return Err(format!("--update {u}: from 0 to 1")),
+            (Some(g), _) => g,
+            (None, Some(u)) => 1.0 - u,
+            (None, None) => 0.9,
+        };
+        // mutilate's records when a key or value distribution is given.
+        let records = (self.key_size.is_some() || !matches!(*self.value_size, Generator::Fixed(_))).then(|| {
+            EtcWorkload {
+                key: self.key_size.as_deref().cloned(),
+                value: (*self.value_size).clone(),
+                interarrival: Generator::fb_ia(),
+                update: 1.0 - get_ratio,
+                records: self.keys,
+                seed: self.seed,
+            }
+            .records()
+        });
+        let fill = match (self.noload, self.loadonly) {
+            (true, _) => Fill::Skip,
+            (_, true) => Fill::Only,
+            _ => Fill::First,
+        };
         Ok(Some(KvOptions {
             proto: self.proto,
             keys: self.keys,
-            value_size: self.value_size,
-            get_ratio: self.get_ratio,
+            value_size,
+            get_ratio,
+            records,
+            fill,
         }))
+    }
+
+    /// The runs around the measured one: warm-up, `--scan`, `--search`.
+    pub fn steps(&self) -> Result<Steps, String> {
+        if (self.scan.is_some() || self.search.is_some()) && self.loadonly {
+            return Err("--loadonly only fills: it takes no --scan or --search".into());
+        }
+        Ok(Steps {
+            warmup: self.warmup.map(Duration::from_secs_f64),
+            scan: self.scan.as_deref().map(|v| (v[0], v[1], v[2])),
+            search: self.search.as_deref().map(|v| (v[0], v[1])),
+        })
     }
 
     /// The oxnet stack's options, if the run is on oxnet's stack
@@ -443,6 +597,93 @@ mod tests {
             all.extend_from_slice(args);
             let e = parse(&all).expect_err(says);
             assert!(e.contains(says), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn mutilate_flags_make_the_etc_load() {
+        let args = [
+            "-s",
+            "10.0.0.2:11211",
+            "--proto",
+            "memcached-text",
+            "-K",
+            "fb_key",
+            "-V",
+            "fb_value",
+            "-i",
+            "fb_ia",
+            "-u",
+            "0.25",
+            "-r",
+            "5000",
+            "-c",
+            "1024",
+            "-d",
+            "1",
+            "-q",
+            "1000",
+        ];
+        let o = parse(&args).unwrap();
+        let kv = o.kv.unwrap();
+        assert_eq!((kv.keys, kv.get_ratio, kv.fill), (5000, 0.75, Fill::First));
+        assert_eq!(o.arrival, InterArrival::Dist(Generator::fb_ia()));
+        let records = kv.records.expect("-K gives mutilate's records");
+        assert_eq!(records.key(12).trim_start_matches('0'), "12");
+        assert_eq!(o.connections, 1024);
+        let o = parse(&[
+            "-s",
+            "10.0.0.2:11211",
+            "--proto",
+            "memcached-text",
+            "--records",
+            "9",
+            "--loadonly",
+            "-q",
+            "5",
+        ])
+        .unwrap();
+        let kv = o.kv.unwrap();
+        assert_eq!(
+            (kv.keys, kv.fill, o.rate, o.duration),
+            (9, Fill::Only, 0.0, Some(crate::loadgen::fill_limit(9)))
+        );
+        assert!(kv.records.is_none(), "fixed sizes and no -K: key:N");
+        for (args, says) in [
+            (&["-d", "4"][..], "--depth 4"),
+            (&["-u", "2"][..], "--update 2"),
+            (&["-V", "fixed:-1"][..], "--value-size -1"),
+            (&["-K", "nope"][..], "--key-size"),
+        ] {
+            let mut all = vec!["-s", "10.0.0.2:11211", "--proto", "memcached-text"];
+            all.extend_from_slice(args);
+            let e = parse(&all).expect_err(says);
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+        let e = parse(&["-s", "10.0.0.2:7", "-u", "0.5"]).unwrap_err();
+        assert!(e.contains("-u/--update is for --proto"), "{e}");
+    }
+
+    #[test]
+    fn scan_and_search_are_checked() {
+        let steps = |args: &[&str]| {
+            let mut all = vec!["loadgen", "-s", "10.0.0.2:7"];
+            all.extend_from_slice(args);
+            Cli::try_parse_from(all).map_err(|e| e.to_string())?.args.steps()
+        };
+        let s = steps(&["--scan", "1000:5000:1000", "-w", "2"]).unwrap();
+        assert_eq!(
+            (s.scan, s.warmup),
+            (Some((1000.0, 5000.0, 1000.0)), Some(Duration::from_secs(2)))
+        );
+        assert_eq!(steps(&["--search", "99:500"]).unwrap().search, Some((99.0, 500.0)));
+        for bad in [
+            &["--scan", "5:1:1"][..],
+            &["--scan", "1:2"],
+            &["--search", "100:5"],
+            &["--search", "a:b"],
+        ] {
+            assert!(steps(bad).is_err(), "{bad:?}");
         }
     }
 

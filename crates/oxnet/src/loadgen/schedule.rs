@@ -2,16 +2,38 @@
 //! request's latency counts from the time it was scheduled for, so a
 //! client that falls behind shows the delay instead of hiding it.
 
-use clap::ValueEnum;
+use super::etc::{Generator, Uniform01};
 use std::time::{Duration, Instant};
 
 /// The distribution of the gaps between scheduled requests.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum InterArrival {
     /// Exponential gaps (a Poisson process) with mean 1/rate.
     Poisson,
     /// Every gap exactly 1/rate.
     Fixed,
+    /// Gaps from a mutilate generator (`-i fb_ia`, `-i pareto:...`),
+    /// its mean set to 1/rate ([`Generator::set_rate`]).
+    Dist(Generator),
+}
+
+impl InterArrival {
+    /// Parses `--arrival` / `-i`: poisson, fixed, or a generator in
+    /// mutilate's syntax ([`super::etc`]; `exponential` is poisson).
+    pub fn parse(text: &str) -> Result<InterArrival, String> {
+        match text.trim() {
+            "poisson" | "exponential" => Ok(InterArrival::Poisson),
+            "fixed" => Ok(InterArrival::Fixed),
+            spec => {
+                let g = Generator::parse(spec)?;
+                if matches!(g, Generator::Fixed(_)) {
+                    // A number is a fixed gap: 1/rate, as `fixed`.
+                    return Ok(InterArrival::Fixed);
+                }
+                Ok(InterArrival::Dist(g))
+            }
+        }
+    }
 }
 
 /// A sequence of scheduled request times at a given rate.
@@ -21,17 +43,23 @@ pub struct Schedule {
     mean_gap_s: f64,
     arrival: InterArrival,
     rng: u64,
+    /// `InterArrival::Dist`'s uniform draws.
+    draws: Uniform01,
 }
 
 impl Schedule {
     /// A schedule starting at `start` (the first request one gap after
     /// it) at `rate` requests per second (more than 0).
-    pub fn new(start: Instant, rate: f64, arrival: InterArrival, seed: u64) -> Schedule {
+    pub fn new(start: Instant, rate: f64, mut arrival: InterArrival, seed: u64) -> Schedule {
+        if let InterArrival::Dist(g) = &mut arrival {
+            g.set_rate(rate);
+        }
         let mut s = Schedule {
             next: start,
             mean_gap_s: 1.0 / rate,
             arrival,
             rng: seed | 1,
+            draws: Uniform01::new(seed),
         };
         let g = s.gap();
         s.next += g;
@@ -56,8 +84,10 @@ impl Schedule {
             InterArrival::Fixed => self.mean_gap_s,
             // Inverse transform: -ln(U) * mean with U uniform in (0, 1].
             InterArrival::Poisson => -self.uniform().ln() * self.mean_gap_s,
+            InterArrival::Dist(ref g) => g.generate(&mut self.draws),
         };
-        Duration::from_secs_f64(s.min(3600.0))
+        // NaN (a generator without a mean to set) counts as no gap.
+        Duration::from_secs_f64(if s.is_finite() { s.clamp(0.0, 3600.0) } else { 0.0 })
     }
 
     /// Uniform in (0, 1] from a xorshift64 generator (53 bits).
@@ -80,6 +110,24 @@ mod tests {
         for i in 1..=5u64 {
             assert_eq!(s.take() - start, Duration::from_millis(i));
         }
+    }
+
+    #[test]
+    fn fb_ia_gaps_average_one_over_the_rate() {
+        let start = Instant::now();
+        let arrival = InterArrival::parse("fb_ia").unwrap();
+        assert!(matches!(arrival, InterArrival::Dist(_)));
+        let mut s = Schedule::new(start, 20_000.0, arrival, 3);
+        let n = 200_000;
+        let mut last = start;
+        for _ in 0..n {
+            last = s.take();
+        }
+        let mean = (last - start).as_secs_f64() / n as f64;
+        assert!((mean - 5e-5).abs() < 5e-5 * 0.02, "mean gap {mean}");
+        assert_eq!(InterArrival::parse("exponential"), Ok(InterArrival::Poisson));
+        assert_eq!(InterArrival::parse("7"), Ok(InterArrival::Fixed));
+        assert!(InterArrival::parse("nonsense").is_err());
     }
 
     #[test]

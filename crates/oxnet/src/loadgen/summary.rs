@@ -183,8 +183,8 @@ impl Summary {
     pub fn set_load(&mut self, options: &Options) {
         self.mode = options.mode;
         self.rate = options.rate;
-        self.size = options.kv.map_or(options.size, |kv| kv.value_size);
-        self.proto = options.kv.map_or(Proto::Echo, |kv| kv.proto);
+        self.size = options.kv.as_ref().map_or(options.size, |kv| kv.value_size);
+        self.proto = options.kv.as_ref().map_or(Proto::Echo, |kv| kv.proto);
     }
 
     /// Answered requests per second.
@@ -299,16 +299,18 @@ impl Summary {
     }
 }
 
-/// A histogram's p50, p90, p99, p99.9, max and mean in microseconds.
+/// A histogram's p50, p90, p95, p99, p99.9, max and mean in
+/// microseconds.
 fn quantiles_json(h: &Histogram<u64>) -> String {
     let us = |ns: u64| ns as f64 / 1000.0;
     if h.is_empty() {
-        return "{\"p50\":0,\"p90\":0,\"p99\":0,\"p99.9\":0,\"max\":0,\"mean\":0}".into();
+        return "{\"p50\":0,\"p90\":0,\"p95\":0,\"p99\":0,\"p99.9\":0,\"max\":0,\"mean\":0}".into();
     }
     format!(
-        "{{\"p50\":{:.3},\"p90\":{:.3},\"p99\":{:.3},\"p99.9\":{:.3},\"max\":{:.3},\"mean\":{:.3}}}",
+        "{{\"p50\":{:.3},\"p90\":{:.3},\"p95\":{:.3},\"p99\":{:.3},\"p99.9\":{:.3},\"max\":{:.3},\"mean\":{:.3}}}",
         us(h.value_at_quantile(0.5)),
         us(h.value_at_quantile(0.9)),
+        us(h.value_at_quantile(0.95)),
         us(h.value_at_quantile(0.99)),
         us(h.value_at_quantile(0.999)),
         us(h.max()),
