@@ -54,29 +54,11 @@ run "$N"
 run $((2 * N))
 
 python3 - "$TMP/cg.$N" "$TMP/cg.$((2 * N))" "$N" "$CONNS" "$KEYS" "$VALUE_SIZE" "$out" <<'PY'
-import json, re, subprocess, sys
+import json, sys
 a, b, n, conns, keys, value_size, out = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:7]), sys.argv[7]
 
-def split(path):
-    """Total instructions, and those of functions of the 82599 model."""
-    text = subprocess.run(["callgrind_annotate", "--inclusive=no", "--auto=no", "--threshold=100", path],
-                          capture_output=True, text=True, check=True).stdout
-    total = model = 0
-    for line in text.splitlines():
-        m = re.match(r"\s*([\d,]+) \(", line)
-        if not m:
-            continue
-        v = int(m.group(1).replace(",", ""))
-        if "PROGRAM TOTALS" in line:
-            total = v
-        else:
-            # file:function; the model's own code (not the driver's
-            # generic code instantiated with the model's registers).
-            f = re.match(r"\s*[\d,]+ \([^)]*\)\s+([^:]*):(.*)$", line)
-            if f and ("/crates/oxnet-sim/" in f.group(1)
-                      or re.match(r"\s*<?oxnet_sim::", f.group(2))):
-                model += v
-    return total, model
+sys.path.insert(0, "scripts/bench")
+from callgrind_split import split  # noqa: E402
 
 (ta, ma), (tb, mb) = split(a), split(b)
 per, model = (tb - ta) / n, (mb - ma) / n
