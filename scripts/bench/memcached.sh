@@ -28,9 +28,10 @@
 #   sudo scripts/bench/memcached.sh
 #   sudo SECONDS_PER_RUN=10 RATES="50000 100000 200000 400000" scripts/bench/memcached.sh
 #   sudo OX_DEV=af_xdp OX_RUN_FLAGS=--busy-poll scripts/bench/memcached.sh
+#   sudo OX_DEV=af_xdp WORKLOAD=etc scripts/bench/memcached.sh   (mutilate's ETC load; study-linux.sh)
 #   sudo OXNET=target/debug/oxnet SECONDS_PER_RUN=1 RATES="5000 10000" FIXED_RATE=5000 scripts/bench/memcached.sh
 #
-# Writes $OXNET_BENCH_OUT (default target/bench)/memcached.json (every
+# Writes $OXNET_BENCH_OUT (default target/bench)/$NAME.json (NAME default memcached) (every
 # sample, the table) and memcached.svg, and prints oxnet/memcached:
 # the highest rate answered with p99 < 500 us, and CPU per request.
 # The issue's goal: at least 3x memcached's requests/s per core.
@@ -50,10 +51,20 @@ SERVER_CORE="${SERVER_CORE:-1}"
 OX_FLAGS="${OX_FLAGS:-}"           # more of memcached's flags for oxnet memcached
 OX_RUN_FLAGS="${OX_RUN_FLAGS:-}"   # oxnet run's options for its router, e.g. --busy-poll
 OX_DEV="${OX_DEV:-tap}"            # tap | af_xdp | af_packet
+# fixed: KEYS keys of VALUE_SIZE bytes, GET_RATIO GETs, the fill a pass of
+# SETs. etc: Facebook's ETC load as mutilate gives it (-K fb_key -V
+# fb_value -i fb_ia -u 0.25 over RECORDS records; the fill `--loadonly`,
+# the runs `--noload`): issue 13's Figure 8, run by study-linux.sh.
+WORKLOAD="${WORKLOAD:-fixed}"
+RECORDS="${RECORDS:-100000}"
+MEMORY="${MEMORY:-64}"             # both servers' -m, MiB
+MAX_CONNS="${MAX_CONNS:-1024}"     # both servers' -c
+NAME="${NAME:-memcached}"          # the output files' name: NAME.json, NAME.svg
 out="${OXNET_BENCH_OUT:-target/bench}"
 
 [ "$(id -u)" -eq 0 ] || { echo "memcached.sh: needs root (TAP, namespaces)" >&2; exit 1; }
 case "$OX_DEV" in tap | af_xdp | af_packet) ;; *) echo "memcached.sh: OX_DEV=tap, af_xdp or af_packet" >&2; exit 1 ;; esac
+case "$WORKLOAD" in fixed | etc) ;; *) echo "memcached.sh: WORKLOAD=fixed or etc" >&2; exit 1 ;; esac
 case "$PROTO" in memcached-text | memcached-binary) ;; *) echo "memcached.sh: PROTO=memcached-text or memcached-binary" >&2; exit 1 ;; esac
 command -v memcached >/dev/null || { echo "memcached.sh: no memcached (scripts/install-deps.sh)" >&2; exit 1; }
 mkdir -p "$out"
@@ -62,6 +73,9 @@ if [ -z "${OXNET:-}" ]; then
     OXNET="$(pwd)/${CARGO_TARGET_DIR:-target}/release/oxnet"
 fi
 OXNET="$(realpath "$OXNET")"
+# Many connections need as many descriptors (the client's and oxnet's).
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+[ "$(ulimit -n)" = unlimited ] || [ "$(ulimit -n)" -gt $((CONNS + 64)) ] || { echo "memcached.sh: ulimit -n $(ulimit -n) is too few for $CONNS connections" >&2; exit 1; }
 SERVERS=(memcached)
 if "$OXNET" memcached --help >/dev/null 2>&1; then
     SERVERS+=(oxnet)
@@ -96,17 +110,27 @@ RUN_SEP=()
 
 target_of() { if [ "$1" = oxnet ]; then echo 10.81.0.2:11211; else echo 10.82.0.2:11211; fi; }
 
+if [ "$WORKLOAD" = etc ]; then
+    LOAD=(-K fb_key -V fb_value -i fb_ia -u 0.25 -r "$RECORDS")
+    FILL=(--loadonly -c 16)
+    RUN=(--noload)
+else
+    LOAD=(--keys "$KEYS" --value-size "$VALUE_SIZE")
+    FILL=(--requests "$KEYS" --get-ratio 0)
+    RUN=(--get-ratio "$GET_RATIO")
+fi
+
 client() { # client TARGET loadgen-flags...: one JSON line
     local target=$1
     shift
     ip netns exec "$NSC" taskset -c "$CLIENT_CORE" "$OXNET" loadgen -s "$target" --proto "$PROTO" \
-        --keys "$KEYS" --value-size "$VALUE_SIZE" --json "$@"
+        "${LOAD[@]}" --json "$@"
 }
 
 wait_ready() { # wait_ready TARGET
     local i
     for ((i = 0; i < 100; i++)); do
-        if client "$1" --requests 1 --timeout 1 >/dev/null 2>&1; then return 0; fi
+        if ip netns exec "$NSC" "$OXNET" loadgen -s "$1" --proto "$PROTO" --requests 1 --timeout 1 >/dev/null 2>&1; then return 0; fi
         kill -0 "$SERVER_PID" 2>/dev/null || { echo "memcached.sh: the server ended:" >&2; cat "$TMP/server.err" >&2; exit 1; }
         sleep 0.2
     done
@@ -119,10 +143,10 @@ start_server() { # start_server oxnet|memcached
     if [ "$1" = oxnet ]; then
         # shellcheck disable=SC2086 # OX_FLAGS, OX_RUN_FLAGS: words
         ip netns exec "$NSC" taskset -c "$SERVER_CORE" "$OXNET" memcached "$OX_SPEC" \
-            --ip 10.81.0.2/24 -p 11211 -U 0 -m 64 $OX_FLAGS "${RUN_SEP[@]}" $OX_RUN_FLAGS \
+            --ip 10.81.0.2/24 -p 11211 -U 0 -m "$MEMORY" -c "$MAX_CONNS" $OX_FLAGS "${RUN_SEP[@]}" $OX_RUN_FLAGS \
             >"$TMP/server.out" 2>"$TMP/server.err" &
     else
-        ip netns exec "$NSS" taskset -c "$SERVER_CORE" memcached -t 1 -U 0 -m 64 -p 11211 -u nobody \
+        ip netns exec "$NSS" taskset -c "$SERVER_CORE" memcached -t 1 -U 0 -m "$MEMORY" -c "$MAX_CONNS" -p 11211 -u nobody \
             >"$TMP/server.out" 2>"$TMP/server.err" &
     fi
     SERVER_PID=$!
@@ -141,20 +165,20 @@ measure() { # measure SERVER PHASE RATE
     b_irq=$(cores_irq)
     b_server=$(proc_cpu "$SERVER_PID")
     b_sys=$(proc_sys "$SERVER_PID")
-    json=$(client "$(target_of "$1")" -c "$CONNS" -q "$3" -t "$SECS" --get-ratio "$GET_RATIO") || true
+    json=$(client "$(target_of "$1")" -c "$CONNS" -q "$3" -t "$SECS" "${RUN[@]}") || true
     [ -n "$json" ] || { echo "memcached.sh: $1 at $3/s: the client printed nothing" >&2; exit 1; }
     printf '{"server":"%s","phase":"%s","offered":%s,"cores_cpu_s":%s,"irq_cpu_s":%s,"server_cpu_s":%s,"server_sys_cpu_s":%s,"client":%s}\n' \
         "$1" "$2" "$3" "$(jiffies_s "$b_cores" "$(cores_busy)")" "$(jiffies_s "$b_irq" "$(cores_irq)")" \
         "$(jiffies_s "$b_server" "$(proc_cpu "$SERVER_PID")")" "$(jiffies_s "$b_sys" "$(proc_sys "$SERVER_PID")")" \
         "$json" >>"$TMP/samples.jsonl"
-    echo "memcached.sh: $1 $2 at $3/s: $(printf '%s' "$json" | python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.0f/s, p99 %.0f us, %d errors" % (j["throughput"], j["latency_us"]["p99"], j["errors"]["total"]))')" >&2
+    echo "memcached.sh: $1 $2 at $3/s: $(printf '%s' "$json" | python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.0f/s, p99 %.0f us (from the send %.0f), %d errors" % (j["throughput"], j["latency_us"]["p99"], j["service_us"]["p99"], j["errors"]["total"]))')" >&2
 }
 
 : >"$TMP/samples.jsonl"
 for server in "${SERVERS[@]}"; do
     start_server "$server"
     # The fill: every key stored once before the clock starts.
-    client "$(target_of "$server")" --requests "$KEYS" --get-ratio 0 >/dev/null
+    client "$(target_of "$server")" "${FILL[@]}" >/dev/null
     for rate in $RATES; do
         measure "$server" sweep "$rate"
     done
@@ -162,10 +186,10 @@ for server in "${SERVERS[@]}"; do
     stop_server
 done
 
-python3 - "$TMP/samples.jsonl" "$out" "$SECS" "$PROTO" "$KEYS" "$VALUE_SIZE" "$GET_RATIO" "$CONNS" "$OX_DEV" "$OX_RUN_FLAGS" <<'PY'
+python3 - "$TMP/samples.jsonl" "$out" "$SECS" "$PROTO" "$KEYS" "$VALUE_SIZE" "$GET_RATIO" "$CONNS" "$OX_DEV" "$OX_RUN_FLAGS" "$WORKLOAD" "$RECORDS" "$NAME" <<'PY'
 import json, sys
 samples = [json.loads(l) for l in open(sys.argv[1])]
-out, secs, proto, keys, value_size, get_ratio, conns, ox_dev, ox_run_flags = sys.argv[2], float(sys.argv[3]), *sys.argv[4:]
+out, secs, proto, keys, value_size, get_ratio, conns, ox_dev, ox_run_flags, workload, records, name = sys.argv[2], float(sys.argv[3]), *sys.argv[4:]
 SLO_US = 500
 servers = [s for s in ["oxnet", "memcached"] if any(x["server"] == s for x in samples)]
 rows = []
@@ -174,6 +198,7 @@ for s in samples:
     reqs = max(c["requests"], 1)
     rows.append({"server": s["server"], "phase": s["phase"], "offered": s["offered"],
                  "requests_per_s": c["throughput"], "p50_us": c["latency_us"]["p50"], "p99_us": c["latency_us"]["p99"],
+                 "p99_from_send_us": c["service_us"]["p99"],
                  "cpu_us_per_request_both_cores": s["cores_cpu_s"] / reqs * 1e6,
                  "server_cpu_us_per_request": s["server_cpu_s"] / reqs * 1e6,
                  "server_sys_us_per_request": s.get("server_sys_cpu_s", 0) / reqs * 1e6,
@@ -200,11 +225,11 @@ if "oxnet" in servers and "memcached" in servers:
     summary["ratio_requests_per_s"], summary["ratio_cpu_per_request"] = r, c
 else:
     print("oxnet/memcached: no ratio, the oxnet half was skipped (this oxnet has no `memcached` command)")
-json.dump({"benchmark": "memcached", "proto": proto, "keys": int(keys), "value_size": int(value_size), "get_ratio": float(get_ratio),
+json.dump({"benchmark": name, "workload": workload, "records": int(records), "proto": proto, "keys": int(keys), "value_size": int(value_size), "get_ratio": float(get_ratio),
            "connections": int(conns), "seconds_per_run": secs, "slo_p99_us": SLO_US,
            "oxnet": f"oxnet memcached on {ox_dev} ({'a TAP device' if ox_dev == 'tap' else 'one end of a veth pair'}), one core",
            "ox_dev": ox_dev, "ox_run_flags": ox_run_flags, "memcached": "memcached -t 1 over veth, one core",
-           "summary": summary, "rows": rows, "samples": samples}, open(f"{out}/memcached.json", "w"), indent=1)
+           "summary": summary, "rows": rows, "samples": samples}, open(f"{out}/{name}.json", "w"), indent=1)
 
 # The figure: answered requests/s (left) and p99 (right) against the
 # offered load, one line per server; the dashed line is the 500 us goal.
@@ -214,8 +239,9 @@ ymax = max(r["requests_per_s"] for r in rows) * 1.1 or 1
 pmax = max(2 * SLO_US, min(max(r["p99_us"] for r in rows) * 1.1, 20 * SLO_US))
 colour = {"oxnet": "#2b5797", "memcached": "#999999"}
 W, H, PW, PH = 760, 330, 280, 220
+load = f"ETC (fb_key, fb_value, fb_ia, 25 % SETs, {records} records)" if workload == "etc" else f"{value_size} B values, {get_ratio} GETs"
 svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
-       f'<text x="10" y="16">Key-value, {proto}, {value_size} B values, {get_ratio} GETs, {conns} connections: one server core each</text>']
+       f'<text x="10" y="16">Key-value, {proto}, {load}, {conns} connections: one server core each</text>']
 def panel(x0, title, key, top, unit):
     y0 = 40 + PH
     svg.append(f'<text x="{x0}" y="34">{title}</text>')
@@ -235,6 +261,6 @@ svg.append(f'<line x1="450" y1="{ys:.1f}" x2="{450 + PW}" y2="{ys:.1f}" stroke="
 for k, s in enumerate(servers):
     svg.append(f'<rect x="{80 + k * 120}" y="{H - 16}" width="12" height="8" fill="{colour[s]}"/><text x="{96 + k * 120}" y="{H - 8}">{s}</text>')
 svg.append('</svg>')
-open(f"{out}/memcached.svg", "w").write("\n".join(svg) + "\n")
-print(f"memcached.sh: wrote {out}/memcached.json and {out}/memcached.svg", file=sys.stderr)
+open(f"{out}/{name}.svg", "w").write("\n".join(svg) + "\n")
+print(f"memcached.sh: wrote {out}/{name}.json and {out}/{name}.svg", file=sys.stderr)
 PY
